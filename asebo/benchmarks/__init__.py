@@ -1,0 +1,1 @@
+"""Benchmarks run by ``asebo bench NAME``: one module each, with ``add_arguments`` and ``run``."""

@@ -1,0 +1,1 @@
+"""The ``asebo optimize`` and ``asebo compare`` commands: one module each."""

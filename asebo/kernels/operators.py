@@ -1,0 +1,222 @@
+r"""The joint covariance of energies and energy gradients under the SVD kernel.
+
+For ``m`` configurations of ``n`` atoms the covariance of ``[E_i, \nabla E_i]`` is an
+``m (3n + 1)`` square matrix whose ``(i, j)`` block is
+``[[k, dk/dZ], [dk/dX, d^2k/dX dZ]]`` with ``X`` configuration ``i`` and ``Z``
+configuration ``j`` (seed 003, eqs. 11-13). :class:`SVDJointCovariance` multiplies by
+it without forming it: every per-pair quantity is a scalar or a 3x3 matrix, and the
+mixed block acts through centring and 3x3 products (seed 003, eqs. 32-33), so a
+product costs ``O(m^2 n)`` time and ``O(m^2 + m n)`` memory. :func:`solve_joint`
+solves with it by Jacobi-preconditioned conjugate gradients, or by Cholesky below a
+size threshold.
+"""
+
+from dataclasses import dataclass
+
+import torch
+from linear_operator.operators import LinearOperator
+from linear_operator.utils import linear_cg
+
+from asebo.kernels.svd import Alignment, _as_tensor, _centre, svd_kernel_blocks_batched
+
+
+def _t(A):
+    return A.transpose(-1, -2)
+
+
+class SVDJointCovariance(LinearOperator):
+    """Structured covariance of energies and gradients for ``m`` configurations.
+
+    Rows and columns are ordered per configuration: the energy, then the ``3n``
+    gradient components atom-major.
+
+    Parameters
+    ----------
+    positions : tensor (m, n, 3)
+        Configurations, float64.
+    gamma : float
+        Kernel inverse squared length scale, ``k = exp(-gamma d / 2)``.
+    proper : bool
+        Proper rotations only (see :mod:`asebo.kernels.svd`).
+
+    Attributes
+    ----------
+    n_matmuls : int
+        Products computed so far (a dense form is never built by them).
+
+    References
+    ----------
+    Seed 003 (Wong and Kolter), eqs. 11-14 and 32-33.
+    """
+
+    def __init__(self, positions, gamma, proper=True):
+        super().__init__(positions, gamma=float(gamma), proper=proper)
+        self.positions = positions
+        self.gamma = float(gamma)
+        self.proper = proper
+        self.n_matmuls = 0
+        m, n, _ = positions.shape
+        self.n_configs, self.n_atoms = m, n
+        Xc = _centre(positions)  # (m, n, 3)
+        M = torch.einsum("ina,jnb->ijab", Xc, Xc)  # (m, m, 3, 3)
+        self.alignment = Alignment(M, proper)
+        sq = (Xc ** 2).sum(dim=(-1, -2))  # (m,)
+        trace = (self.alignment.G * M).sum(dim=(-1, -2))  # (m, m)
+        distance = (sq[:, None] + sq[None, :] - 2.0 * trace).clamp_min(0.0)
+        self.k = torch.exp(-0.5 * self.gamma * distance)  # (m, m)
+        self.Xc = Xc
+
+    def _size(self):
+        size = self.n_configs * (3 * self.n_atoms + 1)
+        return torch.Size([size, size])
+
+    def _transpose_nonbatch(self):
+        return self
+
+    def _matmul(self, rhs):
+        self.n_matmuls += 1
+        vector = rhs.ndim == 1
+        if vector:
+            rhs = rhs[:, None]
+        m, n, gamma = self.n_configs, self.n_atoms, self.gamma
+        a, k, Xc = self.alignment, self.k, self.Xc
+        blocks = rhs.reshape(m, 3 * n + 1, -1)  # (m, 3n+1, t)
+        e = blocks[:, 0]  # (m, t)
+        g = blocks[:, 1:].reshape(m, n, 3, -1)  # (m, n, 3, t)
+        gc = g - g.mean(dim=1, keepdim=True)  # (m, n, 3, t)
+
+        z = torch.einsum("jnb,jnbt->jt", Xc, g)  # (m, t): <Zc_j, g_j>
+        A = torch.einsum("ina,jnbt->ijabt", Xc, g)  # (m, m, 3, 3, t): Xc_i^T g_j
+        sigma = z[None] - torch.einsum("ijab,ijabt->ijt", a.G, A)  # (m, m, t): <e_Z, g_j>
+        weighted = k[..., None] * (e[None] - gamma * sigma)  # (m, m, t)
+
+        energy = weighted.sum(dim=1)  # (m, t)
+        P = torch.einsum("ijap,ijabt,ijbq->ijpqt", a.W, A, a.V)  # (m, m, 3, 3, t)
+        omega = a.C[..., None] * (P - P.transpose(2, 3))  # (m, m, 3, 3, t)
+        rotation_term = torch.einsum("ijbq,ijpqt,ijap->ijbat", a.V, omega, a.W)
+        Q = gamma * (weighted[:, :, None, None, :] * _t(a.G)[..., None]
+                     + k[..., None, None, None] * rotation_term)  # (m, m, 3, 3, t)
+        gradient = (-gamma * Xc[..., None] * weighted.sum(dim=1)[:, None, None, :]
+                    + torch.einsum("jnb,ijbat->inat", Xc, Q)
+                    + gamma * torch.einsum("jnbt,ijab,ij->inat", gc, a.G, k))  # (m, n, 3, t)
+
+        out = torch.cat([energy[:, None, :], gradient.reshape(m, 3 * n, -1)], dim=1)
+        out = out.reshape(m * (3 * n + 1), -1)
+        return out[:, 0] if vector else out
+
+    def _diagonal(self):
+        m, n, gamma = self.n_configs, self.n_atoms, self.gamma
+        index = torch.arange(m)
+        W = self.alignment.W[index, index]  # (m, 3, 3)
+        V = self.alignment.V[index, index]
+        C = self.alignment.C[index, index]
+        G = self.alignment.G[index, index]
+        zeta = self.Xc @ V  # (m, n, 3)
+        alpha = self.Xc @ W  # (m, n, 3)
+        # T[a,i,a,i] = sum_pq W_ip zeta_aq C_pq (alpha_ap V_iq - alpha_aq V_ip)
+        T = (torch.einsum("mip,maq,mpq,map,miq->mai", W, zeta, C, alpha, V)
+             - torch.einsum("mip,maq,mpq,maq,mip->mai", W, zeta, C, alpha, V))
+        centring = 1.0 - 1.0 / n
+        mixed = gamma * (centring * torch.diagonal(G, dim1=-2, dim2=-1)[:, None, :] + T)
+        return torch.cat([torch.ones(m, 1, dtype=self.Xc.dtype),
+                          mixed.reshape(m, 3 * n)], dim=1).reshape(-1)
+
+    def to_dense(self):
+        """The dense matrix, built block by block from the kernel's derivative blocks."""
+        blocks = svd_kernel_blocks_batched(self.positions, self.positions, self.gamma, self.proper)
+        return assemble_joint(*blocks)
+
+
+def assemble_joint(k, dk_dX, dk_dZ, d2k_dXdZ):
+    """Dense joint covariance from batched blocks (m, m', ...) of any derivative kernel.
+
+    Returns the ``(m (3n+1), m' (3n+1))`` matrix ordered per configuration as
+    energy, then the ``3n`` gradient components.
+    """
+    m, m_prime, n, _ = dk_dX.shape
+    top = torch.cat([k[..., None, None], dk_dZ.reshape(m, m_prime, 1, 3 * n)], dim=-1)
+    bottom = torch.cat([dk_dX.reshape(m, m_prime, 3 * n, 1), d2k_dXdZ], dim=-1)
+    blocks = torch.cat([top, bottom], dim=-2)  # (m, m', 3n+1, 3n+1)
+    return blocks.permute(0, 2, 1, 3).reshape(m * (3 * n + 1), m_prime * (3 * n + 1))
+
+
+def joint_covariance(positions, gamma, proper=True):
+    """The structured joint covariance of energies and gradients (seed 003, eqs. 11-13, 32-33).
+
+    Parameters
+    ----------
+    positions : list of (n, 3) arrays, or array/tensor (m, n, 3)
+        The configurations.
+    gamma : float
+        Kernel inverse squared length scale.
+    proper : bool
+        Proper rotations only (see :mod:`asebo.kernels.svd`).
+
+    Returns
+    -------
+    SVDJointCovariance
+        A ``linear_operator.LinearOperator`` of size ``m (3n + 1)``.
+    """
+    if isinstance(positions, (list, tuple)):
+        positions = torch.stack([_as_tensor(p, "positions")[0] for p in positions])
+    positions, _ = _as_tensor(positions, "positions")
+    if positions.ndim != 3:
+        raise ValueError(f"positions must have shape (m, n_atoms, 3), got {tuple(positions.shape)}")
+    return SVDJointCovariance(positions, gamma, proper)
+
+
+@dataclass
+class SolveInfo:
+    """How :func:`solve_joint` solved: ``method`` is ``'cholesky'`` or ``'cg'``."""
+
+    method: str
+    iterations: int = 0
+    residual: float = 0.0
+
+
+def solve_joint(operator, rhs, noise, method="auto", max_cholesky_size=3000,
+                tolerance=1e-10, max_iter=2000):
+    """Solve ``(K + diag(noise)) x = rhs`` for a joint covariance ``K``.
+
+    Parameters
+    ----------
+    operator : LinearOperator (N, N)
+        Typically an :class:`SVDJointCovariance`, possibly scaled.
+    rhs : tensor (N,) or (N, t)
+    noise : tensor (N,)
+        Diagonal added to ``K`` (noise variances of energies and gradients).
+    method : {'auto', 'cholesky', 'cg'}
+        ``'auto'`` uses Cholesky up to ``max_cholesky_size`` and CG above.
+    tolerance : float
+        CG stops when the relative residual ``|r| / |rhs|`` falls below it.
+
+    Returns
+    -------
+    x : tensor like ``rhs``
+    info : SolveInfo
+    """
+    size = operator.shape[-1]
+    if method == "auto":
+        method = "cholesky" if size <= max_cholesky_size else "cg"
+    if method == "cholesky":
+        dense = operator.to_dense() + torch.diag(noise)
+        factor = torch.linalg.cholesky(dense)
+        x = torch.cholesky_solve(rhs[:, None] if rhs.ndim == 1 else rhs, factor)
+        return (x[:, 0] if rhs.ndim == 1 else x), SolveInfo("cholesky")
+    if method != "cg":
+        raise ValueError(f"method must be 'auto', 'cholesky' or 'cg', got {method!r}")
+    inverse_diagonal = 1.0 / (operator._diagonal() + noise)  # (N,)
+    column = rhs[:, None] if rhs.ndim == 1 else rhs
+    before = getattr(operator, "n_matmuls", 0)
+
+    def matmul(v):
+        return operator._matmul(v) + noise[:, None] * v
+
+    # linear_cg's absolute floors (eps, stop_updating_after) default to 1e-10, which
+    # stalls float64 solves well before a tight relative tolerance: make them inert.
+    x = linear_cg(matmul, column, tolerance=tolerance, max_iter=max_iter, eps=1e-300,
+                  stop_updating_after=0.0,
+                  preconditioner=lambda r: inverse_diagonal[:, None] * r)
+    residual = ((matmul(x) - column).norm() / column.norm().clamp_min(1e-300)).item()
+    iterations = getattr(operator, "n_matmuls", 0) - before - 1
+    return (x[:, 0] if rhs.ndim == 1 else x), SolveInfo("cg", iterations, residual)
