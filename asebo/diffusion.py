@@ -67,8 +67,10 @@ EPSILON_NEIGHBORS = 10
 _CHUNK_ELEMENTS = 2**22
 """Kernel blocks are evaluated a few rows at a time, about this many entries a block."""
 
-_DENSE_EIGEN_MAX = 1000
-"""Up to this size the eigenproblem is solved densely (LAPACK), above it by ARPACK."""
+_DENSE_EIGEN_MAX = 2000
+"""Sparse graphs up to this size are diagonalised densely (LAPACK), larger ones by ARPACK;
+dense matrices always by LAPACK, which does not slow down when the leading eigenvalues
+crowd near 1 (a narrow kernel), as ARPACK does."""
 
 _LANDMARK_RTOL = 1e-10
 """Eigenvalues of the landmark Gram matrix below this fraction of the largest are
@@ -152,7 +154,7 @@ def _top_eigenpairs(matrix, k, random_state, deflate=None):
         A unit eigenvector to remove first (``matrix - deflate deflate^T``).
     """
     n = matrix.shape[0]
-    if n <= _DENSE_EIGEN_MAX:
+    if not scipy.sparse.issparse(matrix) or n <= _DENSE_EIGEN_MAX:
         dense = matrix.toarray() if scipy.sparse.issparse(matrix) else np.array(matrix)
         if deflate is not None:
             dense -= np.outer(deflate, deflate)

@@ -35,6 +35,7 @@ References
    AISTATS 2007.
 """
 
+import functools
 import math
 import numbers
 import warnings
@@ -88,3 +89,389 @@ def pair_outer_sum(W, X_left, X_right, Z_left=None, Z_right=None):
             + (Z_right * col_sums[:, None]).T @ X_right
             - Z_left.T @ (W @ X_right)
             - Z_right.T @ (W.T @ X_left))
+
+
+def mlkr_loss(A, X, y, sigma):
+    r"""Leave-one-out Nadaraya-Watson error of MLKR and its gradient (seed 000, eqs. 3-5).
+
+    .. math::
+        \hat y_i = \frac{\sum_{j \ne i} k_{ij} y_j}{\sum_{j \ne i} k_{ij}},\qquad
+        \mathcal{L} = \sum_i (\hat y_i - y_i)^2,\qquad
+        \frac{\partial \mathcal{L}}{\partial A} = \frac{4}{\sigma^2} A \sum_{ij}
+        (\hat y_i - y_i) \frac{k_{ij}}{Z_i} (\hat y_i - y_j)\, x_{ij} x_{ij}^\top.
+
+    The weights :math:`k_{ij} / Z_i` are a softmax over :math:`j \ne i`, computed with
+    the largest exponent subtracted, so that far-apart points do not underflow.
+
+    Parameters
+    ----------
+    A : ndarray of shape (p, d)
+        The linear map.
+    X : ndarray of shape (n, d)
+        Features, ``n >= 2``.
+    y : ndarray of shape (n,)
+        Targets.
+    sigma : float
+        Kernel width.
+
+    Returns
+    -------
+    cost : float
+    grad : ndarray of shape (p, d)
+    """
+    Z = X @ A.T  # (n, p)
+    logits = -_squared_distances(Z, Z) / sigma**2  # (n, n)
+    np.fill_diagonal(logits, -np.inf)
+    weights = softmax(logits, axis=1)  # (n, n), k_ij / Z_i
+    y_hat = weights @ y  # (n,)
+    residual = y_hat - y  # (n,)
+    W = residual[:, None] * weights * (y_hat[:, None] - y[None, :])  # (n, n)
+    grad = 4.0 / sigma**2 * pair_outer_sum(W, X, X, Z, Z)  # (p, d)
+    return float(residual @ residual), grad
+
+
+def mlkrr_loss(A, X_A, y_A, X_alpha, y_alpha, sigma, krr_lambda):
+    r"""KRR error on the A-half with coefficients from the alpha-half, and its gradient.
+
+    Seed 000, eqs. 8-10: with :math:`K = k(X^{(\alpha)}, X^{(\alpha)})`,
+    :math:`Q = k(X^{(A)}, X^{(\alpha)})`, :math:`H = K + \lambda I`,
+    :math:`\alpha = H^{-1} y^{(\alpha)}`, :math:`\hat y = Q \alpha` and
+    :math:`r = \hat y - y^{(A)}`,
+
+    .. math::
+        \mathcal{L}_A = r^\top r,\qquad
+        \frac{\partial \mathcal{L}_A}{\partial A} = -\frac{4}{\sigma^2} A \sum_{ij} W_{ij}
+        x_{ij} x_{ij}^\top + \frac{4}{\sigma^2} A \sum_{ab} \tilde W_{ab} x_{ab} x_{ab}^\top,
+
+    :math:`W_{ij} = r_i \alpha_j Q_{ij}` over A-half by alpha-half pairs and
+    :math:`\tilde W_{ab} = K_{ab} \alpha_b [H^{-1} Q^\top r]_a` over alpha-half pairs,
+    each sum evaluated by :func:`pair_outer_sum` (the appendix lemma).
+
+    Parameters
+    ----------
+    A : ndarray of shape (p, d)
+        The linear map.
+    X_A : ndarray of shape (n_A, d)
+        Features of the points whose error is measured.
+    y_A : ndarray of shape (n_A,)
+        Their targets.
+    X_alpha : ndarray of shape (n_alpha, d)
+        Features of the points that define the KRR coefficients.
+    y_alpha : ndarray of shape (n_alpha,)
+        Their targets.
+    sigma : float
+        Kernel width.
+    krr_lambda : float
+        Ridge parameter, > 0.
+
+    Returns
+    -------
+    cost : float
+    grad : ndarray of shape (p, d)
+    """
+    Z_A = X_A @ A.T  # (n_A, p)
+    Z_alpha = X_alpha @ A.T  # (n_alpha, p)
+    K = np.exp(-_squared_distances(Z_alpha, Z_alpha) / sigma**2)  # (n_alpha, n_alpha)
+    Q = np.exp(-_squared_distances(Z_A, Z_alpha) / sigma**2)  # (n_A, n_alpha)
+    H_factor = _cholesky(K + krr_lambda * np.eye(len(K)))
+    alpha = cho_solve(H_factor, y_alpha)  # (n_alpha,)
+    residual = Q @ alpha - y_A  # (n_A,)
+    W = residual[:, None] * alpha[None, :] * Q  # (n_A, n_alpha)
+    u = cho_solve(H_factor, Q.T @ residual)  # (n_alpha,), H^{-T} Q^T r
+    W_tilde = K * u[:, None] * alpha[None, :]  # (n_alpha, n_alpha)
+    grad = 4.0 / sigma**2 * (pair_outer_sum(W_tilde, X_alpha, X_alpha, Z_alpha, Z_alpha)
+                             - pair_outer_sum(W, X_A, X_alpha, Z_A, Z_alpha))  # (p, d)
+    return float(residual @ residual), grad
+
+
+def _squared_distances(Z1, Z2):
+    """Squared Euclidean distances between rows by one matrix product, shape (n1, n2)."""
+    sq1 = np.einsum("ij,ij->i", Z1, Z1)  # (n1,)
+    sq2 = np.einsum("ij,ij->i", Z2, Z2)  # (n2,)
+    return np.maximum(sq1[:, None] + sq2[None, :] - 2.0 * (Z1 @ Z2.T), 0.0)
+
+
+def _cholesky(H):
+    try:
+        return cho_factor(H, lower=True, check_finite=False)
+    except np.linalg.LinAlgError as error:
+        raise ValueError("K + krr_lambda I is not numerically positive definite: increase "
+                         "krr_lambda") from error
+
+
+class _MetricLearningRegressor(RegressorMixin, TransformerMixin, BaseEstimator):
+    """Shared parts of MLKR and MLKRR: validation, the L-BFGS objective, KRR prediction."""
+
+    def fit(self, X, y):
+        """Learn the metric on ``(X, y)``, then fit KRR with it on the same data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Features, at least 2 samples.
+        y : array-like of shape (n_samples,)
+            Targets.
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_data(self, X, y, y_numeric=True, ensure_min_samples=2,
+                             dtype=np.float64)
+        self._check_hyperparameters()
+        self.y_offset_ = float(np.mean(y))
+        y_centred = y - self.y_offset_  # (n,)
+        A, sigma, n_iter, converged = self._learn_metric(X, y_centred)
+        if not converged:
+            warnings.warn(f"{type(self).__name__} did not converge in {n_iter} iterations: "
+                          "raise max_iter or tol", ConvergenceWarning, stacklevel=2)
+        self.components_ = A  # (d, d)
+        self.sigma_ = sigma
+        self.n_iter_ = n_iter
+        self.kernel_ = GaussianKernel(gamma=1.0 / sigma**2, A=A)
+        H = self.kernel_(X) + self.krr_lambda * np.eye(len(X))  # (n, n)
+        self.dual_coef_ = cho_solve(_cholesky(H), y_centred)  # (n,)
+        self.X_fit_ = X
+        return self
+
+    def transform(self, X):
+        """Features in the learned metric, ``X A^T``, shape ``(n_samples, n_features)``."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return X @ self.components_.T
+
+    def predict(self, X):
+        """Kernel ridge regression with the learned metric (seed 000, eq. 7).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self.kernel_(X, self.X_fit_) @ self.dual_coef_ + self.y_offset_
+
+    def _check_hyperparameters(self):
+        _check_positive(self.sigma, "sigma")
+        _check_positive(self.krr_lambda, "krr_lambda")
+        _check_positive(self.tol, "tol")
+        if not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
+            raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
+
+    def _minimize(self, loss, params, n_features, max_iter):
+        """L-BFGS on ``params = [A.ravel(), (log sigma)]`` for ``loss(A, sigma)``.
+
+        With ``learn_sigma`` the last parameter is ``log sigma``. The kernel depends on
+        ``A / sigma`` only, so ``dL/dlog(sigma) = -sum(A * dL/dA)`` comes free.
+        """
+        def objective(theta):
+            if self.learn_sigma:
+                A = theta[:-1].reshape(n_features, n_features)
+                sigma = math.exp(theta[-1])
+            else:
+                A = theta.reshape(n_features, n_features)
+                sigma = self.sigma
+            cost, grad = loss(A, sigma)
+            grad = grad.ravel()
+            if self.learn_sigma:
+                grad = np.append(grad, -np.dot(A.ravel(), grad))
+            return cost, grad
+
+        return minimize(objective, params, jac=True, method="L-BFGS-B", tol=self.tol,
+                        options={"maxiter": max_iter})
+
+    def _initial_parameters(self, n_features):
+        A = np.eye(n_features).ravel()  # identity, as in seed 000
+        return np.append(A, math.log(self.sigma)) if self.learn_sigma else A
+
+    def _unpack(self, params, n_features):
+        if self.learn_sigma:
+            return params[:-1].reshape(n_features, n_features), math.exp(params[-1])
+        return params.reshape(n_features, n_features), float(self.sigma)
+
+
+class MLKR(_MetricLearningRegressor):
+    """Metric learning for kernel regression with the Nadaraya-Watson estimator.
+
+    Minimises the leave-one-out error of the Nadaraya-Watson estimator in the metric
+    ``A`` (seed 000, eqs. 3-5, after Weinberger and Tesauro) by L-BFGS from the
+    identity; :meth:`predict` then uses kernel ridge regression with that metric, the
+    comparison made in seed 000.
+
+    Parameters
+    ----------
+    sigma : float, default=1.0
+        Width of the Gaussian kernel ``exp(-|A(x - x')|^2 / sigma^2)``.
+    krr_lambda : float, default=1e-6
+        Ridge parameter of the kernel ridge regression used by :meth:`predict`.
+    learn_sigma : bool, default=False
+        Optimise ``log sigma`` together with ``A``. The kernel depends on ``A / sigma``
+        only, so this changes the path of the optimiser, not what it can reach.
+    max_iter : int, default=500
+        Most L-BFGS iterations.
+    tol : float, default=1e-6
+        L-BFGS tolerance (``ftol`` and ``gtol``) on the loss divided by the total sum of
+        squares of ``y``.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_features, n_features)
+        The learned map ``A``.
+    sigma_ : float
+        The kernel width used with it.
+    kernel_ : asebo.kernels.GaussianKernel
+        ``GaussianKernel(1 / sigma_**2, components_)``.
+    dual_coef_ : ndarray of shape (n_samples,)
+        KRR coefficients on the training set.
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        The training features.
+    y_offset_ : float
+        Mean of the training targets, subtracted before the regression.
+    n_iter_ : int
+        L-BFGS iterations done.
+    n_features_in_ : int
+
+    References
+    ----------
+    Seed 000 (Fabregat et al., Mach. Learn.: Sci. Technol. 3, 035015 (2022)), eqs. 3-5
+    and the appendix; K. Q. Weinberger, G. Tesauro, AISTATS 2007.
+    """
+
+    def __init__(self, sigma=1.0, krr_lambda=1e-6, learn_sigma=False, max_iter=500, tol=1e-6):
+        self.sigma = sigma
+        self.krr_lambda = krr_lambda
+        self.learn_sigma = learn_sigma
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def _learn_metric(self, X, y):
+        n_features = X.shape[1]
+        loss = functools.partial(_normalised_mlkr_loss, X=X, y=y)
+        result = self._minimize(loss, self._initial_parameters(n_features), n_features,
+                                self.max_iter)
+        A, sigma = self._unpack(result.x, n_features)
+        return A, sigma, int(result.nit), bool(result.success)
+
+
+class MLKRR(_MetricLearningRegressor):
+    """Metric learning for kernel ridge regression (seed 000).
+
+    The training set is split at random into an alpha-half, whose KRR coefficients
+    ``alpha = (K + lambda I)^{-1} y_alpha`` define the model, and an A-half, on which the
+    squared error of that model is minimised over ``A`` (eqs. 8-10) by L-BFGS from the
+    identity. The split is drawn anew every ``shuffle_every`` iterations, which
+    restarts L-BFGS; the fit stops when one L-BFGS run converges or after ``max_iter``
+    iterations in all. :meth:`predict` is KRR on the whole training set in the learned
+    metric.
+
+    Parameters
+    ----------
+    sigma : float, default=1.0
+        Width of the Gaussian kernel ``exp(-|A(x - x')|^2 / sigma^2)``; seed 000 takes
+        the best width of plain KRR.
+    krr_lambda : float, default=1e-6
+        Ridge parameter, in the loss and in :meth:`predict`. Seed 000's ``1e-9`` with
+        its kernel prefactor ``1 / (sqrt(2 pi) sigma)`` is ``1e-9 sqrt(2 pi) sigma`` here.
+    learn_sigma : bool, default=False
+        Optimise ``log sigma`` together with ``A`` (see :class:`MLKR`).
+    shuffle_every : int, default=30
+        Iterations between two random splits, 30 in seed 000.
+    alpha_fraction : float, default=0.5
+        Fraction of the training set in the alpha-half (seed 000: half).
+    max_iter : int, default=500
+        Most L-BFGS iterations in all.
+    tol : float, default=1e-6
+        L-BFGS tolerance (``ftol`` and ``gtol``) on the loss divided by the total sum of
+        squares of ``y``.
+    random_state : int, RandomState instance or None, default=None
+        Seed of the random splits.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_features, n_features)
+        The learned map ``A``.
+    sigma_ : float
+        The kernel width used with it.
+    kernel_ : asebo.kernels.GaussianKernel
+        ``GaussianKernel(1 / sigma_**2, components_)``.
+    dual_coef_ : ndarray of shape (n_samples,)
+        KRR coefficients on the whole training set.
+    X_fit_ : ndarray of shape (n_samples, n_features)
+        The training features.
+    y_offset_ : float
+        Mean of the training targets, subtracted before the regression.
+    n_iter_ : int
+        L-BFGS iterations done, over all splits.
+    n_features_in_ : int
+
+    References
+    ----------
+    Seed 000 (Fabregat et al., Mach. Learn.: Sci. Technol. 3, 035015 (2022)), eqs. 7-10,
+    the appendix lemma, and the section "Optimization details".
+    """
+
+    def __init__(self, sigma=1.0, krr_lambda=1e-6, learn_sigma=False, shuffle_every=30,
+                 alpha_fraction=0.5, max_iter=500, tol=1e-6, random_state=None):
+        self.sigma = sigma
+        self.krr_lambda = krr_lambda
+        self.learn_sigma = learn_sigma
+        self.shuffle_every = shuffle_every
+        self.alpha_fraction = alpha_fraction
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def _check_hyperparameters(self):
+        super()._check_hyperparameters()
+        if not isinstance(self.shuffle_every, numbers.Integral) or self.shuffle_every < 1:
+            raise ValueError(f"shuffle_every must be a positive integer, "
+                             f"got {self.shuffle_every!r}")
+        if not 0.0 < self.alpha_fraction < 1.0:
+            raise ValueError(f"alpha_fraction must lie in (0, 1), got {self.alpha_fraction!r}")
+
+    def _learn_metric(self, X, y):
+        n_samples, n_features = X.shape
+        rng = check_random_state(self.random_state)
+        n_alpha = min(max(round(self.alpha_fraction * n_samples), 1), n_samples - 1)
+        params = self._initial_parameters(n_features)
+        n_iter = 0
+        for _ in range(math.ceil(self.max_iter / self.shuffle_every)):
+            order = rng.permutation(n_samples)
+            alpha_half, a_half = order[:n_alpha], order[n_alpha:]
+            loss = functools.partial(_normalised_mlkrr_loss, X_A=X[a_half], y_A=y[a_half],
+                                     X_alpha=X[alpha_half], y_alpha=y[alpha_half],
+                                     krr_lambda=self.krr_lambda)
+            budget = min(self.shuffle_every, self.max_iter - n_iter)
+            result = self._minimize(loss, params, n_features, budget)
+            params = result.x
+            n_iter += int(result.nit)
+            if result.success:
+                A, sigma = self._unpack(params, n_features)
+                return A, sigma, n_iter, True
+            if n_iter >= self.max_iter:
+                break
+        A, sigma = self._unpack(params, n_features)
+        return A, sigma, n_iter, False
+
+
+def _normalised_mlkr_loss(A, sigma, X, y):
+    """:func:`mlkr_loss` divided by the total sum of squares of the centred ``y``."""
+    scale = float(y @ y) or 1.0
+    cost, grad = mlkr_loss(A, X, y, sigma)
+    return cost / scale, grad / scale
+
+
+def _normalised_mlkrr_loss(A, sigma, X_A, y_A, X_alpha, y_alpha, krr_lambda):
+    """:func:`mlkrr_loss` divided by the total sum of squares of the centred ``y_A``."""
+    scale = float(y_A @ y_A) or 1.0
+    cost, grad = mlkrr_loss(A, X_A, y_A, X_alpha, y_alpha, sigma, krr_lambda)
+    return cost / scale, grad / scale
+
+
+def _check_positive(value, name):
+    if not isinstance(value, numbers.Real) or not value > 0 or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite positive number, got {value!r}")

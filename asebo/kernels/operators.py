@@ -80,28 +80,35 @@ class SVDJointCovariance(LinearOperator):
             rhs = rhs[:, None]
         m, n, gamma = self.n_configs, self.n_atoms, self.gamma
         a, k, Xc = self.alignment, self.k, self.Xc
-        blocks = rhs.reshape(m, 3 * n + 1, -1)  # (m, 3n+1, t)
-        e = blocks[:, 0]  # (m, t)
-        g = blocks[:, 1:].reshape(m, n, 3, -1)  # (m, n, 3, t)
-        gc = g - g.mean(dim=1, keepdim=True)  # (m, n, 3, t)
+        t = rhs.shape[-1]
+        blocks = rhs.T.reshape(t, m, 3 * n + 1)
+        e = blocks[..., 0]  # (t, m)
+        g = blocks[..., 1:].reshape(t, m, n, 3)  # (t, m, n, 3)
+        gc = g - g.mean(dim=2, keepdim=True)  # (t, m, n, 3)
 
-        z = torch.einsum("jnb,jnbt->jt", Xc, g)  # (m, t): <Zc_j, g_j>
-        A = torch.einsum("ina,jnbt->ijabt", Xc, g)  # (m, m, 3, 3, t): Xc_i^T g_j
-        sigma = z[None] - torch.einsum("ijab,ijabt->ijt", a.G, A)  # (m, m, t): <e_Z, g_j>
-        weighted = k[..., None] * (e[None] - gamma * sigma)  # (m, m, t)
+        # Every product over atoms is one matrix product with all pairs at once.
+        Xc_rows = Xc.transpose(1, 2).reshape(3 * m, n)  # (3m, n): rows (i, a)
+        g_cols = g.permute(2, 0, 1, 3).reshape(n, 3 * m * t)  # (n, t m 3)
+        A = (Xc_rows @ g_cols).reshape(m, 3, t, m, 3).permute(2, 0, 3, 1, 4)  # (t, m, m, 3, 3)
+        z = (Xc[None] * g).sum(dim=(2, 3))  # (t, m): <Zc_j, g_j>
+        sigma = z[:, None, :] - (a.G * A).sum(dim=(-1, -2))  # (t, m, m): <e_Z, g_j>
+        weighted = k * (e[:, None, :] - gamma * sigma)  # (t, m, m)
 
-        energy = weighted.sum(dim=1)  # (m, t)
-        P = torch.einsum("ijap,ijabt,ijbq->ijpqt", a.W, A, a.V)  # (m, m, 3, 3, t)
-        omega = a.C[..., None] * (P - P.transpose(2, 3))  # (m, m, 3, 3, t)
-        rotation_term = torch.einsum("ijbq,ijpqt,ijap->ijbat", a.V, omega, a.W)
-        Q = gamma * (weighted[:, :, None, None, :] * _t(a.G)[..., None]
-                     + k[..., None, None, None] * rotation_term)  # (m, m, 3, 3, t)
-        gradient = (-gamma * Xc[..., None] * weighted.sum(dim=1)[:, None, None, :]
-                    + torch.einsum("jnb,ijbat->inat", Xc, Q)
-                    + gamma * torch.einsum("jnbt,ijab,ij->inat", gc, a.G, k))  # (m, n, 3, t)
+        energy = weighted.sum(dim=2)  # (t, m)
+        P = _t(a.W) @ A @ a.V  # (t, m, m, 3, 3)
+        omega = a.C * (P - _t(P))
+        Q = gamma * (weighted[..., None, None] * _t(a.G)
+                     + k[..., None, None] * (a.V @ _t(omega) @ _t(a.W)))  # (t, m, m, 3, 3)
+        Xc_cols = Xc.permute(1, 0, 2).reshape(n, 3 * m)  # (n, (j, b))
+        Q_rows = Q.permute(2, 3, 0, 1, 4).reshape(3 * m, t * m * 3)  # ((j, b), (t, i, a))
+        aligned = (Xc_cols @ Q_rows).reshape(n, t, m, 3).permute(1, 2, 0, 3)  # (t, m, n, 3)
+        H_rows = (gamma * k[..., None, None] * _t(a.G)).permute(1, 2, 0, 3).reshape(3 * m, 3 * m)
+        gc_cols = gc.permute(0, 2, 1, 3).reshape(t * n, 3 * m)  # ((t, n), (j, b))
+        centred = (gc_cols @ H_rows).reshape(t, n, m, 3).transpose(1, 2)  # (t, m, n, 3)
+        gradient = -gamma * weighted.sum(dim=2)[..., None, None] * Xc + aligned + centred
 
-        out = torch.cat([energy[:, None, :], gradient.reshape(m, 3 * n, -1)], dim=1)
-        out = out.reshape(m * (3 * n + 1), -1)
+        out = torch.cat([energy[..., None], gradient.reshape(t, m, 3 * n)], dim=-1)
+        out = out.reshape(t, -1).T
         return out[:, 0] if vector else out
 
     def _diagonal(self):
@@ -123,8 +130,14 @@ class SVDJointCovariance(LinearOperator):
 
     def to_dense(self):
         """The dense matrix, built block by block from the kernel's derivative blocks."""
-        blocks = svd_kernel_blocks_batched(self.positions, self.positions, self.gamma, self.proper)
-        return assemble_joint(*blocks)
+        m, n = self.n_configs, self.n_atoms
+        # block rows in chunks of about 256 MiB of intermediates bound the memory
+        chunk = max(1, int(2 ** 28 // (8 * 8 * m * 9 * n * n)))
+        rows = [assemble_joint(*svd_kernel_blocks_batched(self.positions[i:i + chunk],
+                                                          self.positions, self.gamma,
+                                                          self.proper))
+                for i in range(0, m, chunk)]
+        return torch.cat(rows, dim=0)
 
 
 def assemble_joint(k, dk_dX, dk_dZ, d2k_dXdZ):

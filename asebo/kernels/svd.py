@@ -52,6 +52,11 @@ from asebo.kernels.euclidean import Kernel
 _RANK_RTOL = 1e-10
 
 
+def _det3(A):
+    """Determinants of a batch of 3x3 matrices (...): the triple product of the columns."""
+    return (torch.linalg.cross(A[..., :, 0], A[..., :, 1], dim=-1) * A[..., :, 2]).sum(dim=-1)
+
+
 class Alignment:
     """The optimal alignment of a batch of cross moments ``M`` (..., 3, 3).
 
@@ -78,7 +83,7 @@ class Alignment:
             nonzero = s > _RANK_RTOL * scale  # (..., 3)
             sign = torch.ones_like(s)
             if proper:
-                det = torch.linalg.det(U) * torch.linalg.det(V)  # (...)
+                det = _det3(U) * _det3(V)  # (...)
                 sign[..., 2] = torch.where(det < 0, -1.0, 1.0)
                 # rank two or more: the proper rotation is unique even with s3 = 0
                 weight = torch.ones_like(s)
@@ -176,14 +181,17 @@ class _PairTerms:
         gamma = self.gamma
         zeta = self.Zc @ a.V  # (..., n, 3)
         alpha = self.Xc @ a.W  # (..., n, 3)
-        # T[a,i,b,l] = sum_pq W_ip zeta_aq C_pq (alpha_bp V_lq - alpha_bq V_lp)
-        T = (torch.einsum("...ip,...aq,...pq,...bp,...lq->...aibl", a.W, zeta, a.C, alpha, a.V)
-             - torch.einsum("...ip,...aq,...pq,...bq,...lp->...aibl", a.W, zeta, a.C, alpha, a.V))
+        batch = zeta.shape[:-2]
+        # T = sum_pq C_pq r_pq (c_pq - c_qp)^T with r_pq[a,i] = zeta_aq W_ip and
+        # c_pq[b,l] = alpha_bp V_lq: a product of (3n, 9) and (9, 3n) matrices
+        rows = (zeta[..., :, None, None, :] * a.W[..., None, :, :, None]).reshape(*batch, 3 * n, 9)
+        cols = alpha[..., :, None, :, None] * a.V[..., None, :, None, :]  # (..., n, 3, 3p, 3q)
+        cols = (cols - cols.transpose(-1, -2)).reshape(*batch, 3 * n, 9)
+        T = (rows * a.C.reshape(*batch, 1, 9)) @ cols.transpose(-1, -2)  # (..., 3n, 3n)
         centring = torch.eye(n, dtype=self.Xc.dtype) - 1.0 / n  # (n, n)
-        BG = torch.einsum("ab,...il->...aibl", centring, a.G)
-        outer = torch.einsum("...ai,...bl->...aibl", self.eX, self.eZ)
-        block = self.k[..., None, None, None, None] * (gamma ** 2 * outer + gamma * (BG + T))
-        return block.reshape(*block.shape[:-4], 3 * n, 3 * n)
+        BG = (centring[:, None, :, None] * a.G[..., None, :, None, :]).reshape(*batch, 3 * n, 3 * n)
+        eX, eZ = self.eX.reshape(*batch, 3 * n, 1), self.eZ.reshape(*batch, 1, 3 * n)
+        return self.k[..., None, None] * (gamma ** 2 * eX * eZ + gamma * (BG + T))
 
 
 def _prepare_pair(X, Z):

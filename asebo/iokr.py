@@ -1,0 +1,998 @@
+r"""Input Output Kernel Regression (IOKR) and magnitude-preserving IOKR (MP-IOKR).
+
+Both estimators learn a map :math:`h` from inputs to the feature space
+:math:`\mathcal F_y` of an output kernel :math:`k_y` and predict by ranking a set of
+candidate outputs by their distance to :math:`h(x)` (seed 001, eq. 3).
+
+* :class:`IOKR` is kernel ridge regression into :math:`\mathcal F_y`:
+  :math:`h(x) = \Psi_S (\lambda I + K_{X_S})^{-1} k^x_{X_S}` (eq. 2).
+* :class:`MPIOKR` fits, for each training example :math:`i` and each of its
+  candidates :math:`j \in C_i`, the difference :math:`h(x_i) - h(x_j)` to
+  :math:`\psi(y_i) - \psi(y_j)` (eq. 4). By Theorem 2 this is IOKR on inputs and
+  outputs centred on the mean of a candidate set (eqs. 6-7). Three settings:
+
+  - the inputs of the candidates are known: Prop. 3, a system of size
+    :math:`\ell + n`;
+  - they are approximated from the candidate outputs by a reverse regression
+    :math:`g(y) = \Phi_S (\gamma I + K_{Y_S})^{-1} k^y_{Y_S}` (eqs. 8-10), one
+    :math:`\gamma` for the combined input kernel: Prop. 4, eq. 11, a system of
+    size :math:`\ell`;
+  - each input kernel :math:`k^k_x` is approximated with its own :math:`\gamma_k`
+    (eq. 12): Prop. 5, eq. 13, a system of size :math:`\ell G` where the :math:`G`
+    groups are the kernels sharing a :math:`\gamma` (section 2.3.2). With one
+    :math:`\gamma` for all kernels this is Prop. 4.
+
+:class:`IOKRCV` selects :math:`\lambda` by the closed-form leave-one-out error
+(:func:`loo_squared_errors`) or by K-fold cross-validation; :class:`MPIOKRCV`
+selects :math:`\gamma` by the leave-one-out error of the reverse regression, then
+:math:`\lambda` by K-fold cross-validation of the ranking of held-out training
+examples among their candidates.
+
+Implementation notes (each checked numerically in ``tests/test_iokr.py``):
+
+* Identical candidate sets are merged: a set shared by :math:`m_u` training examples
+  enters eq. 6 once with weight :math:`m_u / n_u` instead of :math:`m_u` times with
+  weight :math:`1 / n_u`, so with candidate sets defined by a molecular formula the
+  cost grows with the number of distinct sets, not of training examples. The
+  candidate outputs of all sets are one *pool*; a set is a list of row indices into it.
+* The solutions are written as dual coefficients over the output *basis*: the
+  training outputs followed by the pool (IOKR: the training outputs only). A score is
+  ``K_Y(candidates, basis) @ coef_ @ v(x)`` with ``v(x)`` the vector of input kernel
+  values of :math:`x`.
+* Eq. 13 misses the kernel weights on the right-hand side: with
+  :math:`\phi = [\sqrt{\mu_k} \phi^k]_k`, :math:`\Phi'^\top \phi(x)` has blocks
+  :math:`\mu_k k^{kx}_{X_S}` (summed within a group), not :math:`k^{kx}_{X_S}`.
+* The MP-IOKR model only fits differences: trained on :math:`\phi(x) - \bar\phi_C`
+  it predicts :math:`\psi(y) - \bar\psi_C`. With ``centre=True`` (default) the
+  prediction for a test input with candidate set :math:`C` is
+  :math:`\hat h(x) = W(\phi(x) - \bar\phi_C) + \bar\psi_C`, which is invariant to
+  shifts of either feature space; ``centre=False`` gives the paper's
+  :math:`h(x) = W \phi(x)` (eqs. 11 and 13 as written). For IOKR, ``centre=True``
+  centres both kernels on the training set, as in Brouard et al. (2016a).
+
+Kernels
+-------
+Each side takes a kernel object of :mod:`asebo.kernels` (called as
+``kernel(A, B)``) or the string ``"precomputed"``. Several input kernels are given as a
+list and combined as :math:`\sum_k \mu_k k^k_x` with weights ``kernel_weights``
+(uniform by default); their data are one array shared by all of them or a list with
+one array per kernel. Precomputed matrices always hold kernel values *against the
+basis*, rows being the objects:
+
+===================  ========================================  ============================
+argument             IOKR                                      MP-IOKR
+===================  ========================================  ============================
+``X`` (fit)          ``K_X(S, S)``                             ``K_X(S, S)``
+``Y`` (fit)          ``K_Y(S, S)``                             ``K_Y(S, S)``
+``candidates`` (fit)                                           ``K_Y(P, [S, P])``
+``candidate_inputs`` (fit, Prop. 3)                            ``K_X(P, [S, P])``
+``X`` (predict)      ``K_X(test, S)``                          ``K_X(test, S)``; Prop. 3:
+                                                               ``K_X(test, [S, P])``
+``candidates``       ``K_Y(C, S)``                             ``K_Y(C, [S, P])``
+``candidate_inputs`` (predict, Prop. 3)                        ``K_X(C, [S, P])``
+``candidate_gram``   ``K_Y(C, C)``                             ``K_Y(C, C)``
+===================  ========================================  ============================
+
+with :math:`S` the training examples, :math:`P` the candidate pool of the training
+sets and :math:`C` the candidate set to rank. With several precomputed input kernels
+each input argument is a list of such matrices, one per kernel.
+
+References
+----------
+.. [1] C. Brouard, E. Bach, S. Böcker, J. Rousu, "Magnitude-preserving ranking for
+   structured outputs", Proc. ACML, PMLR 77, 407-422 (2017) (seed 001).
+.. [2] C. Brouard, H. Shen, K. Dührkop, F. d'Alché-Buc, S. Böcker, J. Rousu, "Fast
+   metabolite identification with Input Output Kernel Regression", Bioinformatics
+   32(12), i28-i36 (2016).
+"""
+
+import numbers
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve, eigh, lu_factor, lu_solve
+from sklearn.base import BaseEstimator
+from sklearn.model_selection import KFold
+from sklearn.preprocessing import KernelCenterer
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from asebo.kernels import GaussianKernel, LinearKernel
+
+__all__ = ["IOKR", "IOKRCV", "MPIOKR", "MPIOKRCV", "PRECOMPUTED", "loo_squared_errors"]
+
+#: The value of ``input_kernel`` or ``output_kernel`` meaning "kernel matrices given".
+PRECOMPUTED = "precomputed"
+
+_SCORES = ("distance", "inner")
+_GRAM_CHUNK = 2048  # rows of a candidate Gram matrix computed at once
+
+
+def _matrix(A, name, n_rows=None, n_cols=None):
+    """``A`` as a finite float64 2-D array, with a clear error on a wrong shape."""
+    A = check_array(A, dtype=np.float64, input_name=name)
+    if n_rows is not None and A.shape[0] != n_rows:
+        raise ValueError(f"{name} has {A.shape[0]} rows; expected {n_rows}")
+    if n_cols is not None and A.shape[1] != n_cols:
+        raise ValueError(f"{name} has {A.shape[1]} columns; expected {n_cols} "
+                         "(precomputed kernels hold values against the fitted basis, "
+                         "see the asebo.iokr module docstring)")
+    return A
+
+
+def _positive_float(value, name):
+    if not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _check_score(score):
+    if score not in _SCORES:
+        raise ValueError(f"score must be one of {_SCORES}, got {score!r}")
+
+
+class _InputKernels:
+    """The input kernels of an estimator and their weights :math:`\\mu_k`."""
+
+    def __init__(self, input_kernel, kernel_weights):
+        kernels = list(input_kernel) if isinstance(input_kernel, (list, tuple)) else [input_kernel]
+        is_precomputed = [isinstance(k, str) and k == PRECOMPUTED for k in kernels]
+        if not kernels or (any(is_precomputed) and not all(is_precomputed)):
+            raise ValueError("input_kernel must be a kernel, 'precomputed', or a non-empty "
+                             "list of kernels, or of 'precomputed' only")
+        for k in kernels:
+            if not (isinstance(k, str) and k == PRECOMPUTED) and not callable(k):
+                raise ValueError(f"input kernel {k!r} is neither callable nor 'precomputed'")
+        self.kernels = kernels
+        self.precomputed = all(is_precomputed)
+        if kernel_weights is None:
+            weights = np.full(len(kernels), 1.0 / len(kernels))
+        else:
+            weights = np.asarray(kernel_weights, dtype=np.float64).reshape(-1)
+            if len(weights) != len(kernels) or not np.all(np.isfinite(weights)) \
+                    or np.any(weights < 0) or not np.any(weights > 0):
+                raise ValueError(f"kernel_weights must be {len(kernels)} non-negative numbers, "
+                                 "not all zero")
+        self.weights = weights  # (K,)
+
+    def split(self, X, name, n_rows=None):
+        """One 2-D array per kernel: a list is split, a single array shared."""
+        if isinstance(X, (list, tuple)):
+            parts = list(X)
+            if len(parts) != len(self.kernels):
+                raise ValueError(f"{name} is a list of {len(parts)} arrays for "
+                                 f"{len(self.kernels)} input kernels")
+        else:
+            if self.precomputed and len(self.kernels) > 1:
+                raise ValueError(f"{name}: give one precomputed matrix per input kernel, "
+                                 "as a list")
+            parts = [X] * len(self.kernels)
+        return [_matrix(p, name, n_rows=n_rows) for p in parts]
+
+    def weighted_grams(self, parts, basis, name):
+        """The matrices :math:`\\mu_k K^k(X, \\text{basis})`, one per kernel.
+
+        ``basis`` is a list of data arrays, one per kernel, or, for precomputed
+        kernels, the number of basis objects (columns expected).
+        """
+        if self.precomputed:
+            return [w * _matrix(p, name, n_cols=basis) for w, p in zip(self.weights, parts)]
+        return [w * np.asarray(k(p, b), dtype=np.float64)
+                for w, k, p, b in zip(self.weights, self.kernels, parts, basis)]
+
+
+class _OutputKernel:
+    """The output kernel :math:`k_y`: an object or precomputed matrices."""
+
+    def __init__(self, output_kernel):
+        self.precomputed = isinstance(output_kernel, str) and output_kernel == PRECOMPUTED
+        if not self.precomputed and not callable(output_kernel):
+            raise ValueError("output_kernel must be a kernel or 'precomputed'")
+        self.kernel = output_kernel
+
+    def gram(self, Y, basis, name):
+        """:math:`K_Y(Y, \\text{basis})`; ``basis`` is data, or a column count if precomputed."""
+        if self.precomputed:
+            return _matrix(Y, name, n_cols=basis)
+        return np.asarray(self.kernel(_matrix(Y, name), basis), dtype=np.float64)
+
+    def self_terms(self, candidates, candidate_gram, need_diag, need_mean):
+        """:math:`k_y(y, y)` and :math:`\\langle \\psi(y), \\bar\\psi_C \\rangle` for each candidate."""
+        if not (need_diag or need_mean):
+            return None, None
+        if self.precomputed:
+            if candidate_gram is None:
+                raise ValueError("with a precomputed output kernel, pass candidate_gram = "
+                                 "K_Y(C, C): the ranking needs k_y(y, y) or the candidate "
+                                 "mean (score='inner' with centre=False needs neither)")
+            n = len(candidates)
+            gram = _matrix(candidate_gram, "candidate_gram", n_rows=n, n_cols=n)
+            return np.diag(gram).copy(), gram.mean(axis=1)
+        C = _matrix(candidates, "candidates")
+        diag = np.asarray(self.kernel.diag(C), dtype=np.float64) if need_diag else None
+        mean = None
+        if need_mean:
+            mean = np.concatenate([self.kernel(C[s:s + _GRAM_CHUNK], C).mean(axis=1)
+                                   for s in range(0, len(C), _GRAM_CHUNK)])
+        return diag, mean
+
+
+def _rank_scores(scores):
+    """Candidate indices, best (highest score) first, for each row of ``scores``."""
+    return np.argsort(-scores, axis=1, kind="stable")
+
+
+def _combine_scores(inner, diag, score):
+    """Eq. 3 as a score: :math:`2\\langle \\hat h, \\psi(y)\\rangle - k_y(y, y)`, or the inner product."""
+    return inner if score == "inner" else 2.0 * inner - diag[None, :]
+
+
+def loo_squared_errors(K_in, K_out, regs):
+    r"""Closed-form leave-one-out error of kernel ridge regression into a feature space.
+
+    For :math:`h(x) = \Psi (\rho I + K_{in})^{-1} k^x` (seed 001, eq. 2 with
+    :math:`\rho = \lambda`; eq. 10 with the roles of inputs and outputs swapped and
+    :math:`\rho = \gamma`) the leave-one-out residual of example :math:`i` is
+    :math:`(\psi_i - h(x_i)) / (1 - H_{ii})` with :math:`H = K_{in}(K_{in} + \rho I)^{-1}`,
+    because every output coordinate is a ridge regression with the same hat matrix.
+    Its squared norm in the feature space of ``K_out`` is
+    :math:`[(I - H) K_{out} (I - H)]_{ii} / (1 - H_{ii})^2`. One eigendecomposition of
+    :math:`K_{in}` serves all values of :math:`\rho`.
+
+    Parameters
+    ----------
+    K_in : ndarray of shape (l, l)
+        Gram matrix of the regression's inputs.
+    K_out : ndarray of shape (l, l)
+        Gram matrix of its outputs (the kernel of the feature space).
+    regs : array-like of shape (r,)
+        Positive regularisation parameters.
+
+    Returns
+    -------
+    ndarray of shape (r,)
+        Mean over the examples of the squared leave-one-out error, for each value.
+    """
+    K_in = _matrix(K_in, "K_in")
+    l = len(K_in)
+    K_out = _matrix(K_out, "K_out", n_rows=l, n_cols=l)
+    if K_in.shape != (l, l):
+        raise ValueError(f"K_in must be square, got shape {K_in.shape}")
+    regs = [_positive_float(r, "each regularisation parameter") for r in np.atleast_1d(regs)]
+    eigvals, Q = eigh(K_in)  # (l,), (l, l)
+    eigvals = np.clip(eigvals, 0.0, None)
+    errors = []
+    for reg in regs:
+        shrink = reg / (eigvals + reg)  # (l,) eigenvalues of I - H
+        residual_map = (Q * shrink) @ Q.T  # (l, l) I - H
+        residual_sq = np.einsum("ij,ji->i", residual_map @ K_out, residual_map)  # (l,)
+        errors.append(np.mean(residual_sq / np.diag(residual_map) ** 2))
+    return np.array(errors)
+
+
+class _RankingMixin:
+    """``rank`` from ``decision_function``: candidate indices, best first."""
+
+    def rank(self, X, candidates, **candidate_data):
+        """Candidates ranked for each input, best first (the pre-image of eq. 3).
+
+        Parameters are those of ``decision_function``.
+
+        Returns
+        -------
+        ndarray of shape (m, n_candidates), int
+            Row ``i`` lists the candidate indices from best to worst for input ``i``.
+        """
+        return _rank_scores(self.decision_function(X, candidates, **candidate_data))
+
+
+def _iokr_coef(K, lam, centre):
+    """Dual coefficients of IOKR (eq. 2) and the kernel centerer, from the input Gram."""
+    l = len(K)
+    centerer = KernelCenterer().fit(K) if centre else None
+    K_fit = centerer.transform(K) if centre else K
+    factor = cho_factor(K_fit + lam * np.eye(l))
+    coef = cho_solve(factor, np.eye(l))  # (l, l)
+    if centre:
+        coef = coef - coef.mean(axis=0)  # H (lam I + K_c)^{-1}: centred output features
+    return coef, centerer
+
+
+class IOKR(_RankingMixin, BaseEstimator):
+    r"""Input Output Kernel Regression with candidate ranking (seed 001, eqs. 2-3).
+
+    Parameters
+    ----------
+    input_kernel : kernel, "precomputed", or list of them
+        Input kernel :math:`k_x`; a list is combined as :math:`\sum_k \mu_k k^k_x`.
+    output_kernel : kernel or "precomputed"
+        Output kernel :math:`k_y`.
+    kernel_weights : array-like of shape (K,), optional
+        The weights :math:`\mu_k` of several input kernels; uniform by default.
+    lam : float
+        Ridge parameter :math:`\lambda` of eq. 1.
+    centre : bool
+        Centre input and output features on the training means (Brouard et al. 2016a);
+        the prediction is then :math:`\bar\psi_S + h_c(x)`.
+    score : {"distance", "inner"}
+        ``"distance"``: :math:`2\langle \hat h(x), \psi(y)\rangle - k_y(y, y)
+        = \lVert \hat h(x) \rVert^2 - \lVert \hat h(x) - \psi(y) \rVert^2`, which ranks
+        as eq. 3; ``"inner"``: :math:`\langle \hat h(x), \psi(y) \rangle`.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (l, l)
+        Dual coefficients: the score of candidate :math:`y` is
+        ``K_Y(y, S) @ coef_ @ v(x)`` plus centring terms.
+    n_train_ : int
+        Number of training examples :math:`\ell`.
+    """
+
+    def __init__(self, input_kernel=GaussianKernel(), output_kernel=LinearKernel(),
+                 kernel_weights=None, lam=1.0, centre=True, score="distance"):
+        self.input_kernel = input_kernel
+        self.output_kernel = output_kernel
+        self.kernel_weights = kernel_weights
+        self.lam = lam
+        self.centre = centre
+        self.score = score
+
+    def fit(self, X, Y):
+        """Fit eq. 2.
+
+        Parameters
+        ----------
+        X : array of shape (l, d), list of arrays, or precomputed (l, l) matrices
+            Training inputs.
+        Y : array of shape (l, p) or precomputed (l, l)
+            Training outputs.
+
+        Returns
+        -------
+        self
+        """
+        lam = _positive_float(self.lam, "lam")
+        _check_score(self.score)
+        inputs = _InputKernels(self.input_kernel, self.kernel_weights)
+        outputs = _OutputKernel(self.output_kernel)
+        parts = inputs.split(X, "X")
+        l = len(parts[0])
+        parts = inputs.split(parts, "X", n_rows=l)
+        K = sum(inputs.weighted_grams(parts, l if inputs.precomputed else parts, "X"))  # (l, l)
+        if outputs.precomputed:
+            _matrix(Y, "Y", n_rows=l, n_cols=l)
+            self.Y_fit_ = None
+        else:
+            self.Y_fit_ = _matrix(Y, "Y", n_rows=l)
+        self.X_fit_ = None if inputs.precomputed else parts
+        self.n_train_ = l
+        self.coef_, self.centerer_ = _iokr_coef(K, lam, bool(self.centre))
+        return self
+
+    def input_vectors(self, X):
+        r"""The vectors :math:`v(x)` such that :math:`\hat h(x) = \Psi_S\, \text{coef}\, v(x)`.
+
+        Parameters
+        ----------
+        X : array of shape (m, d), list of arrays, or precomputed (m, l) matrices
+
+        Returns
+        -------
+        ndarray of shape (m, l)
+            The combined input kernel values against the training set, centred on the
+            training means when ``centre`` is true.
+        """
+        check_is_fitted(self, "coef_")
+        inputs = _InputKernels(self.input_kernel, self.kernel_weights)
+        parts = inputs.split(X, "X")
+        basis = self.n_train_ if inputs.precomputed else self.X_fit_
+        V = sum(inputs.weighted_grams(parts, basis, "X"))  # (m, l)
+        return self.centerer_.transform(V) if self.centre else V
+
+    def decision_function(self, X, candidates, candidate_gram=None):
+        """Score each candidate output for each input; higher ranks first.
+
+        Parameters
+        ----------
+        X : array of shape (m, d), list of arrays, or precomputed (m, l) matrices
+            Test inputs; they share the candidate set.
+        candidates : array of shape (n_c, p) or precomputed ``K_Y(C, S)`` of shape (n_c, l)
+            The candidate set :math:`C`.
+        candidate_gram : ndarray of shape (n_c, n_c), optional
+            ``K_Y(C, C)``; needed only with a precomputed output kernel and
+            ``score="distance"`` (for :math:`k_y(y, y)`).
+
+        Returns
+        -------
+        ndarray of shape (m, n_c)
+        """
+        V = self.input_vectors(X)  # (m, l)
+        outputs = _OutputKernel(self.output_kernel)
+        basis = self.n_train_ if outputs.precomputed else self.Y_fit_
+        KY = outputs.gram(candidates, basis, "candidates")  # (n_c, l)
+        diag, _ = outputs.self_terms(candidates, candidate_gram, self.score == "distance", False)
+        inner = (V @ self.coef_.T) @ KY.T  # (m, n_c)
+        if self.centre:
+            inner = inner + KY.mean(axis=1)[None, :]  # <psi_bar_S, psi(y)>
+        return _combine_scores(inner, diag, self.score)
+
+
+def _heldout_squared_errors(K, KY, train, test, lams, centre):
+    """Squared error in the output feature space of IOKR fits on ``train``, on ``test``."""
+    K_tr, K_te = K[np.ix_(train, train)], K[np.ix_(test, train)]
+    KY_tr, KY_te = KY[np.ix_(train, train)], KY[np.ix_(test, train)]  # (l_tr, l_tr), (m, l_tr)
+    target_sq = np.diag(KY)[test]  # (m,) ||psi(y)||^2
+    if centre:
+        out_centerer = KernelCenterer().fit(KY_tr)
+        target_sq = target_sq - 2 * KY_te.mean(axis=1) + KY_tr.mean()
+        KY_te, KY_tr = out_centerer.transform(KY_te), out_centerer.transform(KY_tr)
+    errors = []
+    for lam in lams:
+        coef, centerer = _iokr_coef(K_tr, lam, centre)
+        V = centerer.transform(K_te) if centre else K_te  # (m, l_tr)
+        B = V @ coef.T  # (m, l_tr): h(x) = Psi_tr B^T
+        err = target_sq - 2 * np.einsum("ij,ij->i", B, KY_te) \
+            + np.einsum("ij,jk,ik->i", B, KY_tr, B)
+        errors.append(np.mean(err))
+    return np.array(errors)
+
+
+class IOKRCV(_RankingMixin, BaseEstimator):
+    """IOKR with :math:`\\lambda` chosen by leave-one-out or K-fold cross-validation.
+
+    The criterion is the squared error :math:`\\lVert \\psi(y_i) - \\hat h(x_i) \\rVert^2`
+    in the output feature space (eq. 1), the loss IOKR minimises; with ``cv=None`` it
+    is the closed-form leave-one-out error (:func:`loo_squared_errors`; with
+    ``centre=True`` the kernels are centred once on the whole training set).
+
+    Parameters
+    ----------
+    input_kernel, output_kernel, kernel_weights, centre, score
+        As in :class:`IOKR`.
+    lams : array-like of shape (r,)
+        Candidate values of :math:`\\lambda`.
+    cv : None or int
+        ``None``: closed-form leave-one-out; an integer: that many shuffled folds.
+    random_state : int or None
+        Seed of the fold shuffling.
+
+    Attributes
+    ----------
+    lam_ : float
+        Selected :math:`\\lambda`.
+    cv_errors_ : ndarray of shape (r,)
+        Mean held-out squared error for each value of ``lams``.
+    best_estimator_ : IOKR
+        Refitted on the whole training set with ``lam_``.
+    """
+
+    def __init__(self, input_kernel=GaussianKernel(), output_kernel=LinearKernel(),
+                 kernel_weights=None, lams=(1e-4, 1e-3, 1e-2, 1e-1, 1.0), cv=None,
+                 centre=True, score="distance", random_state=None):
+        self.input_kernel = input_kernel
+        self.output_kernel = output_kernel
+        self.kernel_weights = kernel_weights
+        self.lams = lams
+        self.cv = cv
+        self.centre = centre
+        self.score = score
+        self.random_state = random_state
+
+    def fit(self, X, Y):
+        """Select :math:`\\lambda` and refit; arguments as in :meth:`IOKR.fit`."""
+        lams = [_positive_float(v, "each of lams") for v in np.atleast_1d(self.lams)]
+        inputs = _InputKernels(self.input_kernel, self.kernel_weights)
+        outputs = _OutputKernel(self.output_kernel)
+        parts = inputs.split(X, "X")
+        l = len(parts[0])
+        parts = inputs.split(parts, "X", n_rows=l)
+        K = sum(inputs.weighted_grams(parts, l if inputs.precomputed else parts, "X"))
+        if outputs.precomputed:
+            KY = _matrix(Y, "Y", n_rows=l, n_cols=l)  # (l, l)
+        else:
+            Y_data = _matrix(Y, "Y", n_rows=l)
+            KY = np.asarray(outputs.kernel(Y_data, Y_data), dtype=np.float64)  # (l, l)
+        if self.cv is None:
+            K_in, K_out = K, KY
+            if self.centre:
+                K_in = KernelCenterer().fit_transform(K)
+                K_out = KernelCenterer().fit_transform(KY)
+            self.cv_errors_ = loo_squared_errors(K_in, K_out, lams)
+        else:
+            folds = KFold(int(self.cv), shuffle=True, random_state=self.random_state)
+            self.cv_errors_ = np.mean([_heldout_squared_errors(K, KY, tr, te, lams, self.centre)
+                                       for tr, te in folds.split(np.arange(l))], axis=0)
+        self.lam_ = lams[int(np.argmin(self.cv_errors_))]
+        self.best_estimator_ = IOKR(self.input_kernel, self.output_kernel, self.kernel_weights,
+                                    self.lam_, self.centre, self.score).fit(X, Y)
+        return self
+
+    def decision_function(self, X, candidates, candidate_gram=None):
+        """Scores of the refitted :class:`IOKR`; see :meth:`IOKR.decision_function`."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.decision_function(X, candidates, candidate_gram)
+
+
+class _CandidateSets:
+    r"""The training candidate sets :math:`C_i` as index lists into a pool, merged.
+
+    Holds the linear maps of eq. 7 on the pool: the set means
+    :math:`\bar\Phi_C = \Phi_P \bar E` and the weighted deviations
+    :math:`\Phi'_C = \Phi_P R`, where :math:`\bar E` (pool x l) has column
+    :math:`1_{C_i} / n_i` and :math:`R` (pool x n_pairs) has, for each distinct set
+    :math:`u` shared by :math:`m_u` examples, the columns
+    :math:`\sqrt{m_u / n_u}\,(e_c - 1_u / n_u)`, :math:`c \in u`.
+    """
+
+    def __init__(self, candidate_sets, n_pool, n_train):
+        if len(candidate_sets) != n_train:
+            raise ValueError(f"candidate_sets has {len(candidate_sets)} sets for "
+                             f"{n_train} training examples")
+        index = {}
+        self.set_of = np.empty(n_train, dtype=np.int64)  # (l,) distinct set of each example
+        for i, members in enumerate(candidate_sets):
+            members = np.asarray(members)
+            if members.ndim != 1 or len(members) == 0 or not np.issubdtype(members.dtype,
+                                                                            np.integer):
+                raise ValueError(f"candidate set {i} must be a non-empty 1-D array of pool "
+                                 "row indices")
+            if members.min() < 0 or members.max() >= n_pool:
+                raise ValueError(f"candidate set {i} indexes outside the pool of {n_pool} rows")
+            key = tuple(np.unique(members).tolist())
+            if len(key) != len(members):
+                raise ValueError(f"candidate set {i} lists a pool row twice")
+            self.set_of[i] = index.setdefault(key, len(index))
+        self.sets = [np.array(key, dtype=np.int64) for key in index]
+        self.multiplicity = np.bincount(self.set_of, minlength=len(self.sets))  # (n_sets,)
+        self.n_pool = n_pool
+        self.n_train = n_train
+        self.n_pairs = sum(len(s) for s in self.sets)
+
+    def means(self, Z):
+        """:math:`\\bar E^\\top Z`: the mean of the rows of ``Z`` (pool, k) over each :math:`C_i`."""
+        set_means = np.stack([Z[s].mean(axis=0) for s in self.sets])  # (n_sets, k)
+        return set_means[self.set_of]  # (l, k)
+
+    def spread_means(self, Z):
+        """:math:`\\bar E Z`: ``Z`` (l, k) spread uniformly over the members of each :math:`C_i`."""
+        per_set = np.zeros((len(self.sets), Z.shape[1]))
+        np.add.at(per_set, self.set_of, Z)
+        out = np.zeros((self.n_pool, Z.shape[1]))
+        for u, s in enumerate(self.sets):
+            out[s] += per_set[u] / len(s)
+        return out  # (pool, k)
+
+    def deviations(self, Z):
+        """:math:`R^\\top Z`: weighted deviations from the set means, (pool, k) -> (n_pairs, k)."""
+        return np.concatenate([np.sqrt(m / len(s)) * (Z[s] - Z[s].mean(axis=0))
+                               for s, m in zip(self.sets, self.multiplicity)])
+
+    def spread_deviations(self, Z):
+        """:math:`R Z`: (n_pairs, k) -> (pool, k); the adjoint of :meth:`deviations`."""
+        out = np.zeros((self.n_pool, Z.shape[1]))
+        start = 0
+        for s, m in zip(self.sets, self.multiplicity):
+            block = Z[start:start + len(s)]
+            out[s] += np.sqrt(m / len(s)) * (block - block.mean(axis=0))
+            start += len(s)
+        return out
+
+    def basis_map(self, Z):
+        """:math:`T Z` with :math:`T = [[I, 0], [-\\bar E, R]]`: (l + n_pairs, k) -> (l + pool, k).
+
+        :math:`\\Phi' = [\\Phi_S, \\Phi_P]\\, T` (eq. 7), and likewise :math:`\\Psi'`.
+        """
+        top = Z[:self.n_train]
+        return np.vstack([top, self.spread_deviations(Z[self.n_train:]) - self.spread_means(top)])
+
+    def basis_map_T(self, Z):
+        """:math:`T^\\top Z`: (l + pool, k) -> (l + n_pairs, k)."""
+        top, pool = Z[:self.n_train], Z[self.n_train:]
+        return np.vstack([top - self.means(pool), self.deviations(pool)])
+
+
+class _KnownInputsModel:
+    r"""MP-IOKR with known candidate inputs (Prop. 3), deduplicated.
+
+    :math:`h(x) = \Psi' (\lambda I + \Phi'^\top\Phi')^{-1} \Phi'^\top \phi(x)` with
+    :math:`\Phi' = [\Phi_S, \Phi_P] T`, so with ``K`` the input Gram over
+    :math:`[S, P]` the dual coefficients over the basis are
+    :math:`T (\lambda I + T^\top K T)^{-1} T^\top`.
+    """
+
+    def __init__(self, K, sets):
+        self.sets = sets
+        self.TKT = sets.basis_map_T(sets.basis_map_T(K).T)  # (l + n_pairs, l + n_pairs)
+        self.n_inputs = len(K)
+
+    def apply(self, lam, V):
+        """``V @ coef.T`` for input vectors ``V`` (m, l + pool), without forming ``coef``."""
+        factor = cho_factor(self.TKT + lam * np.eye(len(self.TKT)))
+        return self.sets.basis_map(cho_solve(factor, self.sets.basis_map_T(V.T))).T
+
+
+class _ApproximatedInputsModel:
+    r"""MP-IOKR with candidate inputs approximated from their outputs (Props. 4-5).
+
+    With :math:`\bar B = \Psi_S^\top \bar\Psi_C`, :math:`L = \Psi_S^\top \Psi'_C` and
+    :math:`M_g = (\gamma_g I + K_{Y_S})^{-1}`, :math:`A` has the row blocks
+    :math:`A_g = [I - M_g \bar B,\; M_g L]`, and
+    :math:`h(x) = \Psi' A^\top (\lambda I + D_K A A^\top)^{-1} v(x)` (eqs. 11, 13) with
+    :math:`D_K = \mathrm{diag}(K^g)`, :math:`K^g = \sum_{k \in g} \mu_k K^k_{X_S}` and
+    :math:`v(x) = [K^g(S, x)]_g`. :math:`L L^\top = \sum_u m_u \mathrm{Cov}_u` is the
+    covariance statistic of the candidate sets: the cost is
+    :math:`O(\ell^2 (\ell G + n_{pairs}))`.
+    """
+
+    def __init__(self, K_groups, KY, KY_pool, gammas, sets):
+        l = len(KY)
+        self.sets = sets
+        self.K_groups = K_groups  # G x (l, l)
+        set_means = sets.means(KY_pool)  # (l, l): row i = mean_{c in C_i} K_Y(c, S)
+        B = set_means.T  # (l, l) column i = Psi_S^T psi_bar_{C_i}
+        L = sets.deviations(KY_pool).T  # (l, n_pairs)
+        cov = L @ L.T  # (l, l)
+        RLt = sets.spread_deviations(L.T)  # (pool, l) R L^T
+        self.M = [cho_solve(cho_factor(g * np.eye(l) + KY), np.eye(l)) for g in gammas]
+        first = [np.eye(l) - M @ B for M in self.M]  # A_g first block, (l, l)
+        G = len(gammas)
+        self.AAt = np.block([[first[g] @ first[h].T + self.M[g] @ cov @ self.M[h]
+                              for h in range(G)] for g in range(G)])  # (lG, lG)
+        self.DK_AAt = np.vstack([K_groups[g] @ self.AAt[g * l:(g + 1) * l] for g in range(G)])
+        self.TAt = np.hstack([np.vstack([first[g].T, RLt @ self.M[g] - sets.spread_means(first[g].T)])
+                              for g in range(G)])  # (l + pool, lG)
+        self.centring_maps = [Kg @ M for Kg, M in zip(K_groups, self.M)]  # K^g M_g
+
+        self.n_inputs = len(self.AAt)
+
+    def apply(self, lam, V):
+        """``V @ coef.T`` for input vectors ``V`` (m, lG); ``coef`` is :math:`T A^\\top Q^{-1}`."""
+        Q = lam * np.eye(len(self.AAt)) + self.DK_AAt  # (lG, lG)
+        return (self.TAt @ lu_solve(lu_factor(Q), V.T)).T
+
+
+def _gamma_groups(gamma, n_kernels):
+    """Kernel groups sharing a gamma (section 2.3.2): list of (gamma, [kernel indices])."""
+    gammas = np.atleast_1d(np.asarray(gamma, dtype=np.float64))
+    if len(gammas) == 1:
+        gammas = np.repeat(gammas, n_kernels)
+    if len(gammas) != n_kernels:
+        raise ValueError(f"gamma must be one number or {n_kernels} numbers (one per input "
+                         f"kernel), got {len(gammas)}")
+    for g in gammas:
+        _positive_float(g, "gamma")
+    groups = {}
+    for k, g in enumerate(gammas):
+        groups.setdefault(float(g), []).append(k)
+    return list(groups.items())
+
+
+class _MPGrams:
+    """Kernel matrices of an MP-IOKR problem over the universe :math:`[S, P]`.
+
+    Output side: ``KY_S`` (l, l), ``KY_PS`` (pool, l) and, for cross-validation,
+    ``KY`` over the whole universe. Input side: ``KX``, the weighted Grams of each
+    kernel over :math:`[S, P]` (known inputs) or over :math:`S` (approximated).
+    """
+
+    def __init__(self, estimator, X, Y, candidates, candidate_inputs, need_pool_gram):
+        inputs = _InputKernels(estimator.input_kernel, estimator.kernel_weights)
+        outputs = _OutputKernel(estimator.output_kernel)
+        parts = inputs.split(X, "X")
+        l = len(parts[0])
+        parts = inputs.split(parts, "X", n_rows=l)
+        self.known = candidate_inputs is not None
+        if outputs.precomputed:
+            self.KY_S = _matrix(Y, "Y", n_rows=l, n_cols=l)
+            n_pool = len(_matrix(candidates, "candidates"))
+            KY_P = _matrix(candidates, "candidates", n_cols=l + n_pool)  # (pool, l + pool)
+            self.KY_PS, KY_PP = KY_P[:, :l], KY_P[:, l:]
+            self.Y_data, self.pool_data = None, None
+        else:
+            self.Y_data = _matrix(Y, "Y", n_rows=l)
+            self.pool_data = _matrix(candidates, "candidates")
+            n_pool = len(self.pool_data)
+            self.KY_S = outputs.kernel(self.Y_data, self.Y_data)
+            self.KY_PS = outputs.kernel(self.pool_data, self.Y_data)
+            KY_PP = outputs.kernel(self.pool_data, self.pool_data) if need_pool_gram else None
+        self.KY = None if KY_PP is None else np.block([[self.KY_S, self.KY_PS.T],
+                                                       [self.KY_PS, KY_PP]])
+        self.l, self.n_pool = l, n_pool
+        if self.known:
+            cparts = inputs.split(candidate_inputs, "candidate_inputs", n_rows=n_pool)
+            if inputs.precomputed:
+                top = inputs.weighted_grams(parts, l, "X")
+                bottom = inputs.weighted_grams(cparts, l + n_pool, "candidate_inputs")
+                self.KX = [np.vstack([np.hstack([t, b[:, :l].T]), b])
+                           for t, b in zip(top, bottom)]
+                self.X_data = None
+            else:
+                self.X_data = [np.vstack([p, c]) for p, c in zip(parts, cparts)]
+                self.KX = inputs.weighted_grams(self.X_data, self.X_data, "X")
+        else:
+            self.KX = inputs.weighted_grams(parts, l if inputs.precomputed else parts, "X")
+            self.X_data = None if inputs.precomputed else parts
+
+    def model(self, train, sets, groups):
+        """The part of the fit on the training examples ``train`` that λ does not change."""
+        if self.known:
+            basis = np.concatenate([train, self.l + np.arange(self.n_pool)])
+            return _KnownInputsModel(sum(self.KX)[np.ix_(basis, basis)], sets)
+        K_groups = [sum(self.KX[k] for k in members)[np.ix_(train, train)]
+                    for _, members in groups]
+        return _ApproximatedInputsModel(K_groups, self.KY_S[np.ix_(train, train)],
+                                        self.KY_PS[:, train], [g for g, _ in groups], sets)
+
+
+def _mp_input_vectors(KX_parts, groups, centring_maps, KY_candidates_train, KX_candidates,
+                      centre):
+    """:math:`v(x)` for MP-IOKR inputs, centred on the candidate set when ``centre``.
+
+    Known setting (``groups`` None): the combined kernel against :math:`[S, P]` minus
+    its mean over the candidates. Approximated: :math:`[K^g(S, x)]_g` minus
+    :math:`[K^g M_g \bar k_S(C)]_g`, the same for the approximated candidate inputs.
+    """
+    if groups is None:
+        V = sum(KX_parts)  # (m, l + pool)
+        return V - sum(KX_candidates).mean(axis=0)[None, :] if centre else V
+    V = np.hstack([sum(KX_parts[k] for k in members) for _, members in groups])  # (m, lG)
+    if centre:
+        mean = KY_candidates_train.mean(axis=0)  # (l,) k_bar_S(C)
+        V = V - np.concatenate([Km @ mean for Km in centring_maps])[None, :]
+    return V
+
+
+class MPIOKR(_RankingMixin, BaseEstimator):
+    r"""Magnitude-preserving IOKR (seed 001, eq. 4), in the three settings of the paper.
+
+    The setting follows from the arguments of :meth:`fit`: with ``candidate_inputs``
+    the candidate inputs are known (Prop. 3); without, they are approximated from
+    the candidate outputs with one :math:`\gamma` (``gamma`` a number: Prop. 4 on the
+    combined input kernel) or one per input kernel (``gamma`` a sequence: Prop. 5,
+    kernels with equal :math:`\gamma` grouped).
+
+    Parameters
+    ----------
+    input_kernel : kernel, "precomputed", or list of them
+        Input kernel(s), combined as :math:`\sum_k \mu_k k^k_x`.
+    output_kernel : kernel or "precomputed"
+        Output kernel :math:`k_y`.
+    kernel_weights : array-like of shape (K,), optional
+        The weights :math:`\mu_k`; uniform by default.
+    lam : float
+        Ridge parameter :math:`\lambda` of eq. 4.
+    gamma : float or sequence of float
+        Ridge parameter(s) :math:`\gamma` of the input approximation (eqs. 9, 12);
+        unused when the candidate inputs are known.
+    centre : bool
+        Predict :math:`W(\phi(x) - \bar\phi_C) + \bar\psi_C` for a test candidate set
+        :math:`C` (default) instead of :math:`W\phi(x)`; see the module notes.
+    score : {"distance", "inner"}
+        As in :class:`IOKR`.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (l + pool, l + pool) or (l + pool, l G)
+        Dual coefficients over the output basis :math:`[S, P]`.
+    setting_ : {"known", "approximated"}
+    groups_ : list of (float, list of int)
+        The :math:`\gamma` of each group and its input kernels (approximated setting).
+    """
+
+    def __init__(self, input_kernel=GaussianKernel(), output_kernel=LinearKernel(),
+                 kernel_weights=None, lam=1.0, gamma=1.0, centre=True, score="distance"):
+        self.input_kernel = input_kernel
+        self.output_kernel = output_kernel
+        self.kernel_weights = kernel_weights
+        self.lam = lam
+        self.gamma = gamma
+        self.centre = centre
+        self.score = score
+
+    def fit(self, X, Y, candidates, candidate_sets, candidate_inputs=None):
+        """Fit eq. 6 (Theorem 2) with the candidate sets of the training examples.
+
+        Parameters
+        ----------
+        X : array of shape (l, d), list of arrays, or precomputed ``K_X(S, S)``
+            Training inputs.
+        Y : array of shape (l, p) or precomputed ``K_Y(S, S)``
+            Training outputs.
+        candidates : array of shape (pool, p) or precomputed ``K_Y(P, [S, P])``
+            The pool :math:`P` of candidate outputs of all training sets.
+        candidate_sets : sequence of l integer arrays
+            :math:`C_i` as row indices into the pool.
+        candidate_inputs : array of shape (pool, d), list, or precomputed ``K_X(P, [S, P])``, optional
+            Inputs of the pool, when known (Prop. 3).
+
+        Returns
+        -------
+        self
+        """
+        grams = _MPGrams(self, X, Y, candidates, candidate_inputs, need_pool_gram=False)
+        return self._fit_grams(grams, candidate_sets)
+
+    def _fit_grams(self, grams, candidate_sets):
+        lam = _positive_float(self.lam, "lam")
+        _check_score(self.score)
+        inputs = _InputKernels(self.input_kernel, self.kernel_weights)
+        self.groups_ = None if grams.known else _gamma_groups(self.gamma, len(inputs.kernels))
+        sets = _CandidateSets(candidate_sets, grams.n_pool, grams.l)
+        model = grams.model(np.arange(grams.l), sets, self.groups_)
+        self.coef_ = model.apply(lam, np.eye(model.n_inputs)).T
+        self.setting_ = "known" if grams.known else "approximated"
+        self.centring_maps_ = None if grams.known else model.centring_maps
+        self.n_train_, self.n_pool_ = grams.l, grams.n_pool
+        self.X_basis_ = grams.X_data
+        self.Y_basis_ = None if grams.Y_data is None else np.vstack([grams.Y_data,
+                                                                     grams.pool_data])
+        return self
+
+    def decision_function(self, X, candidates, candidate_inputs=None, candidate_gram=None):
+        """Score each candidate output for each input; higher ranks first.
+
+        Parameters
+        ----------
+        X : array of shape (m, d), list of arrays, or precomputed matrices
+            Test inputs sharing the candidate set; precomputed: ``K_X(test, S)``, or
+            ``K_X(test, [S, P])`` in the known setting.
+        candidates : array of shape (n_c, p) or precomputed ``K_Y(C, [S, P])``
+            The candidate set :math:`C`.
+        candidate_inputs : array of shape (n_c, d), list, or precomputed ``K_X(C, [S, P])``
+            Inputs of the candidates; needed in the known setting with ``centre=True``.
+        candidate_gram : ndarray of shape (n_c, n_c), optional
+            ``K_Y(C, C)``; needed with a precomputed output kernel unless
+            ``score="inner"`` and ``centre=False``.
+
+        Returns
+        -------
+        ndarray of shape (m, n_c)
+        """
+        check_is_fitted(self, "coef_")
+        inputs = _InputKernels(self.input_kernel, self.kernel_weights)
+        outputs = _OutputKernel(self.output_kernel)
+        l, known = self.n_train_, self.setting_ == "known"
+        n_basis = l + self.n_pool_
+        KY = outputs.gram(candidates, n_basis if outputs.precomputed else self.Y_basis_,
+                          "candidates")  # (n_c, l + pool)
+        in_basis = (n_basis if known else l) if inputs.precomputed else (
+            self.X_basis_ if known else [b[:l] for b in self.X_basis_])
+        KX = inputs.weighted_grams(inputs.split(X, "X"), in_basis, "X")
+        KX_candidates = None
+        if known and self.centre:
+            if candidate_inputs is None:
+                raise ValueError("with known candidate inputs and centre=True, pass "
+                                 "candidate_inputs for the candidate set")
+            KX_candidates = inputs.weighted_grams(
+                inputs.split(candidate_inputs, "candidate_inputs", n_rows=len(KY)),
+                in_basis, "candidate_inputs")
+        V = _mp_input_vectors(KX, self.groups_, self.centring_maps_, KY[:, :l], KX_candidates,
+                              self.centre)
+        diag, mean = outputs.self_terms(candidates, candidate_gram, self.score == "distance",
+                                        bool(self.centre))
+        return _mp_scores(V @ self.coef_.T, KY, diag, mean, self.score)
+
+
+def _mp_scores(projected, KY, diag, mean, score):
+    """Scores from the dual coefficients ``V @ coef.T`` (m, basis) and ``K_Y(C, basis)``."""
+    inner = projected @ KY.T  # (m, n_c)
+    if mean is not None:
+        inner = inner + mean[None, :]  # <psi_bar_C, psi(y)>
+    return _combine_scores(inner, diag, score)
+
+
+class MPIOKRCV(_RankingMixin, BaseEstimator):
+    r"""MP-IOKR with :math:`\gamma` and :math:`\lambda` chosen by cross-validation.
+
+    As in the paper (section 3.2), :math:`\gamma` is chosen first and then
+    :math:`\lambda`. :math:`\gamma` minimises the closed-form leave-one-out error of the
+    reverse regression :math:`g` (eq. 9, :func:`loo_squared_errors` with the output
+    Gram as inputs), on the combined input kernel (``separate=False``, Prop. 4) or on
+    each input kernel (``separate=True``, Prop. 5). :math:`\lambda` maximises the mean
+    reciprocal rank of held-out training examples among their candidates in K-fold
+    cross-validation; the candidates of a held-out example are the pool rows of its set
+    and the example's own output.
+
+    Parameters
+    ----------
+    input_kernel, output_kernel, kernel_weights, centre, score
+        As in :class:`MPIOKR`.
+    lams, gammas : array-like
+        Candidate values of :math:`\lambda` and :math:`\gamma`.
+    separate : bool
+        One :math:`\gamma` per input kernel (Prop. 5) instead of one for all (Prop. 4).
+    cv : int
+        Number of folds for :math:`\lambda`.
+    random_state : int or None
+        Seed of the fold shuffling.
+
+    Attributes
+    ----------
+    gamma_ : float or ndarray of shape (K,)
+        Selected :math:`\gamma` (None with known candidate inputs).
+    gamma_errors_ : ndarray of shape (r_gamma,) or (K, r_gamma)
+        Leave-one-out errors of the reverse regression.
+    lam_ : float
+        Selected :math:`\lambda`.
+    cv_scores_ : ndarray of shape (r_lam,)
+        Mean reciprocal rank for each value of ``lams``.
+    best_estimator_ : MPIOKR
+    """
+
+    def __init__(self, input_kernel=GaussianKernel(), output_kernel=LinearKernel(),
+                 kernel_weights=None, lams=(1e-4, 1e-3, 1e-2, 1e-1, 1.0),
+                 gammas=(1e-3, 1e-2, 1e-1, 1.0), separate=False, cv=3, centre=True,
+                 score="distance", random_state=None):
+        self.input_kernel = input_kernel
+        self.output_kernel = output_kernel
+        self.kernel_weights = kernel_weights
+        self.lams = lams
+        self.gammas = gammas
+        self.separate = separate
+        self.cv = cv
+        self.centre = centre
+        self.score = score
+        self.random_state = random_state
+
+    def fit(self, X, Y, candidates, candidate_sets, candidate_inputs=None):
+        """Select :math:`\\gamma`, then :math:`\\lambda`, and refit; see :meth:`MPIOKR.fit`."""
+        lams = [_positive_float(v, "each of lams") for v in np.atleast_1d(self.lams)]
+        gammas = [_positive_float(v, "each of gammas") for v in np.atleast_1d(self.gammas)]
+        _check_score(self.score)
+        grams = _MPGrams(self, X, Y, candidates, candidate_inputs, need_pool_gram=True)
+        l, n_kernels = grams.l, len(grams.KX)
+        all_sets = _CandidateSets(candidate_sets, grams.n_pool, l)
+        KY_S = grams.KY_S
+        if grams.known:
+            self.gamma_, self.gamma_errors_ = None, None
+        elif self.separate:
+            self.gamma_errors_ = np.array([loo_squared_errors(KY_S, K[:l, :l], gammas)
+                                           for K in grams.KX])  # (K, r)
+            self.gamma_ = np.array([gammas[int(i)] for i in np.argmin(self.gamma_errors_, 1)])
+        else:
+            self.gamma_errors_ = loo_squared_errors(KY_S, sum(grams.KX)[:l, :l], gammas)
+            self.gamma_ = gammas[int(np.argmin(self.gamma_errors_))]
+        groups = None if grams.known else _gamma_groups(self.gamma_, n_kernels)
+        folds = KFold(int(self.cv), shuffle=True, random_state=self.random_state)
+        scores = [self._fold_scores(grams, all_sets, candidate_sets, groups, tr, te, lams)
+                  for tr, te in folds.split(np.arange(l))]
+        self.cv_scores_ = np.mean(scores, axis=0)
+        self.lam_ = lams[int(np.argmax(self.cv_scores_))]
+        self.best_estimator_ = MPIOKR(self.input_kernel, self.output_kernel, self.kernel_weights,
+                                      self.lam_, 1.0 if grams.known else self.gamma_,
+                                      self.centre, self.score)
+        self.best_estimator_._fit_grams(grams, candidate_sets)
+        return self
+
+    def _fold_scores(self, grams, all_sets, candidate_sets, groups, train, test, lams):
+        """Mean reciprocal rank on ``test`` of fits on ``train``, for each λ."""
+        l = grams.l
+        sets = _CandidateSets([candidate_sets[i] for i in train], grams.n_pool, len(train))
+        model = grams.model(train, sets, groups)
+        out_basis = np.concatenate([train, l + np.arange(grams.n_pool)])
+        in_basis = out_basis if grams.known else train
+        centring_maps = None if grams.known else model.centring_maps
+        members, KY, V = [], [], []
+        for i in test:
+            cands = np.concatenate([[i], l + all_sets.sets[all_sets.set_of[i]]])
+            KY.append(grams.KY[np.ix_(cands, out_basis)])  # (n_c, l_train + pool)
+            KX = [K[np.ix_([i], in_basis)] for K in grams.KX]
+            KX_c = [K[np.ix_(cands, in_basis)] for K in grams.KX] if grams.known else None
+            V.append(_mp_input_vectors(KX, groups, centring_maps, KY[-1][:, :len(train)], KX_c,
+                                       self.centre))
+            members.append(cands)
+        V = np.vstack(V)  # (m, n_inputs)
+        reciprocal = np.zeros((len(test), len(lams)))
+        for j, lam in enumerate(lams):
+            projected = model.apply(lam, V)  # (m, l_train + pool)
+            for row, cands in enumerate(members):
+                gram = grams.KY[np.ix_(cands, cands)]
+                mean = gram.mean(axis=1) if self.centre else None
+                s = _mp_scores(projected[row:row + 1], KY[row], np.diag(gram), mean,
+                               self.score)[0]
+                reciprocal[row, j] = 1.0 / (1 + np.sum(s > s[0]))
+        return reciprocal.mean(axis=0)
+
+    def decision_function(self, X, candidates, candidate_inputs=None, candidate_gram=None):
+        """Scores of the refitted :class:`MPIOKR`; see :meth:`MPIOKR.decision_function`."""
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_.decision_function(X, candidates, candidate_inputs,
+                                                      candidate_gram)

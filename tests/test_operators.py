@@ -1,0 +1,100 @@
+"""The structured joint covariance against its dense form, and its solvers."""
+
+import numpy as np
+import pytest
+import torch
+from ase.build import molecule
+
+from asebo.kernels import joint_covariance, solve_joint, svd_kernel_blocks
+from asebo.kernels.euclidean import cartesian_rbf_blocks_batched
+from asebo.kernels.operators import assemble_joint
+
+
+def configurations(name, m, scale=0.1, seed=0):
+    X0 = molecule(name).positions
+    rng = np.random.default_rng(seed)
+    return np.stack([X0 + scale * rng.normal(size=X0.shape) for _ in range(m)])
+
+
+@pytest.mark.parametrize("proper", [True, False])
+@pytest.mark.parametrize("name", ["H2O", "CH4", "C6H6", "CH3CH2OH"])
+def test_structured_product_equals_dense_product(name, proper):
+    op = joint_covariance(configurations(name, 5), gamma=0.8, proper=proper)
+    dense = op.to_dense()
+    rhs = torch.randn(dense.shape[0], 3, dtype=torch.float64,
+                      generator=torch.Generator().manual_seed(1))
+    product = op._matmul(rhs)
+    assert (product - dense @ rhs).norm() <= 1e-10 * (dense @ rhs).norm()
+    assert torch.allclose(op._matmul(rhs[:, 0]), product[:, 0], atol=1e-14)
+    assert torch.allclose(op._diagonal(), torch.diagonal(dense), atol=1e-12)
+
+
+def test_joint_covariance_is_symmetric_with_unit_energy_variance():
+    op = joint_covariance(configurations("CH3OH", 4), gamma=0.5)
+    dense = op.to_dense()
+    n = 6
+    assert torch.allclose(dense, dense.T, atol=1e-12)
+    assert torch.allclose(torch.diagonal(dense)[:: 3 * n + 1], torch.ones(4, dtype=torch.float64))
+
+
+def test_list_of_arrays_is_accepted_and_order_is_energy_then_gradient():
+    positions = configurations("NH3", 3)
+    op = joint_covariance(list(positions), gamma=0.7)
+    assert op.shape == torch.Size([3 * 13, 3 * 13])
+    k, dX, dZ, d2 = svd_kernel_blocks(positions[0], positions[2], 0.7)
+    dense = op.to_dense().numpy()
+    block = dense[0:13, 26:39]
+    assert block[0, 0] == pytest.approx(k)
+    np.testing.assert_allclose(block[0, 1:], dZ.ravel(), atol=1e-14)
+    np.testing.assert_allclose(block[1:, 0], dX.ravel(), atol=1e-14)
+    np.testing.assert_allclose(block[1:, 1:], d2, atol=1e-14)
+
+
+def test_conjugate_gradients_run_and_agree_with_cholesky():
+    op = joint_covariance(configurations("CH3CH2OH", 6), gamma=0.8)
+    size = op.shape[0]
+    noise = torch.full((size,), 1e-2, dtype=torch.float64)
+    rhs = torch.randn(size, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    direct, info_direct = solve_joint(op, rhs, noise, method="cholesky")
+    before = op.n_matmuls
+    iterative, info_cg = solve_joint(op, rhs, noise, method="cg", tolerance=1e-12)
+    assert info_direct.method == "cholesky" and info_cg.method == "cg"
+    assert info_cg.iterations > 5 and op.n_matmuls - before == info_cg.iterations + 1
+    assert info_cg.residual < 1e-11
+    assert (iterative - direct).norm() <= 1e-9 * direct.norm()
+
+
+def test_auto_switches_to_cg_above_the_cholesky_threshold():
+    op = joint_covariance(configurations("H2O", 3), gamma=0.8)
+    noise = torch.full((op.shape[0],), 1e-2, dtype=torch.float64)
+    rhs = torch.ones(op.shape[0], dtype=torch.float64)
+    assert solve_joint(op, rhs, noise, max_cholesky_size=10)[1].method == "cg"
+    assert solve_joint(op, rhs, noise, max_cholesky_size=100)[1].method == "cholesky"
+
+
+def test_cartesian_rbf_blocks_match_finite_differences():
+    Xs = torch.tensor(configurations("H2O", 2, seed=3))
+    Zs = torch.tensor(configurations("H2O", 1, seed=4))
+    gamma, h = 0.9, 1e-6
+    k, dX, dZ, d2 = cartesian_rbf_blocks_batched(Xs, Zs, gamma)
+    X, Z = Xs[0], Zs[0]
+    for a in range(3):
+        for i in range(3):
+            step = torch.zeros_like(X)
+            step[a, i] = h
+            fd = (cartesian_rbf_blocks_batched((X + step)[None], Z[None], gamma)[2]
+                  - cartesian_rbf_blocks_batched((X - step)[None], Z[None], gamma)[2]) / (2 * h)
+            assert torch.allclose(fd.reshape(-1), d2[0, 0, 3 * a + i], atol=1e-8)
+            fdk = (cartesian_rbf_blocks_batched((X + step)[None], Z[None], gamma)[0]
+                   - cartesian_rbf_blocks_batched((X - step)[None], Z[None], gamma)[0]) / (2 * h)
+            assert fdk.item() == pytest.approx(dX[0, 0, a, i].item(), abs=1e-8)
+    dense = assemble_joint(*cartesian_rbf_blocks_batched(Xs, Xs, gamma))
+    assert torch.allclose(dense, dense.T, atol=1e-14)
+    assert torch.linalg.eigvalsh(dense).min() > -1e-10  # a proper kernel
+
+
+def test_bad_positions_are_refused():
+    with pytest.raises(ValueError, match="n_atoms, 3"):
+        joint_covariance(np.zeros((3, 3)), gamma=1.0)
+    with pytest.raises(ValueError, match="NaN"):
+        joint_covariance(np.full((2, 3, 3), np.nan), gamma=1.0)
