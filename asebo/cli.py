@@ -2,7 +2,8 @@
 
 Each command is a module of :mod:`asebo.commands` and each benchmark a module of
 :mod:`asebo.benchmarks`; both define ``add_arguments(parser)`` and ``run(args)``.
-They are found by name, so adding one needs no change here.
+They are found by name, so adding one needs no change here, and only the module
+asked for is imported.
 """
 
 import argparse
@@ -14,10 +15,16 @@ import asebo.benchmarks
 import asebo.commands
 
 
-def _add_module_parsers(subparsers, package):
-    names = sorted(m.name for m in pkgutil.iter_modules(package.__path__)
-                   if not m.name.startswith("_"))
-    for name in names:
+def _module_names(package):
+    return sorted(m.name for m in pkgutil.iter_modules(package.__path__)
+                  if not m.name.startswith("_"))
+
+
+def _add_module_parsers(subparsers, package, selected):
+    for name in _module_names(package):
+        if name != selected:
+            subparsers.add_parser(name, help=f"'{name} --help' for its options")
+            continue
         module = importlib.import_module(f"{package.__name__}.{name}")
         summary = (module.__doc__ or name).strip().splitlines()[0]
         parser = subparsers.add_parser(name, help=summary, description=module.__doc__,
@@ -26,20 +33,24 @@ def _add_module_parsers(subparsers, package):
         parser.set_defaults(func=module.run)
 
 
-def build_parser():
-    """The argument parser of the ``asebo`` command."""
+def build_parser(argv=()):
+    """The argument parser of the ``asebo`` command, complete for the command in ``argv``."""
+    argv = list(argv)
+    command = argv[0] if argv else None
+    benchmark = argv[1] if command == "bench" and len(argv) > 1 else None
     parser = argparse.ArgumentParser(prog="asebo", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _add_module_parsers(commands, asebo.commands)
+    _add_module_parsers(commands, asebo.commands, command)
     bench = commands.add_parser("bench", help="run a benchmark and print its table")
     _add_module_parsers(bench.add_subparsers(dest="benchmark", required=True, metavar="NAME"),
-                        asebo.benchmarks)
+                        asebo.benchmarks, benchmark)
     return parser
 
 
 def main(argv=None):
     """Entry point of the ``asebo`` command; returns the exit status."""
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv).parse_args(argv)
     status = args.func(args)
     return 0 if status is None else int(status)
 

@@ -51,6 +51,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse
 import scipy.sparse.linalg
+from scipy.spatial.distance import cdist
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.decomposition import KernelPCA
 from sklearn.neighbors import NearestNeighbors
@@ -173,40 +174,58 @@ def _top_eigenpairs(matrix, k, random_state, deflate=None):
     return values[order], vectors[:, order]
 
 
-class _NeighborAffinities:
-    """Kernel values between points and their nearest neighbours among fitted points.
+class _NeighborGraph:
+    """The symmetrised k-nearest-neighbour graph and its extension to new points.
 
-    For the Gaussian kernel the neighbours are Euclidean (a tree search); for a kernel
-    object they are those of smallest kernel-induced distance
-    ``k(x, x) + k(y, y) - 2 k(x, y)``, found block by block.
+    Two points are joined, with their kernel value as weight, when either is among the
+    ``n_neighbors`` nearest of the other (itself included): ``A = max(W, W^T)`` for
+    the directed k-NN affinities ``W``. A new point x is joined to its own nearest
+    fitted points and to every fitted point ``x_j`` it would have been a nearest
+    neighbour of (closer than the ``n_neighbors``-th neighbour of ``x_j``), so that on
+    a fitted point the row is that point's row of ``A``. Nearness is the Euclidean
+    distance for ``kernel='gaussian'`` (``euclidean=True``; kernel values underflow
+    far away, distances do not) and the kernel-induced distance
+    ``k(x, x) + k(y, y) - 2 k(x, y)`` for a kernel object, found block by block.
     """
 
-    def __init__(self, kernel, X, n_neighbors):
+    def __init__(self, kernel, X, n_neighbors, euclidean):
         self.kernel = kernel
-        self.X = X
+        self.X = X  # (n, ...)
         self.n_neighbors = n_neighbors
-        if isinstance(kernel, GaussianKernel):
-            self.tree = NearestNeighbors(n_neighbors=n_neighbors).fit(X)
+        self.euclidean = euclidean
+        self.self_similarity = None if euclidean else kernel.diag(X)  # (n,)
+        self.radius = np.empty(len(X))  # (n,) distance to the n_neighbors-th neighbour
+        for rows, distance, _ in self._blocks(X):
+            self.radius[rows] = self._kth(distance)[:, 0]
+
+    def _kth(self, distance):
+        return np.partition(distance, self.n_neighbors - 1, axis=1)[:, self.n_neighbors - 1:
+                                                                    self.n_neighbors]
+
+    def _blocks(self, Xq):
+        """Yield ``(rows, distance, affinity)`` blocks of shape (b, n)."""
+        if self.euclidean:
+            for rows in _row_slices(len(Xq), _chunk_rows(len(self.X))):
+                distance = cdist(Xq[rows], self.X, "sqeuclidean")  # (b, n)
+                yield rows, distance, np.exp(-self.kernel.gamma * distance)
         else:
-            self.self_similarity = kernel.diag(X)  # (n,)
+            for rows, K in _kernel_blocks(self.kernel, Xq, self.X):
+                distance = (self.kernel.diag(Xq[rows])[:, None]
+                            + self.self_similarity[None, :] - 2.0 * K)
+                yield rows, distance, K
 
     def rows(self, Xq):
-        """Sparse ``(len(Xq), n)`` matrix of the affinities to the nearest fitted points."""
-        if isinstance(self.kernel, GaussianKernel):
-            distances, indices = self.tree.kneighbors(Xq)  # (b, k)
-            values = np.exp(-self.kernel.gamma * distances**2)
-        else:
-            indices = np.empty((len(Xq), self.n_neighbors), dtype=np.intp)
-            values = np.empty((len(Xq), self.n_neighbors))
-            for rows, K in _kernel_blocks(self.kernel, Xq, self.X):  # (b, n)
-                induced = self.self_similarity[None, :] - 2.0 * K
-                nearest = np.argpartition(induced, self.n_neighbors - 1,
-                                          axis=1)[:, :self.n_neighbors]
-                indices[rows] = nearest
-                values[rows] = np.take_along_axis(K, nearest, axis=1)
-        indptr = np.arange(0, values.size + 1, self.n_neighbors)
-        return scipy.sparse.csr_matrix((values.ravel(), indices.ravel(), indptr),
-                                       shape=(len(Xq), len(self.X)))
+        """Sparse ``(len(Xq), n)`` matrix of the affinities of Xq to the fitted points."""
+        row_index, column_index, values = [], [], []
+        for rows, distance, K in self._blocks(Xq):
+            joined = (distance <= self._kth(distance)) | (distance <= self.radius[None, :])
+            r, c = np.nonzero(joined)
+            row_index.append(r + rows.start)
+            column_index.append(c)
+            values.append(K[r, c])
+        return scipy.sparse.csr_matrix(
+            (np.concatenate(values), (np.concatenate(row_index), np.concatenate(column_index))),
+            shape=(len(Xq), len(self.X)))
 
 
 class _KernelEmbedding(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -413,9 +432,10 @@ class DiffusionMap(_KernelEmbedding):
     def _affinity(self, X):
         if self.n_neighbors is None:
             return _kernel_matrix(self.kernel_, X, X)  # (n, n)
-        self._neighbors = _NeighborAffinities(self.kernel_, X, min(self.n_neighbors, len(X)))
-        W = self._neighbors.rows(X)  # (n, n) sparse
-        return W.maximum(W.T).tocsr()
+        self._graph = _NeighborGraph(self.kernel_, X, min(self.n_neighbors, len(X)),
+                                     euclidean=isinstance(self.kernel, str))
+        A = self._graph.rows(X)  # (n, n) sparse, symmetric up to round-off and ties
+        return A.maximum(A.T).tocsr()
 
     def _fit_graph(self, X, random_state):
         """Steps 1-6 of the seed on the dense or sparse affinity matrix; returns psi."""
@@ -499,7 +519,7 @@ class DiffusionMap(_KernelEmbedding):
         if self.n_neighbors is None:
             blocks = _kernel_blocks(self.kernel_, X, self.X_fit_)
         else:
-            blocks = [(slice(0, len(X)), self._neighbors.rows(X))]  # sparse (b, n)
+            blocks = [(slice(0, len(X)), self._graph.rows(X))]  # sparse (b, n)
         for rows, K in blocks:  # (b, n)
             denominator = np.asarray(K @ self._weights).ravel()  # (b,)
             _check_reachable(denominator, rows)

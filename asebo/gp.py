@@ -193,7 +193,11 @@ class EnergyForceGP:
         low, high = np.log(self.gamma_bounds[0]), np.log(self.gamma_bounds[1])
         result = minimize_scalar(self._profile_nll, bounds=(low, high), method="bounded",
                                  args=(recent, y_recent), options={"xatol": 0.05})
-        return float(np.exp(result.x))
+        # Brent's bounded search never evaluates the bounds themselves
+        candidates = {result.x: result.fun}
+        for end in (low, high):
+            candidates[end] = self._profile_nll(end, recent, y_recent)
+        return float(np.exp(min(candidates, key=candidates.get)))
 
     # ---- fit and predict ------------------------------------------------------------
     def fit(self, positions, energies, forces):

@@ -199,3 +199,264 @@ def select_gaussian_width(spectra, KY, factors, lams):
     errors = [loo_squared_errors(KernelCenterer().fit_transform(np.exp(-f * base * sq)),
                                  KY_c, lams).min() for f in factors]
     return factors[int(np.argmin(errors))] * base
+
+
+@dataclass
+class FoldKernels:
+    """Kernel matrices of one training fold, against the basis ``[S, P]``.
+
+    ``S`` are the training molecules, ``P`` the pool of sampled isomers of their
+    formulas; input matrices are lists with one entry per spectrum width.
+    """
+
+    KX_SS: list  # (l, l)
+    KX_PB: list  # (pool, l + pool)
+    KY_SS: np.ndarray  # (l, l)
+    KY_PB: np.ndarray  # (pool, l + pool)
+    candidate_sets: list  # l arrays of pool rows
+    gammas: list  # Gaussian kernel parameter of each spectrum width
+    train: np.ndarray  # (l,) universe positions of S
+    pool: np.ndarray  # (pool,) universe positions of P
+
+
+def fold_kernels(data, train, test, pool_per_set, width_factors, lams, rng):
+    """Select the kernel widths on the training molecules and compute the fold's matrices.
+
+    The pool never holds a test molecule: with known candidate inputs it would be a
+    labelled training example.
+    """
+    F = data.fingerprints
+    KY_SS = tanimoto_sparse(F[train], F[train])
+    gammas = [select_gaussian_width(Z[train], KY_SS, width_factors, lams) for Z in data.spectra]
+    pool, candidate_sets, start = [], {}, 0
+    for f in np.unique(data.formula[train]):
+        isomers = np.setdiff1d(data.isomers(f), test)
+        pool.append(rng.choice(isomers, min(pool_per_set, len(isomers)), replace=False))
+        candidate_sets[f] = np.arange(start, start + len(pool[-1]))
+        start += len(pool[-1])
+    pool = np.concatenate(pool)
+    basis = np.concatenate([train, pool])
+    return FoldKernels(
+        KX_SS=[gaussian_gram(Z[train], Z[train], g) for Z, g in zip(data.spectra, gammas)],
+        KX_PB=[gaussian_gram(Z[pool], Z[basis], g) for Z, g in zip(data.spectra, gammas)],
+        KY_SS=KY_SS,
+        KY_PB=tanimoto_sparse(F[pool], F[basis]),
+        candidate_sets=[candidate_sets[f] for f in data.formula[train]],
+        gammas=gammas, train=train, pool=pool)
+
+
+def _iokr(kernels, lams):
+    """IOKR on the input kernels ``kernels`` (indices), lambda by leave-one-out."""
+    def fit(fk):
+        return IOKRCV([PRECOMPUTED] * len(kernels), PRECOMPUTED, lams=lams).fit(
+            [fk.KX_SS[k] for k in kernels], fk.KY_SS)
+
+    def scores(model, fk, group):
+        l = len(fk.train)
+        return model.decision_function([group["KX_QB"][k][:, :l] for k in kernels],
+                                       group["KY_TB"][:, :l], candidate_gram=group["KY_TT"])
+    return fit, scores
+
+
+def _iokr_with_pool(kernels, lams):
+    """IOKR trained on the training molecules and the pool, inputs and outputs known."""
+    def fit(fk):
+        l = len(fk.train)
+        KX = [np.vstack([np.hstack([fk.KX_SS[k], fk.KX_PB[k][:, :l].T]), fk.KX_PB[k]])
+              for k in kernels]
+        KY = np.vstack([np.hstack([fk.KY_SS, fk.KY_PB[:, :l].T]), fk.KY_PB])
+        return IOKRCV([PRECOMPUTED] * len(kernels), PRECOMPUTED, lams=lams).fit(KX, KY)
+
+    def scores(model, fk, group):
+        return model.decision_function([group["KX_QB"][k] for k in kernels], group["KY_TB"],
+                                       candidate_gram=group["KY_TT"])
+    return fit, scores
+
+
+def _mp_iokr(known, lams, gammas, separate, centre, inner_folds, random_state):
+    """MP-IOKR on all input kernels in one of the paper's settings."""
+    def fit(fk):
+        model = MPIOKRCV([PRECOMPUTED] * len(fk.KX_SS), PRECOMPUTED, lams=lams, gammas=gammas,
+                         separate=separate, cv=inner_folds, centre=centre,
+                         random_state=random_state)
+        return model.fit(fk.KX_SS, fk.KY_SS, fk.KY_PB, fk.candidate_sets,
+                         candidate_inputs=fk.KX_PB if known else None)
+
+    def scores(model, fk, group):
+        l = len(fk.train)
+        X = group["KX_QB"] if known else [K[:, :l] for K in group["KX_QB"]]
+        return model.decision_function(X, group["KY_TB"],
+                                       candidate_inputs=group["KX_TB"] if known else None,
+                                       candidate_gram=group["KY_TT"])
+    return fit, scores
+
+
+def _nearest_neighbour():
+    """Rank by Tanimoto similarity to the structure of the nearest training spectrum."""
+    def fit(fk):
+        return None
+
+    def scores(model, fk, group):
+        l = len(fk.train)
+        nearest = np.argmax(sum(K[:, :l] for K in group["KX_QB"]), axis=1)  # (m,)
+        return group["KY_TB"][:, nearest].T
+    return fit, scores
+
+
+def methods(args):
+    """The compared methods: name -> (fit(fold_kernels), scores(model, fold_kernels, group))."""
+    mp = dict(lams=args.lams, gammas=args.gammas, inner_folds=args.inner_folds,
+              random_state=args.seed)
+    all_kernels = list(range(len(args.sigmas)))
+    table = {"1-NN": _nearest_neighbour(),
+             f"IOKR (sigma={args.sigmas[0]:g})": _iokr([0], args.lams)}
+    if len(all_kernels) > 1:
+        table["IOKR (all kernels)"] = _iokr(all_kernels, args.lams)
+    table["IOKR (all kernels), pool as training data"] = _iokr_with_pool(all_kernels, args.lams)
+    table["MP-IOKR known inputs (Prop. 3)"] = _mp_iokr(True, separate=False, centre=True, **mp)
+    table["MP-IOKR joint (Prop. 4)"] = _mp_iokr(False, separate=False, centre=True, **mp)
+    if len(all_kernels) > 1:
+        table["MP-IOKR separate (Prop. 5)"] = _mp_iokr(False, separate=True, centre=True, **mp)
+    table["MP-IOKR joint, h(x) = W phi(x)"] = _mp_iokr(False, separate=False, centre=False, **mp)
+    return table
+
+
+def _test_groups(data, test, fk):
+    """Test molecules grouped by formula, with the kernel matrices of their candidates."""
+    F = data.fingerprints
+    basis = np.concatenate([fk.train, fk.pool])
+    for f in np.unique(data.formula[test]):
+        isomers = data.isomers(f)
+        rows = test[data.formula[test] == f]
+        yield {
+            "rows": rows,
+            "true": np.searchsorted(isomers, rows),
+            "KY_TB": tanimoto_sparse(F[isomers], F[basis]),
+            "KY_TT": tanimoto_sparse(F[isomers], F[isomers]),
+            "KX_QB": [gaussian_gram(Z[rows], Z[basis], g)
+                      for Z, g in zip(data.spectra, fk.gammas)],
+            "KX_TB": [gaussian_gram(Z[isomers], Z[basis], g)
+                      for Z, g in zip(data.spectra, fk.gammas)],
+        }
+
+
+def pessimistic_ranks(scores, true, KY_TT):
+    """0-based rank of the right candidate; ties and identical fingerprints count against it."""
+    ranks = []
+    for s, t in zip(scores, true):
+        others = np.arange(len(s)) != t
+        ties = (s == s[t]) | (KY_TT[t] >= 1.0 - 1e-12)
+        ranks.append(int(np.sum(others & ((s > s[t]) | ties))))
+    return np.array(ranks)
+
+
+def run_benchmark(args, log=print):
+    """Cross-validate every method; returns ranks and CPU times per method."""
+    t0 = time.process_time()
+    data = build_data(args.molecules, args.max_set_size, args.sigmas, args.seed)
+    log(f"library: {len(data.library)} molecules of {len(np.unique(data.formula[data.library]))}"
+        f" formulas; {len(data.formula)} candidates in all "
+        f"({time.process_time() - t0:.0f} s CPU to load QM9, fingerprints and spectra)")
+    table = methods(args)
+    ranks = {name: [] for name in table}
+    times = {name: {"train": 0.0, "test": 0.0} for name in table}
+    kernel_time = 0.0
+    rng = np.random.default_rng(args.seed)
+    folds = KFold(args.folds, shuffle=True, random_state=args.seed)
+    for n, (train_idx, test_idx) in enumerate(folds.split(data.library)):
+        t = time.process_time()
+        train, test = data.library[train_idx], data.library[test_idx]
+        fk = fold_kernels(data, train, test, args.pool_per_set, args.width_factors, args.lams,
+                          rng)
+        groups = list(_test_groups(data, test, fk))
+        kernel_time += time.process_time() - t
+        for name, (fit, score) in table.items():
+            t = time.process_time()
+            model = fit(fk)
+            times[name]["train"] += time.process_time() - t
+            t = time.process_time()
+            for group in groups:
+                s = score(model, fk, group)
+                ranks[name].append(pessimistic_ranks(s, group["true"], group["KY_TT"]))
+            times[name]["test"] += time.process_time() - t
+        log(f"fold {n + 1}/{args.folds}: {len(train)} training molecules, pool of "
+            f"{len(fk.pool)} isomers, {sum(len(g['KY_TT']) for g in groups)} test candidates")
+    ranks = {name: np.concatenate(r) for name, r in ranks.items()}
+    return ranks, times, kernel_time, data
+
+
+def top_k_accuracy(ranks, k):
+    """Percentage of 0-based ranks below ``k``."""
+    return 100.0 * np.mean(np.asarray(ranks) < k)
+
+
+def markdown_table(ranks, times):
+    """Table 3 + Table 5 of the paper, for our task, as markdown."""
+    header = ("| method | " + " | ".join(f"top-{k}" for k in TOP_K)
+              + " | train CPU s | test CPU s |")
+    lines = [header, "|" + "---|" * (len(TOP_K) + 3)]
+    for name, r in ranks.items():
+        accs = " | ".join(f"{top_k_accuracy(r, k):.1f}" for k in TOP_K)
+        lines.append(f"| {name} | {accs} | {times[name]['train']:.1f} | "
+                     f"{times[name]['test']:.1f} |")
+    return "\n".join(lines)
+
+
+def plot_top_k_differences(ranks, reference, path, k_max=50):
+    """Top-k accuracy minus that of ``reference`` for k = 1..k_max (the paper's Fig. 2)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ks = np.arange(1, k_max + 1)
+    base = np.array([top_k_accuracy(ranks[reference], k) for k in ks])
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for name, r in ranks.items():
+        if name != reference:
+            ax.plot(ks, [top_k_accuracy(r, k) for k in ks] - base, label=name)
+    ax.axhline(0.0, color="black", lw=0.8)
+    ax.set_xlabel("k")
+    ax.set_ylabel(f"top-k accuracy minus {reference} (points)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def add_arguments(parser):
+    """Options of ``asebo bench iokr``."""
+    parser.add_argument("--molecules", type=int, default=1000,
+                        help="annotated molecules in the library (default 1000)")
+    parser.add_argument("--folds", type=int, default=10, help="cross-validation folds")
+    parser.add_argument("--max-set-size", type=int, default=1000,
+                        help="use formulas with at most this many QM9 isomers (default 1000)")
+    parser.add_argument("--pool-per-set", type=int, default=10,
+                        help="isomers per distinct training formula in the MP-IOKR "
+                             "candidate statistics (default 10)")
+    parser.add_argument("--sigmas", type=float, nargs="+", default=[20.0, 40.0],
+                        help="Gaussian broadenings of the spectra in cm^-1, one input "
+                             "kernel each (default 20 40)")
+    parser.add_argument("--lams", type=float, nargs="+", default=list(np.logspace(-6, 0, 7)),
+                        help="grid of lambda")
+    parser.add_argument("--gammas", type=float, nargs="+", default=list(np.logspace(-4, 0, 5)),
+                        help="grid of gamma (MP-IOKR input approximation)")
+    parser.add_argument("--width-factors", type=float, nargs="+", default=[0.25, 0.5, 1, 2, 4],
+                        help="Gaussian kernel gamma grid, in units of 1 / median squared "
+                             "distance")
+    parser.add_argument("--inner-folds", type=int, default=3,
+                        help="folds of the lambda selection of MP-IOKR")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--figure", help="write the top-k difference plot to this PNG file")
+
+
+def run(args):
+    """Run the benchmark and print the table."""
+    ranks, times, kernel_time, data = run_benchmark(args)
+    print(markdown_table(ranks, times))
+    print(f"\nkernel matrices: {kernel_time:.1f} CPU s in all (not in the times above)")
+    if args.figure:
+        names = list(ranks)
+        reference = "IOKR (all kernels)" if "IOKR (all kernels)" in ranks else names[1]
+        plot_top_k_differences(ranks, reference, args.figure)
+        print(f"figure written to {args.figure}")

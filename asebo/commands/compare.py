@@ -1,0 +1,109 @@
+"""Compare optimizers on molecules from perturbed starts; one ase.db row per run.
+
+Relaxes every molecule (ASE name such as H2O or water, structure file, or SMILES)
+from every start with every optimizer, stores each run in --db as soon as it
+finishes, and prints a summary: force calls to converge, success rate, final energy
+gap to the best energy found, calls relative to L-BFGS. Started again with the same
+settings, it skips the runs already stored. Protocol of Wong & Kolter's comparison
+of Bayesian optimization with L-BFGS (40 perturbed starts, Figs. 2-3).
+
+example:
+  asebo compare --molecules H2O NH3 CH3OH --optimizers bo lbfgs --starts 3 \\
+      --noise 0.1 --calc gfn2 --fmax 0.05 --seed 0 --db demo.db --plot demo
+"""
+
+import sys
+
+from asebo.campaign.plots import plot_best_energy, plot_runs
+from asebo.campaign.store import CampaignStore
+from asebo.campaign.summary import format_failures, format_summary, summarize
+from asebo.campaign.workflow import run_campaign
+
+
+def add_arguments(parser):
+    parser.add_argument("--molecules", nargs="+", metavar="MOLECULE",
+                        help="ASE names (H2O, CH3CH2OH, water), structure files, or SMILES "
+                             "(CCO; 'smiles:CO' where a name would be read first)")
+    parser.add_argument("--optimizers", nargs="+", default=["bo", "lbfgs"],
+                        metavar="OPTIMIZER",
+                        help="bo, bfgs, lbfgs, fire, gpmin, sella, or bo+PRIOR such as "
+                             "bo+gfn1 (default: bo lbfgs)")
+    parser.add_argument("--starts", type=int, default=5,
+                        help="perturbed starts per molecule; 0 runs the geometry as given "
+                             "(default 5; the paper used 40)")
+    parser.add_argument("--noise", type=float, default=0.1,
+                        help="standard deviation of the Gaussian noise on every "
+                             "coordinate, Å (default 0.1)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the perturbations")
+    parser.add_argument("--calc", default="gfn2",
+                        help="calculator preset: gfn2 (default), gfn1, gpaw, emt, lj")
+    parser.add_argument("--prior", default=None,
+                        help="calculator preset used as the prior of bo (Δ-learning), e.g. "
+                             "gfn1; the runs are labelled bo+PRIOR")
+    parser.add_argument("--fmax", type=float, default=0.05,
+                        help="force threshold, eV/Å (default 0.05)")
+    parser.add_argument("--steps", type=int, default=200,
+                        help="largest number of steps of one run (default 200)")
+    parser.add_argument("--db", default="compare.db",
+                        help="ase.db database of the campaign (default compare.db)")
+    parser.add_argument("--plot", default=None, metavar="PREFIX",
+                        help="write PREFIX_best.png/.pdf (mean best energy against force "
+                             "calls) and PREFIX_runs.png/.pdf (every run)")
+    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="Dask scheduler address (tcp://host:8786) or scheduler file "
+                             "(.json); 'serial' runs here one after the other; default a "
+                             "local cluster on all cores")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="workers of the local cluster (default: the number of cores)")
+    parser.add_argument("--retry-failed", action="store_true",
+                        help="run the stored failed runs again")
+    parser.add_argument("--report", action="store_true",
+                        help="run nothing: summarise (and plot) every run stored in --db")
+    parser.add_argument("--markdown", default=None, metavar="FILE",
+                        help="also write the summary table to FILE")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _log(line):
+    print(line, file=sys.stderr, flush=True)
+
+
+def _records(args):
+    if args.report:
+        records = CampaignStore(args.db).records()
+        if not records:
+            raise ValueError(f"{args.db} holds no runs to report")
+        return records
+    if not args.molecules:
+        raise ValueError("give --molecules (names, files or SMILES), or --report to "
+                         "summarise a database")
+    return run_campaign(args.molecules, args.optimizers, starts=args.starts,
+                        noise=args.noise, seed=args.seed, calc=args.calc, prior=args.prior,
+                        fmax=args.fmax, steps=args.steps, db=args.db,
+                        scheduler=args.scheduler, workers=args.workers,
+                        retry_failed=args.retry_failed, progress=not args.no_progress,
+                        log=_log)
+
+
+def run(args):
+    try:
+        records = _records(args)
+    except ValueError as error:
+        print(f"asebo compare: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"\nasebo compare: interrupted; the finished runs are in {args.db}: run the "
+              "same command again to do the rest", file=sys.stderr)
+        return 130
+    table = format_summary(summarize(records))
+    print(table)
+    failures = format_failures(records)
+    if failures:
+        print("\nfailed runs (stored; --retry-failed runs them again):\n" + failures)
+    if args.markdown:
+        with open(args.markdown, "w") as fd:
+            fd.write(table + "\n")
+    if args.plot:
+        paths = plot_best_energy(records, args.plot) + plot_runs(records, args.plot)
+        _log("plots: " + ", ".join(str(p) for p in paths))
+    return 0

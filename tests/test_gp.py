@@ -1,0 +1,136 @@
+"""The GP on energies and forces: interpolation, posterior gradients, priors, the LCB."""
+
+import numpy as np
+import pytest
+import torch
+from ase.build import molecule
+from botorch.acquisition import UpperConfidenceBound
+
+from asebo.acquisition import EnergyModel
+from asebo.gp import CalculatorPrior, EnergyForceGP
+from calculators import get_calculator
+
+
+def samples(name="H2O", m=6, scale=0.05, seed=0, calc="gfn2"):
+    atoms = molecule(name)
+    atoms.calc = get_calculator(calc)
+    rng = np.random.default_rng(seed)
+    positions, energies, forces = [], [], []
+    for _ in range(m):
+        atoms.positions = molecule(name).positions + scale * rng.normal(size=(len(atoms), 3))
+        positions.append(atoms.get_positions())
+        energies.append(atoms.get_potential_energy())
+        forces.append(atoms.get_forces())
+    return atoms, np.array(positions), np.array(energies), np.array(forces)
+
+
+@pytest.fixture(scope="module")
+def water():
+    return samples()
+
+
+@pytest.fixture(scope="module")
+def fitted(water):
+    _, P, E, F = water
+    return EnergyForceGP(fit_gamma=False, gamma=4.0, prior="mean").fit(P, E, F)
+
+
+def test_posterior_interpolates_energies_and_forces(water, fitted):
+    _, P, E, F = water
+    mean, std, gradient = fitted.predict(P, return_std=True, return_gradient=True)
+    spread = E.max() - E.min()
+    assert np.abs(mean - E).max() < 0.02 * spread
+    assert np.abs(gradient + F).max() < 0.05 * np.abs(F).max()
+    assert (std < 0.05 * np.sqrt(fitted.outputscale_)).all()
+
+
+def test_posterior_gradients_match_finite_differences(water, fitted):
+    _, P, _, _ = water
+    rng = np.random.default_rng(1)
+    x = torch.tensor(P[0] + 0.05 * rng.normal(size=P[0].shape), requires_grad=True)
+    mean, variance = fitted.posterior(x[None])
+    grad_mean, = torch.autograd.grad(mean[0], x, retain_graph=True)
+    grad_std, = torch.autograd.grad(variance[0].sqrt(), x)
+    h = 1e-4  # smaller steps drown in the round-off of a well-interpolating posterior
+    for a in range(3):
+        for i in range(3):
+            step = torch.zeros_like(x)
+            step[a, i] = h
+            with torch.no_grad():
+                mp, vp = fitted.posterior((x + step)[None])
+                mm, vm = fitted.posterior((x - step)[None])
+            assert grad_mean[a, i].item() == pytest.approx(((mp - mm) / (2 * h)).item(), abs=1e-6)
+            assert grad_std[a, i].item() == pytest.approx(
+                ((vp.sqrt() - vm.sqrt()) / (2 * h)).item(), abs=1e-6)
+
+
+def test_botorch_lcb_is_mean_minus_kappa_sigma(water, fitted):
+    _, P, _, _ = water
+    kappa = 1.7
+    free = torch.ones(9, dtype=torch.bool)
+    model = EnergyModel(fitted, torch.tensor(P[0]), free)
+    rng = np.random.default_rng(2)
+    X = torch.tensor(P[:3].reshape(3, 1, 9) + 0.05 * rng.normal(size=(3, 1, 9)))
+    acquisition = UpperConfidenceBound(model, beta=kappa ** 2, maximize=False)
+    mean, variance = fitted.posterior(X.reshape(3, 3, 3))
+    expected = mean - kappa * variance.sqrt()
+    torch.testing.assert_close(-acquisition(X), expected, atol=0, rtol=1e-10)
+
+
+def test_marginal_likelihood_picks_gamma_inside_bounds_and_beats_the_ends(water):
+    _, P, E, F = water
+    gp = EnergyForceGP(prior="mean", gamma_bounds=(0.05, 50.0)).fit(P, E, F)
+    y = gp._targets(E, -F, *gp._prior_at_observations(P, E, F))
+    best = gp._profile_nll(np.log(gp.gamma_), torch.tensor(P), y)
+    for end in (0.05, 50.0):
+        assert best <= gp._profile_nll(np.log(end), torch.tensor(P), y) + 1e-9
+
+
+def test_calculator_prior_equal_to_the_target_is_reproduced_exactly(water):
+    atoms, P, E, F = water
+    prior = CalculatorPrior(get_calculator("gfn2"), atoms)
+    gp = EnergyForceGP(fit_gamma=False, prior=prior).fit(P, E, F)
+    new = P[0] + 0.1
+    reference = atoms.copy()
+    reference.calc = get_calculator("gfn2")
+    reference.positions = new
+    mean, gradient = gp.predict(new, return_gradient=True)
+    assert mean == pytest.approx(reference.get_potential_energy(), abs=1e-6)
+    # tblite's SCF converges each call to about 1e-5 eV/Å in the forces
+    np.testing.assert_allclose(gradient, -reference.get_forces(), atol=2e-4)
+
+
+def test_delta_learning_beats_a_constant_prior_away_from_the_data():
+    atoms, P, E, F = samples("CH3OH", m=5, scale=0.05, seed=3)
+    _, P_test, E_test, _ = samples("CH3OH", m=5, scale=0.1, seed=4)
+    prior = CalculatorPrior(get_calculator("gfn1"), atoms)
+    delta = EnergyForceGP(prior=prior).fit(P, E, F).predict(P_test)
+    constant = EnergyForceGP(prior="mean").fit(P, E, F).predict(P_test)
+    assert np.abs(delta - E_test).mean() < 0.5 * np.abs(constant - E_test).mean()
+
+
+def test_repeated_configurations_stay_finite(water):
+    _, P, E, F = water
+    P2, E2, F2 = np.concatenate([P, P[:2]]), np.concatenate([E, E[:2]]), np.concatenate([F, F[:2]])
+    gp = EnergyForceGP(prior="max", energy_noise=0.0, gradient_noise=0.0).fit(P2, E2, F2)
+    mean, std = gp.predict(P2 + 0.01, return_std=True)
+    assert np.isfinite(mean).all() and np.isfinite(std).all()
+    assert gp.jitter_ > 0  # the singular covariance was detected and regularised
+
+
+def test_cartesian_kernel_gp_interpolates(water):
+    _, P, E, F = water
+    gp = EnergyForceGP(kernel="cartesian", fit_gamma=False, gamma=4.0, prior="mean").fit(P, E, F)
+    assert np.abs(gp.predict(P) - E).max() < 0.05 * (E.max() - E.min())
+
+
+def test_bad_observations_are_refused(water):
+    _, P, E, F = water
+    bad = F.copy()
+    bad[1, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        EnergyForceGP().fit(P, E, bad)
+    with pytest.raises(ValueError, match="expected energies"):
+        EnergyForceGP().fit(P, E[:-1], F)
+    with pytest.raises(ValueError, match="kernel must be"):
+        EnergyForceGP(kernel="matern")

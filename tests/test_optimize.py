@@ -1,0 +1,213 @@
+"""BOOptimizer behaves like an ASE optimizer and finds the minimum BFGS finds."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from ase import Atoms
+from ase.build import bulk, molecule
+from ase.calculators.calculator import Calculator, all_changes
+from ase.calculators.lj import LennardJones
+from ase.constraints import FixAtoms
+from ase.io import read
+from ase.optimize import BFGS
+
+from asebo import BOOptimizer
+from asebo.optimize import RestartError
+from calculators import CountingCalculator, get_calculator
+
+
+def lj_cluster(seed=0):
+    rng = np.random.default_rng(seed)
+    positions = np.array([[0, 0, 0], [1.1, 0, 0], [0.55, 0.95, 0], [0.55, 0.32, 0.9],
+                          [1.6, 0.9, 0.6]], dtype=float)
+    atoms = Atoms("Ar5", positions=positions + 0.05 * rng.normal(size=(5, 3)))
+    atoms.calc = LennardJones(sigma=1.0, epsilon=1.0, rc=4.0)
+    return atoms
+
+
+def perturbed_water(seed=0):
+    atoms = molecule("H2O")
+    atoms.positions += 0.1 * np.random.default_rng(seed).normal(size=(3, 3))
+    return atoms
+
+
+def bfgs_minimum(atoms, calc):
+    reference = atoms.copy()
+    reference.calc = calc
+    BFGS(reference, logfile=None).run(fmax=0.01, steps=500)
+    return reference.get_potential_energy()
+
+
+def test_converges_on_a_lennard_jones_cluster_to_the_bfgs_minimum():
+    atoms = lj_cluster()
+    expected = bfgs_minimum(atoms, LennardJones(sigma=1.0, epsilon=1.0, rc=4.0))
+    assert BOOptimizer(atoms, logfile=None).run(fmax=0.01, steps=100)
+    assert atoms.get_potential_energy() == pytest.approx(expected, abs=1e-3)
+    assert np.linalg.norm(atoms.get_forces(), axis=1).max() < 0.01
+
+
+def test_converges_with_gfn2_xtb_on_water_to_the_bfgs_minimum():
+    atoms = perturbed_water()
+    expected = bfgs_minimum(atoms, get_calculator("gfn2"))
+    atoms.calc = CountingCalculator(get_calculator("gfn2"))
+    assert BOOptimizer(atoms, logfile=None).run(fmax=0.01, steps=60)
+    assert atoms.get_potential_energy() == pytest.approx(expected, abs=1e-3)
+    assert atoms.calc.ncalls < 25
+
+
+def test_run_twice_adds_steps_and_logs_predictions(tmp_path):
+    atoms = lj_cluster(1)
+    log = tmp_path / "bo.log"
+    opt = BOOptimizer(atoms, logfile=str(log), trajectory=str(tmp_path / "bo.traj"))
+    opt.run(fmax=1e-4, steps=2)
+    assert opt.nsteps == 2
+    converged = opt.run(fmax=0.01, steps=100)
+    assert converged and opt.nsteps > 2
+    lines = log.read_text().splitlines()
+    assert "Predicted" in lines[0]
+    assert len(lines) == opt.nsteps + 2  # header, step 0, and a line per step
+    assert all(len(line.split()) == 6 for line in lines[2:])  # the prediction column
+    frames = read(tmp_path / "bo.traj", index=":")
+    assert len(frames) == opt.nsteps + 1
+    assert opt.todict()["optimizer"] == "BOOptimizer"
+
+
+def test_fragile_restart_follows_the_uninterrupted_path(tmp_path):
+    uninterrupted = lj_cluster(2)
+    uninterrupted.calc = CountingCalculator(uninterrupted.calc)
+    BOOptimizer(uninterrupted, logfile=None).run(fmax=0.01, steps=30)
+
+    restart = tmp_path / "bo.json"
+    first = lj_cluster(2)
+    first.calc = CountingCalculator(first.calc)
+    BOOptimizer(first, restart=str(restart), logfile=None).run(fmax=0.01, steps=2)
+    resumed = lj_cluster(2)  # the original start, as a user would pass it again
+    resumed.calc = CountingCalculator(resumed.calc)
+    BOOptimizer(resumed, restart=str(restart), logfile=None).run(fmax=0.01, steps=28)
+    np.testing.assert_allclose(resumed.positions, uninterrupted.positions, atol=1e-8)
+    assert first.calc.ncalls + resumed.calc.ncalls == uninterrupted.calc.ncalls
+    stored = BOOptimizer(lj_cluster(2), restart=str(restart), logfile=None)
+    assert len(stored.energies) == uninterrupted.calc.ncalls
+
+
+KILLED_RUN = textwrap.dedent("""
+    import os, signal, sys
+    import numpy as np
+    from ase import Atoms
+    from ase.calculators.lj import LennardJones
+    from asebo import BOOptimizer
+
+    class Logged(LennardJones):
+        # appends every completed calculation to a file; kills its process at the
+        # start of call number KILL_AT (0 = never)
+        def calculate(self, atoms=None, properties=("energy",), system_changes=None):
+            calls = open(sys.argv[2]).read().count("\\n") if os.path.exists(sys.argv[2]) else 0
+            if calls + 1 == int(sys.argv[3]):
+                os.kill(os.getpid(), signal.SIGKILL)
+            super().calculate(atoms, properties, system_changes or ["positions"])
+            with open(sys.argv[2], "a") as fd:
+                fd.write(" ".join(f"{x:.12f}" for x in atoms.positions.ravel()) + "\\n")
+
+    rng = np.random.default_rng(0)
+    positions = np.array([[0, 0, 0], [1.1, 0, 0], [0.55, 0.95, 0], [0.55, 0.32, 0.9]])
+    atoms = Atoms("Ar4", positions=positions + 0.05 * rng.normal(size=(4, 3)))
+    atoms.calc = Logged(sigma=1.0, epsilon=1.0, rc=4.0)
+    print(BOOptimizer(atoms, restart=sys.argv[1], logfile=None).run(fmax=0.01, steps=40))
+""")
+
+
+def test_kill_9_mid_run_then_resume_repeats_no_call(tmp_path):
+    script = tmp_path / "run.py"
+    script.write_text(KILLED_RUN)
+    restart, calls = tmp_path / "bo.json", tmp_path / "calls.txt"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    killed = subprocess.run([sys.executable, str(script), str(restart), str(calls), "5"],
+                            capture_output=True, text=True, env=env)
+    assert killed.returncode == -signal.SIGKILL
+    assert calls.read_text().count("\n") == 4
+    resumed = subprocess.run([sys.executable, str(script), str(restart), str(calls), "0"],
+                             capture_output=True, text=True, env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stdout.strip().endswith("True")
+    evaluated = calls.read_text().splitlines()
+    assert len(evaluated) == len(set(evaluated)) > 5  # every configuration computed once
+
+
+def test_fixed_atoms_do_not_move():
+    atoms = lj_cluster(3)
+    atoms.set_constraint(FixAtoms(indices=[0, 2]))
+    start = atoms.get_positions()
+    BOOptimizer(atoms, logfile=None).run(fmax=0.02, steps=60)
+    np.testing.assert_array_equal(atoms.positions[[0, 2]], start[[0, 2]])
+    assert np.linalg.norm(atoms.get_forces(), axis=1).max() < 0.02
+
+
+def test_periodic_cells_use_the_cartesian_kernel():
+    atoms = bulk("Cu", "fcc", a=3.6, cubic=True)
+    atoms.rattle(0.05, seed=1)
+    atoms.calc = get_calculator("emt")
+    opt = BOOptimizer(atoms, logfile=None)
+    assert opt.kernel == "cartesian"
+    assert opt.run(fmax=0.05, steps=60)
+    with pytest.raises(ValueError, match="periodic"):
+        BOOptimizer(atoms, kernel="svd", logfile=None)
+
+
+class NaNAfter(Calculator):
+    """Lennard-Jones energies and forces, then NaN forces from call ``bad`` on."""
+
+    implemented_properties = ("energy", "forces")
+
+    def __init__(self, bad):
+        super().__init__()
+        self.bad, self.calls = bad, 0
+        self.lj = LennardJones(sigma=1.0, epsilon=1.0, rc=4.0)
+
+    def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        super().calculate(atoms, properties, system_changes)
+        self.calls += 1
+        work = self.atoms.copy()
+        work.calc = self.lj
+        forces = work.get_forces()
+        if self.calls >= self.bad:
+            forces = forces * np.nan
+        self.results = {"energy": work.get_potential_energy(), "forces": forces}
+
+
+def test_nan_forces_stop_with_a_clear_error_and_keep_the_observations(tmp_path):
+    atoms = lj_cluster(4)
+    atoms.calc = NaNAfter(bad=4)
+    restart = tmp_path / "bo.json"
+    with pytest.raises(FloatingPointError, match="NaN or inf.*3 earlier observations"):
+        BOOptimizer(atoms, restart=str(restart), logfile=None).run(fmax=0.01, steps=20)
+    kept = BOOptimizer(lj_cluster(4), restart=str(restart), logfile=None)
+    assert len(kept.energies) == 3 and np.isfinite(kept.forces).all()
+
+
+def test_bad_setups_are_refused_clearly(tmp_path):
+    with pytest.raises(ValueError, match="needs a calculator"):
+        BOOptimizer(molecule("H2O"))
+    single = Atoms("Ar", positions=[[0, 0, 0]])
+    single.calc = LennardJones()
+    with pytest.raises(ValueError, match="single atom"):
+        BOOptimizer(single)
+
+    corrupt = tmp_path / "corrupt.json"
+    corrupt.write_text('{"version": 1, "positions": [[[0, 0')
+    with pytest.raises(RestartError, match="cannot be read.*left untouched"):
+        BOOptimizer(lj_cluster(), restart=str(corrupt), logfile=None)
+    assert corrupt.read_text() == '{"version": 1, "positions": [[[0, 0'
+
+    restart = tmp_path / "water.json"
+    water = perturbed_water()
+    water.calc = get_calculator("gfn2")
+    BOOptimizer(water, restart=str(restart), logfile=None).run(fmax=0.05, steps=1)
+    saved = restart.read_text()
+    with pytest.raises(RestartError, match="other atoms"):
+        BOOptimizer(lj_cluster(), restart=str(restart), logfile=None)
+    assert restart.read_text() == saved
