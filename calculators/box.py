@@ -14,11 +14,15 @@ class MoleculeBoxCalculator(Calculator):
     a box of lengths ``box_`` and passes the copy to the wrapped calculator.
     The user's ``Atoms`` keep their positions, cell and constraints.
 
-    The energy and forces of an isolated molecule are invariant under
-    translation, so they are returned unchanged; on a real-space grid this
-    holds up to the egg-box effect, which is small at converged grid spacings.
-    The translation is linear in the positions, so the energy stays a smooth
-    function of them.
+    The energy of an isolated molecule is invariant under translation; on a
+    real-space grid this holds up to the egg-box effect, which is small at
+    converged grid spacings (for H2O with GPAW's PBE setups: about 3 meV at
+    h = 0.2 Å, but about 0.1 eV at h = 0.25 Å). The returned energy
+    ``E(x) = E_grid(x - mean(x) + box_ / 2)`` is exactly invariant and smooth,
+    since the translation is linear in the positions; its gradient is
+    ``g_i - mean_j g_j``, so the returned forces are the wrapped calculator's
+    forces minus their mean (the net force, which only the egg-box effect
+    makes nonzero).
 
     The box is chosen at the first call: per axis, twice the largest distance
     of an atom from the mean position plus ``vacuum``, so that every atom is at
@@ -63,7 +67,7 @@ class MoleculeBoxCalculator(Calculator):
 
     @property
     def name(self):
-        return f"{self.calc.name}-box"
+        return f"boxed_{self.calc.name}"
 
     def todict(self):
         """Parameters of the wrapper and of the wrapped calculator."""
@@ -105,7 +109,8 @@ class MoleculeBoxCalculator(Calculator):
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
         super().calculate(atoms, properties, system_changes)
         boxed = self.boxed(self.atoms)
+        forces = np.array(self.calc.get_property("forces", boxed), dtype=float)  # (n, 3)
         self.results = {
             "energy": float(self.calc.get_property("energy", boxed)),
-            "forces": np.array(self.calc.get_property("forces", boxed), dtype=float),
+            "forces": forces - forces.mean(axis=0),
         }

@@ -7,6 +7,7 @@ import time
 
 import ase.db
 import numpy as np
+from ase import Atoms
 from ase.calculators.calculator import CalculationFailed, Calculator, all_changes
 from ase.calculators.singlepoint import SinglePointCalculator
 from ase.db.core import Database
@@ -147,7 +148,12 @@ class RecordingCalculator(Calculator):
             self.results = {"energy": float(row.energy), "forces": row.forces.copy()}
             return
         energy, forces, wall_time = self._call(self.atoms)
-        record = self.atoms.copy()
+        record = Atoms(
+            numbers=self.atoms.numbers,
+            positions=self.atoms.positions,
+            cell=self.atoms.cell,
+            pbc=self.atoms.pbc,
+        )
         record.calc = SinglePointCalculator(record, energy=energy, forces=forces)
         self.db.write(
             record, calc_key=self.key, calc_name=self.calc.name, wall_time=wall_time

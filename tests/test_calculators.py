@@ -1,0 +1,311 @@
+"""Tests of the calculator presets, the vacuum-box wrapper and the call recorder."""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import ase.db
+import numpy as np
+import pytest
+from ase.build import molecule
+from ase.calculators.calculator import CalculationFailed, Calculator, all_changes
+from ase.calculators.emt import EMT
+
+import calculators
+from calculators import (
+    MoleculeBoxCalculator,
+    RecordingCalculator,
+    available,
+    calculator_key,
+    get_calculator,
+)
+
+
+def perturbed_water(seed=0, stdev=0.05):
+    atoms = molecule("H2O")
+    atoms.rattle(stdev=stdev, seed=seed)
+    return atoms
+
+
+def energy_and_forces(atoms, calc):
+    atoms = atoms.copy()
+    atoms.calc = calc
+    return atoms.get_potential_energy(), atoms.get_forces()
+
+
+class NonFiniteCalculator(Calculator):
+    """A calculator that returns a NaN energy or infinite forces."""
+
+    implemented_properties = ("energy", "forces")
+
+    def __init__(self, bad="energy"):
+        super().__init__()
+        self.bad = bad
+
+    def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        super().calculate(atoms, properties, system_changes)
+        forces = np.zeros((len(self.atoms), 3))  # (n, 3)
+        energy = 0.0
+        if self.bad == "energy":
+            energy = np.nan
+        else:
+            forces[0, 0] = np.inf
+        self.results = {"energy": energy, "forces": forces}
+
+
+# presets
+
+
+@pytest.mark.parametrize("name", ["gfn2", "gfn1", "emt", "lj"])
+def test_preset_gives_finite_energy_and_balanced_forces(name):
+    energy, forces = energy_and_forces(perturbed_water(), get_calculator(name))
+    assert np.isfinite(energy)
+    assert forces.shape == (3, 3)
+    assert np.isfinite(forces).all()
+    assert np.abs(forces).max() > 1e-3
+    # an isolated molecule has no net force (translation invariance)
+    np.testing.assert_allclose(forces.sum(axis=0), 0.0, atol=1e-8)
+
+
+def test_gfn1_and_gfn2_are_different_methods():
+    atoms = perturbed_water()
+    assert energy_and_forces(atoms, get_calculator("gfn1"))[0] != pytest.approx(
+        energy_and_forces(atoms, get_calculator("gfn2"))[0], abs=1.0
+    )
+
+
+def test_gfn2_forces_are_minus_the_finite_difference_gradient():
+    atoms = perturbed_water(seed=1)
+    _, forces = energy_and_forces(atoms, get_calculator("gfn2"))
+    step = 1e-3  # Å
+    gradient = np.zeros((len(atoms), 3))  # (n, 3)
+    for i in range(len(atoms)):
+        for k in range(3):
+            shifted = []
+            for sign in (1, -1):
+                moved = atoms.copy()
+                moved.positions[i, k] += sign * step
+                shifted.append(energy_and_forces(moved, get_calculator("gfn2"))[0])
+            gradient[i, k] = (shifted[0] - shifted[1]) / (2 * step)
+    np.testing.assert_allclose(forces, -gradient, atol=2e-4)
+
+
+def test_preset_keywords_reach_the_calculator():
+    atoms = molecule("H2O")
+    default = energy_and_forces(atoms, get_calculator("lj"))[0]
+    wider = energy_and_forces(atoms, get_calculator("lj", sigma=1.2))[0]
+    assert wider != pytest.approx(default)
+
+
+def test_unknown_name_lists_the_presets():
+    with pytest.raises(ValueError, match="unknown calculator 'dftb'.*gfn2.*gpaw"):
+        get_calculator("dftb")
+
+
+def test_available_names_every_preset():
+    assert available() == ["gfn2", "gfn1", "gpaw", "emt", "lj"]
+    assert {"emt", "lj"} <= set(available(installed=True)) <= set(available())
+
+
+@pytest.mark.parametrize(
+    "name, module, install",
+    [
+        ("gpaw", "gpaw", "CC=g++ pip install gpaw gpaw-data"),
+        ("gfn2", "tblite", "pip install tblite"),
+    ],
+)
+def test_missing_package_error_gives_the_install_line(monkeypatch, name, module, install):
+    for loaded in [m for m in sys.modules if m == module or m.startswith(module + ".")]:
+        monkeypatch.delitem(sys.modules, loaded)
+    monkeypatch.setitem(sys.modules, module, None)  # import of it now fails
+    with pytest.raises(ImportError, match="is not installed: .*" + install.replace("+", r"\+")):
+        get_calculator(name)
+    assert name not in available(installed=True)
+
+
+# vacuum box
+
+
+def test_box_wrapper_matches_the_isolated_calculator_and_leaves_atoms_alone():
+    atoms = perturbed_water()
+    atoms.set_cell([2.0, 2.0, 2.0])
+    before = atoms.positions.copy()
+    wrapped = MoleculeBoxCalculator(EMT(), vacuum=3.0)
+    energy, forces = energy_and_forces(atoms, wrapped)
+    reference_energy, reference_forces = energy_and_forces(atoms, EMT())
+    assert energy == pytest.approx(reference_energy, abs=1e-10)
+    np.testing.assert_allclose(forces, reference_forces, atol=1e-10)
+    np.testing.assert_array_equal(atoms.positions, before)
+    np.testing.assert_array_equal(atoms.cell.lengths(), [2.0, 2.0, 2.0])
+
+
+def test_box_keeps_vacuum_and_grows_when_an_atom_moves_out():
+    wrapped = MoleculeBoxCalculator(EMT(), vacuum=3.0)
+    atoms = molecule("H2O")
+    boxed = wrapped.boxed(atoms)
+    first_box = wrapped.box_.copy()
+    assert not boxed.pbc.any()
+    np.testing.assert_allclose(boxed.cell.lengths(), first_box)
+    assert boxed.positions.min() >= 3.0 - 1e-12
+    assert (first_box - boxed.positions).min() >= 3.0 - 1e-12
+    atoms.positions[1, 1] += 2.5
+    boxed = wrapped.boxed(atoms)
+    assert (wrapped.box_ > first_box).any()
+    assert boxed.positions.min() >= 3.0 - 1e-12
+    assert (wrapped.box_ - boxed.positions).min() >= 3.0 - 1e-12
+
+
+def test_box_energy_and_forces_are_invariant_under_translation():
+    wrapped = MoleculeBoxCalculator(EMT(), vacuum=3.0)
+    atoms = perturbed_water()
+    energy, forces = energy_and_forces(atoms, wrapped)
+    atoms.translate([10.0, -3.0, 0.5])
+    moved_energy, moved_forces = energy_and_forces(atoms, wrapped)
+    assert moved_energy == pytest.approx(energy, abs=1e-10)
+    np.testing.assert_allclose(moved_forces, forces, atol=1e-10)
+
+
+def test_box_rejects_periodic_atoms():
+    atoms = molecule("H2O", vacuum=3.0, pbc=True)
+    with pytest.raises(ValueError, match="atoms.pbc = False"):
+        energy_and_forces(atoms, MoleculeBoxCalculator(EMT()))
+
+
+# recorder
+
+
+def test_recorder_counts_calls_and_stores_each_one(tmp_path):
+    db = tmp_path / "calls.db"
+    recorder = RecordingCalculator(EMT(), db=db)
+    configurations = [perturbed_water(seed=seed) for seed in range(4)]
+    results = [energy_and_forces(atoms, recorder) for atoms in configurations]
+    assert (recorder.ncalls, recorder.nhits) == (4, 0)
+    rows = list(ase.db.connect(db).select(sort="id"))
+    assert len(rows) == 4
+    for row, atoms, (energy, forces) in zip(rows, configurations, results):
+        np.testing.assert_array_equal(row.positions, atoms.positions)
+        np.testing.assert_array_equal(row.numbers, atoms.numbers)
+        assert row.energy == energy == energy_and_forces(atoms, EMT())[0]
+        np.testing.assert_array_equal(row.forces, forces)
+        assert row.wall_time > 0
+        assert row.calc_key == calculator_key(EMT())
+
+
+def test_cache_hit_returns_identical_results_without_a_call(tmp_path):
+    recorder = RecordingCalculator(EMT(), db=tmp_path / "calls.db")
+    atoms = perturbed_water()
+    energy, forces = energy_and_forces(atoms, recorder)
+    energy_and_forces(perturbed_water(seed=5), recorder)
+    almost = atoms.copy()
+    almost.positions[0, 0] += 1e-12
+    hit_energy, hit_forces = energy_and_forces(almost, recorder)
+    assert (recorder.ncalls, recorder.nhits) == (2, 1)
+    assert hit_energy == energy
+    np.testing.assert_array_equal(hit_forces, forces)
+    moved = atoms.copy()
+    moved.positions[0, 0] += 1e-8
+    energy_and_forces(moved, recorder)
+    assert (recorder.ncalls, recorder.nhits) == (3, 1)
+
+
+def test_cache_distinguishes_cell_and_pbc(tmp_path):
+    recorder = RecordingCalculator(EMT(), db=tmp_path / "calls.db")
+    atoms = molecule("H2O", vacuum=4.0)
+    energy_and_forces(atoms, recorder)
+    periodic = atoms.copy()
+    periodic.pbc = True
+    energy_and_forces(periodic, recorder)
+    larger = atoms.copy()
+    larger.set_cell(atoms.cell * 1.01)
+    energy_and_forces(larger, recorder)
+    assert (recorder.ncalls, recorder.nhits) == (3, 0)
+
+
+def test_rows_persist_for_a_fresh_recorder_of_the_same_calculator(tmp_path):
+    db = tmp_path / "calls.db"
+    configurations = [perturbed_water(seed=seed) for seed in range(3)]
+    first = RecordingCalculator(EMT(), db=str(db))
+    results = [energy_and_forces(atoms, first) for atoms in configurations]
+    second = RecordingCalculator(EMT(), db=str(db))
+    replayed = [energy_and_forces(atoms, second) for atoms in configurations]
+    assert (second.ncalls, second.nhits) == (0, 3)
+    for (energy, forces), (energy_again, forces_again) in zip(results, replayed):
+        assert energy_again == energy
+        np.testing.assert_array_equal(forces_again, forces)
+    other_method = RecordingCalculator(get_calculator("lj"), db=str(db))
+    energy_and_forces(configurations[0], other_method)
+    assert (other_method.ncalls, other_method.nhits) == (1, 0)
+
+
+CHILD = """
+import sys
+from ase.build import molecule
+from ase.calculators.emt import EMT
+from calculators import RecordingCalculator
+
+atoms = molecule("H2O")
+atoms.calc = RecordingCalculator(EMT(), db=sys.argv[1])
+for step in range(1_000_000):
+    atoms.positions[1, 0] = 1e-4 * step
+    atoms.get_potential_energy()
+    print(step, flush=True)
+"""
+
+
+def test_process_killed_mid_sequence_loses_no_stored_row(tmp_path):
+    db = tmp_path / "calls.db"
+    root = Path(calculators.__file__).resolve().parents[1]
+    path = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path}
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    reported = -1
+    try:
+        while reported < 19:
+            line = child.stdout.readline()
+            assert line, child.stderr.read()
+            reported = int(line)
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    rows = list(ase.db.connect(db).select(sort="id"))
+    assert len(rows) >= reported + 1
+    atoms = molecule("H2O")
+    for step, row in enumerate(rows):
+        atoms.positions[1, 0] = 1e-4 * step
+        np.testing.assert_array_equal(row.positions, atoms.positions)
+        assert row.energy == energy_and_forces(atoms, EMT())[0]
+    replay = RecordingCalculator(EMT(), db=db)
+    for step in range(reported + 1):
+        atoms.positions[1, 0] = 1e-4 * step
+        energy_and_forces(atoms, replay)
+    assert (replay.ncalls, replay.nhits) == (0, reported + 1)
+
+
+@pytest.mark.parametrize("bad", ["energy", "forces"])
+def test_non_finite_results_raise_and_are_not_stored(tmp_path, bad):
+    db = tmp_path / "calls.db"
+    recorder = RecordingCalculator(NonFiniteCalculator(bad), db=db)
+    atoms = molecule("H2O")
+    for _ in range(2):
+        with pytest.raises(ValueError, match="non-finite energy or forces .*nothing was stored"):
+            energy_and_forces(atoms, recorder)
+    assert (recorder.ncalls, recorder.nhits) == (2, 0)
+    assert ase.db.connect(db).count() == 0
+
+
+def test_failing_calculation_propagates_and_stores_nothing(tmp_path):
+    db = tmp_path / "calls.db"
+    recorder = RecordingCalculator(get_calculator("gfn2", max_iterations=1), db=db)
+    with pytest.raises(CalculationFailed, match="SCF not converged.*nothing was stored"):
+        energy_and_forces(perturbed_water(), recorder)
+    assert recorder.ncalls == 1
+    assert ase.db.connect(db).count() == 0

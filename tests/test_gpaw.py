@@ -1,0 +1,70 @@
+"""A real GPAW (PBE, finite-difference grid) calculation on H2O through the preset.
+
+The grid spacing is h = 0.2 Å: at h = 0.25 Å the egg-box effect of GPAW's
+oxygen PAW setup moves the energy of H2O by about 0.1 eV under sub-grid
+translations, too rough for a force check or a relaxation.
+"""
+
+import numpy as np
+import pytest
+from ase.build import molecule
+from ase.optimize import BFGS
+
+from calculators import get_calculator
+
+pytest.importorskip("gpaw")
+pytest.importorskip("gpaw_data")
+
+pytestmark = pytest.mark.gpaw
+
+# PBE equilibrium of H2O: r(OH) = 0.970 Å, angle HOH = 104.2° (basis-set limit).
+PBE_BOND = 0.970  # Å
+PBE_ANGLE = 104.2  # degrees
+# Tolerances. Bending force constant ~4.4 eV/rad², so a residual force of
+# fmax = 0.05 eV/Å on an H (lever 0.97 Å) leaves up to ~0.6° in the angle;
+# plus grid error at h = 0.2 Å, about 0.5°. The stretch (~50 eV/Å²) leaves
+# ~0.001 Å; grid error, a few mÅ.
+BOND_TOLERANCE = 0.01  # Å
+ANGLE_TOLERANCE = 1.5  # degrees
+
+
+@pytest.fixture(scope="module")
+def gpaw_calculator():
+    return get_calculator("gpaw", mode="fd", h=0.2, vacuum=3.0)
+
+
+def perturbed_water():
+    atoms = molecule("H2O")
+    atoms.rattle(stdev=0.05, seed=1)
+    atoms.positions[1] *= 1.05
+    return atoms
+
+
+def test_energy_is_finite_and_forces_match_finite_difference(gpaw_calculator):
+    atoms = perturbed_water()
+    atoms.calc = gpaw_calculator
+    energy = atoms.get_potential_energy()
+    forces = atoms.get_forces()  # (3, 3)
+    assert np.isfinite(energy)
+    assert np.isfinite(forces).all()
+    step = 0.01  # Å
+    shifted = []
+    for sign in (1, -1):
+        moved = atoms.copy()
+        moved.positions[1, 1] += sign * step
+        moved.calc = gpaw_calculator
+        shifted.append(moved.get_potential_energy())
+    derivative = (shifted[0] - shifted[1]) / (2 * step)
+    # SCF convergence and the grid leave a few 0.01 eV/Å; |F| here is ~4 eV/Å
+    assert forces[1, 1] == pytest.approx(-derivative, abs=0.03)
+
+
+@pytest.mark.slow
+def test_bfgs_relaxation_reaches_the_pbe_geometry(gpaw_calculator):
+    atoms = perturbed_water()
+    atoms.calc = gpaw_calculator
+    optimizer = BFGS(atoms, logfile=None)
+    assert optimizer.run(fmax=0.05, steps=30)
+    for hydrogen in (1, 2):
+        assert atoms.get_distance(0, hydrogen) == pytest.approx(PBE_BOND, abs=BOND_TOLERANCE)
+    assert atoms.get_angle(1, 0, 2) == pytest.approx(PBE_ANGLE, abs=ANGLE_TOLERANCE)
