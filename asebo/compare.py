@@ -56,8 +56,9 @@ def relax(atoms, optimizer, calc="gfn2", fmax=0.05, steps=200, prior=None, optio
     -------
     dict
         ``calls``, ``converged``, ``energy``, ``fmax``, ``energies`` (after every
-        call), ``positions`` (final), ``seconds`` and ``seconds_outside`` (time not
-        spent in the calculator).
+        call), ``positions`` (final), ``seconds``, and ``seconds_outside`` and
+        ``cpu_seconds_outside`` (wall and processor time not spent in the
+        calculator).
     """
     work = atoms.copy()
     inner = get_calculator(calc) if isinstance(calc, str) else calc
@@ -71,9 +72,9 @@ def relax(atoms, optimizer, calc="gfn2", fmax=0.05, steps=200, prior=None, optio
     energies = []
     opt = OPTIMIZERS[optimizer](work, logfile=None, **options)
     opt.attach(lambda: energies.append(float(work.get_potential_energy())))
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     converged = bool(opt.run(fmax=fmax, steps=steps))
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - start_cpu
     forces = work.get_forces()
     return {
         "calls": counter.ncalls,
@@ -84,5 +85,6 @@ def relax(atoms, optimizer, calc="gfn2", fmax=0.05, steps=200, prior=None, optio
         "positions": work.get_positions(),
         "seconds": seconds,
         "seconds_outside": seconds - counter.wall_time,
+        "cpu_seconds_outside": cpu_seconds - counter.cpu_time,
         "steps": opt.nsteps,
     }

@@ -211,3 +211,21 @@ def test_bad_setups_are_refused_clearly(tmp_path):
     with pytest.raises(RestartError, match="other atoms"):
         BOOptimizer(lj_cluster(), restart=str(restart), logfile=None)
     assert restart.read_text() == saved
+
+
+def test_command_line_relaxes_a_file_and_logs_predictions(tmp_path, capsys):
+    from asebo.cli import main
+
+    start = tmp_path / "cluster.xyz"
+    lj_cluster(5).write(start)
+    log = tmp_path / "cli.log"
+    status = main(["optimize", str(start), "--calc", "lj", "--fmax", "0.05",
+                   "--trajectory", str(tmp_path / "out.traj"), "--logfile", str(log)])
+    assert status == 0
+    relaxed = read(tmp_path / "cluster_relaxed.xyz")
+    relaxed.calc = get_calculator("lj")
+    assert np.linalg.norm(relaxed.get_forces(), axis=1).max() < 0.05
+    assert "Predicted" in log.read_text()
+    assert "converged after" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="cannot read"):
+        main(["optimize", str(tmp_path / "missing.xyz")])

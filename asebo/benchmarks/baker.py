@@ -23,9 +23,10 @@ def add_arguments(parser):
     parser.add_argument("--molecules", nargs="+", default=None,
                         help="file stems or substrings to run (default: all)")
     parser.add_argument("--optimizers", nargs="+", default=["bo", "bfgs", "lbfgs", "fire",
-                                                            "gpmin"])
+                                                            "gpmin"],
+                        help="names of asebo.compare.OPTIMIZERS; 'bo+gfn1' runs bo with a "
+                             "GFN1-xTB prior (any calculator preset after the '+')")
     parser.add_argument("--calc", default="gfn2")
-    parser.add_argument("--prior", default=None, help="calculator prior of bo, e.g. gfn1")
     parser.add_argument("--fmax", type=float, default=0.05)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--jobs", type=int, default=2)
@@ -48,12 +49,11 @@ def _run_one(task):
     from asebo.compare import relax
 
     torch.set_num_threads(1)
-    path, optimizer, calc, prior, fmax, steps = task
+    path, label, calc, fmax, steps = task
+    optimizer, _, prior = label.partition("+")
     atoms = read(path)
-    label = optimizer if prior is None or optimizer != "bo" else f"bo+{prior}"
     try:
-        result = relax(atoms, optimizer, calc, fmax, steps,
-                       prior=prior if optimizer == "bo" else None)
+        result = relax(atoms, optimizer, calc, fmax, steps, prior=prior or None)
     except Exception as error:  # a failed run is reported, the others go on
         return path.stem, label, {"error": f"{type(error).__name__}: {error}"}
     result.pop("positions")
@@ -62,7 +62,7 @@ def _run_one(task):
 
 def run(args):
     files = _files(args.dir, args.molecules)
-    tasks = [(f, o, args.calc, args.prior, args.fmax, args.steps)
+    tasks = [(f, o, args.calc, args.fmax, args.steps)
              for f in files for o in args.optimizers]
     results = {}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
