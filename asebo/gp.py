@@ -26,7 +26,7 @@ import torch
 from scipy.optimize import minimize_scalar
 
 from asebo.kernels.euclidean import cartesian_rbf_blocks_batched
-from asebo.kernels.operators import assemble_joint, joint_covariance
+from asebo.kernels.operators import JointStructure
 from asebo.kernels.svd import svd_kernel_blocks_batched
 
 KERNELS = ("svd", "cartesian")
@@ -40,13 +40,6 @@ def _cross_blocks(kernel, x, positions, gamma, proper):
         k, _, dk_dZ, _ = cartesian_rbf_blocks_batched(x, positions, gamma)
     b, m = k.shape
     return torch.cat([k[..., None], dk_dZ.reshape(b, m, -1)], dim=-1).reshape(b, -1)
-
-
-def joint_dense(kernel, positions, gamma, proper=True):
-    """Dense joint covariance ``K`` of energies and gradients, (m (3n+1), m (3n+1))."""
-    if kernel == "svd":
-        return joint_covariance(positions, gamma, proper).to_dense()
-    return assemble_joint(*cartesian_rbf_blocks_batched(positions, positions, gamma))
 
 
 class _CalculatorEnergy(torch.autograd.Function):
@@ -81,9 +74,17 @@ class CalculatorPrior:
         self.atoms.constraints = []
         self.atoms.calc = calculator
         self.ncalls = 0
+        self._cache = {}
 
     def energy_and_forces(self, positions):
-        """Prior energy () and forces (n, 3) at positions (n, 3)."""
+        """Prior energy () and forces (n, 3) at positions (n, 3), each computed once."""
+        key = np.asarray(positions, dtype=np.float64).tobytes()
+        if key not in self._cache:
+            self._cache[key] = self._compute(positions)
+        energy, forces = self._cache[key]
+        return energy, forces.copy()
+
+    def _compute(self, positions):
         self.atoms.set_positions(positions)
         energy = self.atoms.get_potential_energy()
         forces = self.atoms.get_forces()
@@ -121,6 +122,9 @@ class EnergyForceGP:
         SVD kernel aligned by proper rotations only.
     hyper_window : int
         The marginal likelihood uses the latest ``hyper_window`` observations.
+    max_size : int
+        Largest covariance the posterior factorises: beyond it, the posterior
+        conditions on the configurations nearest the lowest-energy one (``selected_``).
 
     Attributes
     ----------
@@ -132,7 +136,7 @@ class EnergyForceGP:
 
     def __init__(self, kernel="svd", gamma=6.0, fit_gamma=True, gamma_bounds=(0.05, 50.0),
                  prior="max", energy_noise=2e-3, gradient_noise=2e-3, proper=True,
-                 hyper_window=8):
+                 hyper_window=6, max_size=1500):
         if kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
         self.kernel = kernel
@@ -144,6 +148,7 @@ class EnergyForceGP:
         self.gradient_noise = gradient_noise
         self.proper = proper
         self.hyper_window = hyper_window
+        self.max_size = max_size
 
     # ---- data and prior -------------------------------------------------------------
     def _prior_at_observations(self, positions, energies, forces):
@@ -174,30 +179,54 @@ class EnergyForceGP:
         return per_config.repeat(m).to(torch.float64)  # (m (3n+1),), relative to s^2
 
     # ---- marginal likelihood --------------------------------------------------------
-    def _profile_nll(self, log_gamma, positions, y):
-        """Negative log marginal likelihood per datum with ``s^2`` profiled out (seed 004, eq. 28)."""
+    def _profile_nll(self, log_gamma, select, y):
+        """Negative log marginal likelihood per datum with ``s^2`` profiled out (seed 004, eq. 28).
+
+        ``select`` indexes the configurations of the structure that ``y`` belongs to.
+        """
         gamma = float(np.exp(log_gamma))
-        m, n, _ = positions.shape
-        K = joint_dense(self.kernel, positions, gamma, self.proper)
-        factor, _ = _robust_cholesky(K + torch.diag(self._noise(m, n, gamma)))
+        m, n = len(select), self._structure.positions.shape[1]
+        K = self._structure.dense(gamma, select)
+        K.diagonal().add_(self._noise(m, n, gamma))
+        factor, _ = _robust_cholesky(K)
         alpha = torch.cholesky_solve(y[:, None], factor)[:, 0]
         size = y.shape[0]
         outputscale = float(y @ alpha) / size
         logdet = 2.0 * torch.log(torch.diagonal(factor)).sum().item()
         return 0.5 * (np.log(max(outputscale, 1e-300)) + logdet / size)
 
-    def _fit_gamma(self, positions, y, n_atoms):
-        window = min(self.hyper_window, positions.shape[0])
-        size = window * (3 * n_atoms + 1)
-        recent, y_recent = positions[-window:], y[-size:]
+    def _fit_gamma(self, y, m, n_atoms):
+        window = min(self.hyper_window, m)
+        select = torch.arange(m - window, m)
+        y_recent = y[-window * (3 * n_atoms + 1):]
         low, high = np.log(self.gamma_bounds[0]), np.log(self.gamma_bounds[1])
         result = minimize_scalar(self._profile_nll, bounds=(low, high), method="bounded",
-                                 args=(recent, y_recent), options={"xatol": 0.05})
+                                 args=(select, y_recent), options={"xatol": 0.1})
         # Brent's bounded search never evaluates the bounds themselves
         candidates = {result.x: result.fun}
         for end in (low, high):
-            candidates[end] = self._profile_nll(end, recent, y_recent)
+            candidates[end] = self._profile_nll(end, select, y_recent)
         return float(np.exp(min(candidates, key=candidates.get)))
+
+    def _update_structure(self, P):
+        """Reuse the stored kernel structure when ``P`` extends the configurations seen."""
+        structure = getattr(self, "_structure", None)
+        seen = len(structure) if structure is not None else 0
+        if (structure is None or seen > len(P) or structure.positions.shape[1:] != P.shape[1:]
+                or not torch.equal(structure.positions, P[:seen])):
+            structure, seen = JointStructure(self.kernel, self.proper), 0
+        self._structure = structure.extend(P[seen:])
+
+    def _select(self, energies, n_atoms):
+        """Indices of the configurations to condition on: all of them, or, when their
+        covariance would exceed ``max_size`` rows, those nearest the lowest-energy one."""
+        m = len(energies)
+        count = max(2, self.max_size // (3 * n_atoms + 1))
+        if m <= count:
+            return torch.arange(m)
+        distance = self._structure.distance[int(np.argmin(energies))].clone()
+        distance[-1] = -1.0  # the latest observation always stays
+        return torch.sort(torch.argsort(distance)[:count]).values
 
     # ---- fit and predict ------------------------------------------------------------
     def fit(self, positions, energies, forces):
@@ -230,14 +259,18 @@ class EnergyForceGP:
         prior_e, prior_g = self._prior_at_observations(positions, energies, forces)
         y = self._targets(energies, -forces, prior_e, prior_g)
         P = torch.as_tensor(positions)
-        gamma = self._fit_gamma(P, y, n) if self.fit_gamma else float(self.gamma)
-        K = joint_dense(self.kernel, P, gamma, self.proper)
-        relative_noise = self._noise(m, n, gamma)
-        factor, jitter = _robust_cholesky(K + torch.diag(relative_noise))
+        self._update_structure(P)
+        gamma = self._fit_gamma(y, m, n) if self.fit_gamma else float(self.gamma)
+        select = self._select(energies, n)
+        y = y.reshape(m, -1)[select].reshape(-1)
+        K = self._structure.dense(gamma, select)
+        K.diagonal().add_(self._noise(len(select), n, gamma))
+        factor, jitter = _robust_cholesky(K)
         alpha = torch.cholesky_solve(y[:, None], factor)[:, 0]
         outputscale = max(float(y @ alpha) / y.shape[0], 1e-12)
         self.gamma_, self.outputscale_, self.jitter_ = gamma, outputscale, jitter
-        self.positions_ = P  # (m, n, 3)
+        self.selected_ = select  # (m',): the configurations the posterior conditions on
+        self.positions_ = P[select]  # (m', n, 3)
         # s^2 K + Lambda = s^2 (K + Lambda / s^2): s^2 cancels in the mean
         self._factor = factor  # (N, N): Cholesky factor of K + Lambda / s^2
         self._alpha = alpha  # (N,): (K + Lambda / s^2)^{-1} (y - m)
@@ -289,15 +322,18 @@ def _robust_cholesky(matrix, max_tries=8):
 
     The improper SVD kernel can make the covariance indefinite (seed 003). Returns
     the lower factor and the jitter added, relative to the mean diagonal (0 when
-    none was needed).
+    none was needed). ``matrix`` is not modified.
     """
-    scale = float(torch.diagonal(matrix).mean())
-    eye = torch.eye(matrix.shape[0], dtype=matrix.dtype)
+    diagonal = matrix.diagonal().clone()
+    scale = float(diagonal.mean())
+    work = matrix.clone()
     jitter = 0.0
     for attempt in range(max_tries):
-        factor, info = torch.linalg.cholesky_ex(matrix + jitter * eye)
+        factor, info = torch.linalg.cholesky_ex(work)
         if info.item() == 0:
             return factor, jitter / scale
-        jitter = scale * 10.0 ** (attempt - 8)
+        jitter = scale * 10.0 ** (attempt - 7)
+        work.diagonal().copy_(diagonal + jitter)
     jitter = float(-torch.linalg.eigvalsh(matrix).min()) + scale * 1e-6
-    return torch.linalg.cholesky(matrix + jitter * eye), jitter / scale
+    work.diagonal().copy_(diagonal + jitter)
+    return torch.linalg.cholesky(work), jitter / scale

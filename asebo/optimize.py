@@ -212,9 +212,11 @@ class BOOptimizer(Optimizer):
 
     def fit_model(self):
         """Fit the GP to every observation so far and return it."""
-        self.gp = EnergyForceGP(prior=self.prior, **self.gp_options).fit(
-            np.array(self.positions_seen), np.array(self.energies), np.array(self.forces))
-        return self.gp
+        if self.gp is None:
+            self.gp = EnergyForceGP(prior=self.prior, **self.gp_options)
+        # one GP across steps: it keeps the kernel structure of the configurations seen
+        return self.gp.fit(np.array(self.positions_seen), np.array(self.energies),
+                           np.array(self.forces))
 
     def _free_coordinates(self):
         """Boolean mask (3n,) of the coordinates that no FixAtoms-like constraint holds."""

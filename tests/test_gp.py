@@ -81,9 +81,10 @@ def test_marginal_likelihood_picks_gamma_inside_bounds_and_beats_the_ends(water)
     _, P, E, F = water
     gp = EnergyForceGP(prior="mean", gamma_bounds=(0.05, 50.0)).fit(P, E, F)
     y = gp._targets(E, -F, *gp._prior_at_observations(P, E, F))
-    best = gp._profile_nll(np.log(gp.gamma_), torch.tensor(P), y)
-    for end in (0.05, 50.0):
-        assert best <= gp._profile_nll(np.log(end), torch.tensor(P), y) + 1e-9
+    everything = torch.arange(len(P))
+    best = gp._profile_nll(np.log(gp.gamma_), everything, y)
+    for gamma in (0.05, 0.5, 5.0, 50.0):
+        assert best <= gp._profile_nll(np.log(gamma), everything, y) + 1e-9
 
 
 def test_calculator_prior_equal_to_the_target_is_reproduced_exactly(water):
@@ -107,6 +108,18 @@ def test_delta_learning_beats_a_constant_prior_away_from_the_data():
     delta = EnergyForceGP(prior=prior).fit(P, E, F).predict(P_test)
     constant = EnergyForceGP(prior="mean").fit(P, E, F).predict(P_test)
     assert np.abs(delta - E_test).mean() < 0.5 * np.abs(constant - E_test).mean()
+
+
+def test_refitting_with_more_data_reuses_the_structure_and_matches_a_fresh_fit(water):
+    _, P, E, F = water
+    grown = EnergyForceGP(prior="mean").fit(P[:3], E[:3], F[:3])
+    structure = grown._structure
+    grown.fit(P, E, F)
+    fresh = EnergyForceGP(prior="mean").fit(P, E, F)
+    assert grown._structure is structure and len(structure) == len(P)
+    assert grown.gamma_ == fresh.gamma_
+    new = P + 0.03
+    np.testing.assert_allclose(grown.predict(new), fresh.predict(new), rtol=0, atol=1e-10)
 
 
 def test_repeated_configurations_stay_finite(water):

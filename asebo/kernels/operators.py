@@ -17,7 +17,8 @@ import torch
 from linear_operator.operators import LinearOperator
 from linear_operator.utils import linear_cg
 
-from asebo.kernels.svd import Alignment, _as_tensor, _centre, svd_kernel_blocks_batched
+from asebo.kernels.svd import (Alignment, _as_tensor, _centre, _PairTerms, mixed_block,
+                               svd_kernel_blocks_batched)
 
 
 def _t(A):
@@ -147,10 +148,83 @@ def assemble_joint(k, dk_dX, dk_dZ, d2k_dXdZ):
     energy, then the ``3n`` gradient components.
     """
     m, m_prime, n, _ = dk_dX.shape
-    top = torch.cat([k[..., None, None], dk_dZ.reshape(m, m_prime, 1, 3 * n)], dim=-1)
-    bottom = torch.cat([dk_dX.reshape(m, m_prime, 3 * n, 1), d2k_dXdZ], dim=-1)
-    blocks = torch.cat([top, bottom], dim=-2)  # (m, m', 3n+1, 3n+1)
-    return blocks.permute(0, 2, 1, 3).reshape(m * (3 * n + 1), m_prime * (3 * n + 1))
+    blocks = torch.empty(m, 3 * n + 1, m_prime, 3 * n + 1, dtype=k.dtype)
+    blocks[:, 0, :, 0] = k
+    blocks[:, 0, :, 1:] = dk_dZ.reshape(m, m_prime, 3 * n)
+    blocks[:, 1:, :, 0] = dk_dX.reshape(m, m_prime, 3 * n).transpose(1, 2)
+    blocks[:, 1:, :, 1:] = d2k_dXdZ.transpose(1, 2)
+    return blocks.reshape(m * (3 * n + 1), m_prime * (3 * n + 1))
+
+
+class JointStructure:
+    """The gamma-free parts of a joint covariance, grown one configuration at a time.
+
+    Every block of the joint covariance of a derivative kernel ``exp(-gamma d / 2)``
+    is ``k [1, -gamma e_Z; -gamma e_X, gamma^2 e_X (x) e_Z + gamma H]`` with
+    ``k = exp(-gamma d / 2)``, where the distance ``d``, the residuals ``e_X``, ``e_Z``
+    and the curvature ``H`` do not depend on ``gamma``. Storing them makes the dense
+    covariance for a new ``gamma`` an elementwise operation, and a new
+    configuration costs only its own block row. For the SVD kernel ``H = B (x) G + T``
+    (see :mod:`asebo.kernels.svd`); for the Cartesian Gaussian kernel ``H = I``,
+    ``e_X = X - Z = -e_Z``.
+
+    Parameters
+    ----------
+    kernel : {'svd', 'cartesian'}
+    proper : bool
+        SVD kernel aligned by proper rotations only.
+    """
+
+    def __init__(self, kernel="svd", proper=True):
+        self.kernel = kernel
+        self.proper = proper
+        self.positions = None  # (m, n, 3)
+
+    def __len__(self):
+        return 0 if self.positions is None else self.positions.shape[0]
+
+    def _row(self, x, positions):
+        """Blocks of configuration x (n, 3) against every configuration (m, n, 3)."""
+        if self.kernel == "svd":
+            terms = _PairTerms(x[None, None], positions[None], 1.0, self.proper)
+            with torch.no_grad():
+                return (terms.distance[0], terms.eX[0], terms.eZ[0], terms.alignment_hessian()[0])
+        diff = x[None] - positions  # (m, n, 3)
+        eye = torch.eye(diff.shape[1] * 3, dtype=diff.dtype).expand(len(positions), -1, -1)
+        return (diff ** 2).sum(dim=(-1, -2)), diff, -diff, eye
+
+    def extend(self, new):
+        """Add configurations ``new`` (k, n, 3)."""
+        for x in new:
+            positions = x[None] if self.positions is None else torch.cat([self.positions, x[None]])
+            distance, eX, eZ, hessian = self._row(x, positions)  # (m+1,), (m+1, n, 3), ...
+            if self.positions is None:
+                self.distance, self.eX, self.eZ = distance[None], eX[None], eZ[None]
+                self.hessian = hessian[None]
+            else:
+                # block (j, new) is block (new, j) transposed: e_X and e_Z swap
+                self.distance = _grow(self.distance, distance, distance[:-1])
+                self.eX = _grow(self.eX, eX, eZ[:-1])
+                self.eZ = _grow(self.eZ, eZ, eX[:-1])
+                self.hessian = _grow(self.hessian, hessian, hessian[:-1].transpose(-1, -2))
+            self.positions = positions
+        return self
+
+    def dense(self, gamma, select=None):
+        """Dense joint covariance at ``gamma`` of all or the ``select``-ed configurations."""
+        index = slice(None) if select is None else select
+        distance = self.distance[index][:, index]
+        eX, eZ = self.eX[index][:, index], self.eZ[index][:, index]
+        k = torch.exp(-0.5 * gamma * distance)  # (m, m)
+        d2 = mixed_block(k, gamma, eX, eZ, self.hessian[index][:, index])
+        return assemble_joint(k, -gamma * k[..., None, None] * eX,
+                              -gamma * k[..., None, None] * eZ, d2)
+
+
+def _grow(matrix, row, column):
+    """Append a block row and column to a (m, m, ...) tensor: (m+1, m+1, ...)."""
+    widened = torch.cat([matrix, column[:, None]], dim=1)  # (m, m+1, ...)
+    return torch.cat([widened, row[None]], dim=0)
 
 
 def joint_covariance(positions, gamma, proper=True):
@@ -212,7 +286,8 @@ def solve_joint(operator, rhs, noise, method="auto", max_cholesky_size=3000,
     if method == "auto":
         method = "cholesky" if size <= max_cholesky_size else "cg"
     if method == "cholesky":
-        dense = operator.to_dense() + torch.diag(noise)
+        dense = operator.to_dense()
+        dense.diagonal().add_(noise)
         factor = torch.linalg.cholesky(dense)
         x = torch.cholesky_solve(rhs[:, None] if rhs.ndim == 1 else rhs, factor)
         return (x[:, 0] if rhs.ndim == 1 else x), SolveInfo("cholesky")

@@ -174,24 +174,47 @@ class _PairTerms:
     def dk_dZ(self):
         return -self.gamma * self.k[..., None, None] * self.eZ  # (..., n, 3)
 
-    def d2k_dXdZ(self):
-        """The dense mixed block, (..., 3n, 3n)."""
+    def alignment_hessian(self):
+        """``B (x) G + T``, the gamma-free part of the mixed block, (..., 3n, 3n).
+
+        ``T = sum_pq C_pq r_pq (c_pq - c_qp)^T`` with ``r_pq[a,i] = zeta_aq W_ip`` and
+        ``c_pq[b,l] = alpha_bp V_lq``: a product of (3n, 9) and (9, 3n) matrices.
+        """
         a = self.alignment
         n = self.Xc.shape[-2]
-        gamma = self.gamma
         zeta = self.Zc @ a.V  # (..., n, 3)
         alpha = self.Xc @ a.W  # (..., n, 3)
         batch = zeta.shape[:-2]
-        # T = sum_pq C_pq r_pq (c_pq - c_qp)^T with r_pq[a,i] = zeta_aq W_ip and
-        # c_pq[b,l] = alpha_bp V_lq: a product of (3n, 9) and (9, 3n) matrices
         rows = (zeta[..., :, None, None, :] * a.W[..., None, :, :, None]).reshape(*batch, 3 * n, 9)
         cols = alpha[..., :, None, :, None] * a.V[..., None, :, None, :]  # (..., n, 3, 3p, 3q)
         cols = (cols - cols.transpose(-1, -2)).reshape(*batch, 3 * n, 9)
         T = (rows * a.C.reshape(*batch, 1, 9)) @ cols.transpose(-1, -2)  # (..., 3n, 3n)
         centring = torch.eye(n, dtype=self.Xc.dtype) - 1.0 / n  # (n, n)
         BG = (centring[:, None, :, None] * a.G[..., None, :, None, :]).reshape(*batch, 3 * n, 3 * n)
-        eX, eZ = self.eX.reshape(*batch, 3 * n, 1), self.eZ.reshape(*batch, 1, 3 * n)
-        return self.k[..., None, None] * (gamma ** 2 * eX * eZ + gamma * (BG + T))
+        return BG + T
+
+    def d2k_dXdZ(self):
+        """The dense mixed block, (..., 3n, 3n)."""
+        return mixed_block(self.k, self.gamma, self.eX, self.eZ, self.alignment_hessian())
+
+
+def mixed_block(k, gamma, eX, eZ, alignment_hessian):
+    """``k [gamma^2 e_X (x) e_Z + gamma (B (x) G + T)]`` from its gamma-free parts.
+
+    Parameters
+    ----------
+    k : (...)
+    gamma : float
+    eX, eZ : (..., n, 3)
+    alignment_hessian : (..., 3n, 3n)
+
+    Returns
+    -------
+    (..., 3n, 3n)
+    """
+    batch = eX.shape[:-2]
+    outer = eX.reshape(*batch, -1, 1) * eZ.reshape(*batch, 1, -1)
+    return k[..., None, None] * (gamma ** 2 * outer + gamma * alignment_hessian)
 
 
 def _prepare_pair(X, Z):
