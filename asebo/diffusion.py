@@ -69,9 +69,12 @@ _CHUNK_ELEMENTS = 2**22
 """Kernel blocks are evaluated a few rows at a time, about this many entries a block."""
 
 _DENSE_EIGEN_MAX = 2000
-"""Sparse graphs up to this size are diagonalised densely (LAPACK), larger ones by ARPACK;
-dense matrices always by LAPACK, which does not slow down when the leading eigenvalues
-crowd near 1 (a narrow kernel), as ARPACK does."""
+"""Sparse graphs up to this size are diagonalised densely (LAPACK), larger ones by ARPACK
+in shift-invert mode; dense matrices always by LAPACK, which does not slow down when the
+leading eigenvalues crowd near 1 (a narrow kernel), as ARPACK in its plain mode does."""
+
+_SHIFT = 1.0 + 1e-6
+"""Shift of ARPACK's shift-invert mode for a Markov matrix, whose eigenvalues are <= 1."""
 
 _LANDMARK_RTOL = 1e-10
 """Eigenvalues of the landmark Gram matrix below this fraction of the largest are
@@ -136,6 +139,15 @@ def _kernel_matrix(kernel, X, Y):
     return K
 
 
+def _scale_symmetric(A, s):
+    """``diag(s) A diag(s)``; a dense A is scaled in place."""
+    if scipy.sparse.issparse(A):
+        return scipy.sparse.diags(s) @ A @ scipy.sparse.diags(s)
+    A *= s[:, None]
+    A *= s[None, :]
+    return A
+
+
 def _sign_flips(Z):
     """Signs that make the entry of largest magnitude of every column positive."""
     peak = Z[np.argmax(np.abs(Z), axis=0), np.arange(Z.shape[1])]
@@ -144,6 +156,13 @@ def _sign_flips(Z):
 
 def _top_eigenpairs(matrix, k, random_state, deflate=None):
     """The k largest eigenpairs of a symmetric matrix, in decreasing order.
+
+    Dense matrices and small sparse ones go to LAPACK. A large sparse matrix must be a
+    normalised Markov matrix ``P`` (spectrum in [-1, 1]): ARPACK then works in
+    shift-invert mode about ``_SHIFT``, just above the spectrum, where the leading
+    eigenvalues, crowded near 1 for a narrow kernel, are well separated; ``deflate``
+    is projected out of the ``k + 1`` leading eigenvectors, and the rest
+    re-diagonalised on the subspace left (Rayleigh-Ritz).
 
     Parameters
     ----------
@@ -161,15 +180,15 @@ def _top_eigenpairs(matrix, k, random_state, deflate=None):
             dense -= np.outer(deflate, deflate)
         values, vectors = scipy.linalg.eigh(dense, subset_by_index=[n - k, n - 1])
     else:
-        def matvec(v):
-            v = np.ravel(v)
-            out = matrix @ v
-            return out if deflate is None else out - deflate * (deflate @ v)
-
-        operator = scipy.sparse.linalg.LinearOperator((n, n), matvec=matvec,
-                                                      dtype=np.float64)
+        extra = 0 if deflate is None else 1
         values, vectors = scipy.sparse.linalg.eigsh(
-            operator, k=k, which="LA", v0=random_state.uniform(-1.0, 1.0, n))
+            matrix.tocsc(), k=k + extra, sigma=_SHIFT, which="LM",
+            v0=random_state.uniform(-1.0, 1.0, n))
+        if deflate is not None:
+            vectors -= np.outer(deflate, deflate @ vectors)  # (n, k+1), rank k
+            basis = np.linalg.svd(vectors, full_matrices=False)[0][:, :k]  # (n, k)
+            values, rotation = scipy.linalg.eigh(basis.T @ (matrix @ basis))
+            vectors = basis @ rotation
     order = np.argsort(values)[::-1]
     return values[order], vectors[:, order]
 
@@ -319,7 +338,10 @@ class DiffusionMap(_KernelEmbedding):
         landmarks in landmark mode so that the kernel is wide enough for them.
     n_neighbors : int, optional
         Keep only the affinities to the ``n_neighbors`` nearest points (itself
-        included) and symmetrise, ``A = max(W, W^T)``: a sparse graph. Dense when None.
+        included) and symmetrise, ``A = max(W, W^T)``: a sparse graph. A new point is
+        joined to its own nearest training points and to those it would be a nearest
+        neighbour of, so ``transform`` of a training point gives back its coordinates.
+        Dense when None.
     n_landmarks : int, optional
         Landmark (Nyström) approximation with this many landmarks drawn uniformly:
         memory and time linear in ``n_samples`` (ref. [1], ``nystrom``).
@@ -406,8 +428,7 @@ class DiffusionMap(_KernelEmbedding):
         probabilities ``p(x, x_j)`` of x under the fitted ``alpha`` normalisation
         (ref. [4]); exact on the training points. In landmark mode ``p`` is that of the
         Nyström-approximated kernel, through the landmarks only. With a sparse graph
-        the new point is joined to its ``n_neighbors`` nearest training points, so on
-        training points the result is close to, not equal to, ``embedding_``.
+        the new point is joined as a training point would be (see ``n_neighbors``).
 
         Parameters
         ----------
@@ -442,20 +463,14 @@ class DiffusionMap(_KernelEmbedding):
         self.kernel_, self.epsilon_ = self._resolve_kernel(
             X, EPSILON_NEIGHBORS if self.n_neighbors is None else self.n_neighbors)
         A = self._affinity(X)  # (n, n)
-        q = np.asarray(A.sum(axis=1)).ravel()  # (n,)
+        q = np.asarray(A.sum(axis=1)).ravel()  # (n,) step 1
         if not np.all(q > 0):
             raise ValueError("some points have no affinity to any point: widen the kernel")
         weights = q**-self.alpha  # (n,)
-        if scipy.sparse.issparse(A):
-            A_alpha = scipy.sparse.diags(weights) @ A @ scipy.sparse.diags(weights)
-        else:
-            A_alpha = A * weights[:, None] * weights[None, :]
-        d = np.asarray(A_alpha.sum(axis=1)).ravel()  # (n,)
+        A = _scale_symmetric(A, weights)  # step 2: Q^-alpha A Q^-alpha
+        d = np.asarray(A.sum(axis=1)).ravel()  # (n,) step 3
         root_d = np.sqrt(d)
-        if scipy.sparse.issparse(A):
-            P = scipy.sparse.diags(1.0 / root_d) @ A_alpha @ scipy.sparse.diags(1.0 / root_d)
-        else:
-            P = A_alpha / root_d[:, None] / root_d[None, :]  # (n, n)
+        P = _scale_symmetric(A, 1.0 / root_d)  # step 4: D^-1/2 A D^-1/2
         total = d.sum()
         trivial = root_d / np.sqrt(total)  # (n,) eigenvector of P, eigenvalue 1
         values, u = _top_eigenpairs(P, self.n_components, random_state, deflate=trivial)
