@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 import numpy as np
 from ase.calculators.calculator import all_changes
+from dask.distributed import Client, LocalCluster, as_completed
 from tqdm.auto import tqdm
 
 from asebo.campaign.plan import parse_optimizer
@@ -116,8 +117,8 @@ def dask_client(scheduler=None, workers=None):
     ValueError
         When no scheduler answers at the address.
     """
-    from dask.distributed import Client, LocalCluster
-
+    if workers is not None and int(workers) < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
     if scheduler is None:
         n_workers = int(workers or os.cpu_count() or 1)
         with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
@@ -125,6 +126,10 @@ def dask_client(scheduler=None, workers=None):
                 Client(cluster) as client:
             yield client
         return
+    if str(scheduler).endswith(".json") and not os.path.isfile(scheduler):
+        raise ValueError(f"no Dask scheduler answers at {scheduler}: no such scheduler file. "
+                         "Start a scheduler with dask scheduler --scheduler-file "
+                         f"{scheduler}, or pass its address (tcp://host:8786)")
     try:
         if str(scheduler).endswith(".json"):
             client = Client(scheduler_file=str(scheduler), timeout="30s")
@@ -157,7 +162,7 @@ def execute_runs(runs, campaign, store, scheduler=None, workers=None, progress=T
         ``'serial'`` to run here, one after the other; otherwise see
         :func:`dask_client`.
     workers : int, optional
-        Workers of a local cluster.
+        Workers of a local cluster; default the number of cores, at most one a run.
     progress : bool
         Show a progress bar (tqdm) that counts runs.
     log : callable
@@ -172,31 +177,35 @@ def execute_runs(runs, campaign, store, scheduler=None, workers=None, progress=T
     """
     if not runs:
         return 0
-    bar = tqdm(total=done + len(runs), initial=done, unit="run", desc="runs",
-               disable=not progress)
     args = (campaign.calc, campaign.fmax, campaign.steps)
+
+    def progress_bar():
+        return tqdm(total=done + len(runs), initial=done, unit="run", desc="runs",
+                    disable=not progress)
+
     written = 0
-    with bar:
-        if scheduler == SERIAL:
-            log(f"running {len(runs)} runs here, one after the other")
+    if scheduler == SERIAL:
+        log(f"running {len(runs)} runs here, one after the other")
+        with progress_bar() as bar:
             for run in runs:
                 store.write(run, campaign, run_one(run, *args))
                 written += 1
                 bar.update()
-            return written
-        from dask.distributed import as_completed
-
-        with dask_client(scheduler, workers) as client:
-            log(f"running {len(runs)} runs on {_describe_client(client)}")
-            futures = {client.submit(run_one, run, *args, pure=False): run
-                       for run in _submission_order(runs)}
+        return written
+    if scheduler is None and workers is None:
+        workers = min(os.cpu_count() or 1, len(runs))
+    with dask_client(scheduler, workers) as client:
+        log(f"running {len(runs)} runs on {_describe_client(client)}")
+        futures = {client.submit(run_one, run, *args, pure=False): run
+                   for run in _submission_order(runs)}
+        with progress_bar() as bar:
             try:
                 for future in as_completed(futures):
                     try:
                         result = future.result()
                     except Exception as error:  # a worker died: record it, go on
-                        result = {"error": f"worker lost: {_error_text(error)}", "calls": 0,
-                                  "energies": []}
+                        result = {"error": f"worker lost: {_error_text(error)}",
+                                  "calls": 0, "energies": []}
                     store.write(futures[future], campaign, result)
                     written += 1
                     bar.update()

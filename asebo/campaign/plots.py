@@ -82,7 +82,7 @@ def _save(figure, prefix, name):
     for extension in FORMATS:
         path = Path(f"{prefix}_{name}.{extension}")
         path.parent.mkdir(parents=True, exist_ok=True)
-        figure.savefig(path, dpi=110)
+        figure.savefig(path, dpi=100)
         paths.append(path)
     return paths
 
@@ -143,7 +143,8 @@ def plot_runs(records, prefix):
         shared = None
         for j, optimizer in enumerate(optimizers):
             axes = figure.add_subplot(len(molecules), len(optimizers),
-                                      i * len(optimizers) + j + 1, sharey=shared)
+                                      i * len(optimizers) + j + 1, sharex=shared,
+                                      sharey=shared)
             shared = shared or axes
             for record in records:
                 if record.molecule == molecule and record.optimizer == optimizer:

@@ -59,8 +59,12 @@ class RunRecord:
         return bool(self.error)
 
 
+FLAGS = {"calc": "--calc", "target_fmax": "--fmax", "max_steps": "--steps",
+         "noise": "--noise", "seed": "--seed"}
+
+
 def _describe(settings):
-    return ", ".join(f"{name}={value!r}" for name, value in sorted(settings.items()))
+    return " ".join(f"{FLAGS[name]} {value}" for name, value in settings.items())
 
 
 class CampaignStore:
@@ -113,9 +117,9 @@ class CampaignStore:
                           if stored[name] != value}
                 raise CampaignMismatchError(
                     f"{self.name} holds runs of another campaign ({_describe(stored)}); "
-                    f"this one differs in {_describe(differ)}. Give --db another file for "
-                    "the new campaign, or the stored settings to continue the old one. "
-                    f"Nothing was written to {self.name}")
+                    f"this one has {_describe(differ)}. Give --db another file for the new "
+                    "campaign, or the stored settings to continue the old one. Nothing was "
+                    f"written to {self.name}")
             expected = references.get(pairs["molecule"])
             if expected is not None and pairs["reference"] != expected:
                 raise CampaignMismatchError(
@@ -157,6 +161,7 @@ class CampaignStore:
         if not failed:
             atoms.calc = SinglePointCalculator(atoms, energy=result["energy"],
                                                forces=result["forces"])
+            atoms.calc.name = campaign.settings()["calc"]
         pairs = {
             "molecule": run.molecule, "optimizer": run.optimizer, "start": int(run.start),
             "calls": int(result["calls"]), "converged": bool(result.get("converged", False)),

@@ -56,7 +56,8 @@ def run_campaign(molecules, optimizers=("bo", "lbfgs"), starts=5, noise=0.1, see
     Returns
     -------
     list of asebo.campaign.RunRecord
-        The stored runs of this campaign's molecules, optimizers and starts.
+        The stored runs of this campaign's molecules, optimizers and starts, in the
+        order given (molecule, then start, then optimizer).
 
     Raises
     ------
@@ -79,4 +80,6 @@ def run_campaign(molecules, optimizers=("bo", "lbfgs"), starts=5, noise=0.1, see
         f"{len(missing)} to run")
     execute_runs(missing, campaign, store, scheduler=scheduler, workers=workers,
                  progress=progress, log=log, done=len(runs) - len(missing))
-    return store.records({run.name for run in runs})
+    order = {run.name: index for index, run in enumerate(runs)}
+    records = store.records(set(order))
+    return sorted(records, key=lambda r: order[(r.molecule, r.optimizer, r.start)])
