@@ -131,7 +131,8 @@ class EnergyForceGP:
     gamma_, outputscale_ : float
         Fitted kernel parameter and signal variance ``s^2``.
     jitter_ : float
-        Diagonal added beyond the noise to make the covariance positive definite.
+        Diagonal added beyond the noise to make the covariance positive definite,
+        relative to its mean diagonal (0 when none was needed).
     """
 
     def __init__(self, kernel="svd", gamma=6.0, fit_gamma=True, gamma_bounds=(0.05, 50.0),
@@ -317,23 +318,28 @@ class EnergyForceGP:
         return out[0] if len(out) == 1 else tuple(out)
 
 
-def _robust_cholesky(matrix, max_tries=8):
+def _robust_cholesky(matrix, max_tries=12):
     """Cholesky factor of a symmetric matrix, adding diagonal jitter until it exists.
 
-    The improper SVD kernel can make the covariance indefinite (seed 003). Returns
-    the lower factor and the jitter added, relative to the mean diagonal (0 when
-    none was needed). ``matrix`` is not modified.
+    The improper SVD kernel can make the covariance indefinite (seed 003). The
+    jitter starts at ``1e-6`` of the mean diagonal and triples until the
+    factorisation succeeds: a uniform shift keeps the solve well conditioned, where
+    raising only the negative eigenvalues to a floor would amplify the data along
+    them. Returns the lower factor and the jitter relative to the mean diagonal
+    (0 when none was needed). ``matrix`` is not modified.
     """
+    factor, info = torch.linalg.cholesky_ex(matrix)
+    if info.item() == 0:
+        return factor, 0.0
     diagonal = matrix.diagonal().clone()
     scale = float(diagonal.mean())
     work = matrix.clone()
-    jitter = 0.0
     for attempt in range(max_tries):
+        relative = 1e-6 * 3.0 ** attempt
+        work.diagonal().copy_(diagonal + relative * scale)
         factor, info = torch.linalg.cholesky_ex(work)
         if info.item() == 0:
-            return factor, jitter / scale
-        jitter = scale * 10.0 ** (attempt - 7)
-        work.diagonal().copy_(diagonal + jitter)
-    jitter = float(-torch.linalg.eigvalsh(matrix).min()) + scale * 1e-6
-    work.diagonal().copy_(diagonal + jitter)
-    return torch.linalg.cholesky(work), jitter / scale
+            return factor, relative
+    relative = float(-torch.linalg.eigvalsh(matrix).min()) / scale + 1e-6
+    work.diagonal().copy_(diagonal + relative * scale)
+    return torch.linalg.cholesky(work), relative

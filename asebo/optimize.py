@@ -236,12 +236,23 @@ class BOOptimizer(Optimizer):
         positions, _ = minimize_lcb(gp, starts, centre, self.trust_radius,
                                     self._free_coordinates(), self.kappa)
         positions = positions.numpy()
+        if min(np.abs(positions - seen).max() for seen in self.positions_seen) < 1e-6:
+            # the model sends us back to a configuration already computed, which
+            # would teach it nothing: step along the forces there instead
+            positions = self._force_step(best)
         step = positions - self.positions_seen[best]
         longest = np.linalg.norm(step, axis=1).max()
         if longest > self.maxstep:
             positions = self.positions_seen[best] + step * (self.maxstep / longest)
         predicted = float(gp.predict(positions))
         return positions, predicted
+
+    def _force_step(self, index):
+        """Positions one trust radius along the forces of observation ``index``."""
+        forces = self.forces[index] * self._free_coordinates().numpy().reshape(-1, 3)
+        largest = np.linalg.norm(forces, axis=1).max()
+        self.trust_radius = max(self.trust_radius, 0.02)
+        return self.positions_seen[index] + forces * (self.trust_radius / max(largest, 1e-12))
 
     def log(self, gradient):
         if self.logfile is None:
