@@ -1,0 +1,276 @@
+"""Energy prediction with the SVD kernel (seed 003, "Application to Molecular Energy ...")."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+from scipy.stats import multivariate_normal
+
+from asebo.cli import main
+from asebo.kernels import svd_kernel_blocks
+from asebo.prediction import (ConfigurationSet, EigenspectrumKRR, MeanPredictor,
+                              SVDDerivativeKRR, SVDKernelKRR, _evidence_scores, _ridge_path,
+                              configuration_folds, coulomb_eigenspectrum, dataset_filename,
+                              displaced_positions, evaluate_model, generate_dataset,
+                              load_dataset, select_hyperparameters)
+
+BASE = np.array([[0.0, 0.0, 0.0], [1.1, 0.1, 0.0], [-0.3, 1.2, 0.2], [0.4, -0.2, 1.3]])
+
+
+def pair_energy(positions):
+    """A smooth rotation-invariant energy, sum of exp(-r^2 / 2) over pairs, and its forces."""
+    diff = positions[:, :, None] - positions[:, None]  # (m, n, n, 3)
+    weight = np.exp(-0.5 * (diff ** 2).sum(-1))  # (m, n, n)
+    n = positions.shape[1]
+    weight[:, np.arange(n), np.arange(n)] = 0.0
+    energies = 0.5 * weight.sum(axis=(1, 2))
+    forces = (weight[..., None] * diff).sum(axis=2)  # -dE/dx
+    return energies, forces
+
+
+def synthetic(count, seed, scale=0.15):
+    positions = displaced_positions(BASE, count, scale, seed)  # (count, 4, 3)
+    energies, forces = pair_energy(positions)
+    return positions, energies, forces
+
+
+def test_pair_energy_forces_match_finite_differences():
+    positions, _, forces = synthetic(1, 0)
+    step = 1e-6
+    for atom, axis in [(0, 0), (2, 1), (3, 2)]:
+        shifted = positions.copy()
+        shifted[0, atom, axis] += step
+        plus = pair_energy(shifted)[0][0]
+        shifted[0, atom, axis] -= 2 * step
+        minus = pair_energy(shifted)[0][0]
+        assert -(plus - minus) / (2 * step) == pytest.approx(forces[0, atom, axis], abs=1e-7)
+
+
+# ---- data ------------------------------------------------------------------------
+def test_displacements_are_seeded_and_extend_smaller_sets():
+    first = displaced_positions(BASE, 6, 0.1, random_state=3)
+    assert np.array_equal(first, displaced_positions(BASE, 6, 0.1, random_state=3))
+    assert np.array_equal(first[:4], displaced_positions(BASE, 4, 0.1, random_state=3))
+    assert not np.allclose(first, displaced_positions(BASE, 6, 0.1, random_state=4))
+    assert np.std(first - BASE) == pytest.approx(0.1, rel=0.5)
+
+
+def test_generation_is_reproducible_with_the_seed():
+    one = generate_dataset("water", "emt", count=3, random_state=1)
+    two = generate_dataset("water", "emt", count=3, random_state=1)
+    other = generate_dataset("water", "emt", count=3, random_state=2)
+    for name in ("numbers", "equilibrium", "positions", "energies", "forces"):
+        assert np.array_equal(getattr(one, name), getattr(two, name))
+    assert not np.allclose(one.positions, other.positions)
+    assert list(one.numbers) == [8, 1, 1]
+    assert np.isfinite(one.energies).all() and np.isfinite(one.forces).all()
+
+
+def test_cache_round_trip_and_resume(tmp_path):
+    full = generate_dataset("water", "emt", count=4, random_state=0)
+    path = tmp_path / dataset_filename("water", "emt")
+    full.save(path)
+    loaded = ConfigurationSet.load(path)
+    for name in ("numbers", "equilibrium", "positions", "energies", "forces"):
+        assert np.array_equal(getattr(full, name), getattr(loaded, name))
+    assert loaded.metadata == full.metadata
+    # a prefix comes from the cache without any calculation
+    prefix = load_dataset("water", "emt", count=2, cache_dir=tmp_path, generate=False)
+    assert np.array_equal(prefix.energies, full.energies[:2])
+    with pytest.raises(ValueError, match="only 4"):
+        load_dataset("water", "emt", count=6, cache_dir=tmp_path, generate=False)
+    # an interrupted set resumes and gives what one uninterrupted run gives
+    partial = full.subset(slice(0, 4))
+    partial.energies[2:] = np.nan
+    partial.save(path)
+    assert ConfigurationSet.load(path).n_labelled == 2
+    resumed = load_dataset("water", "emt", count=5, cache_dir=tmp_path)
+    reference = generate_dataset("water", "emt", count=5, random_state=0)
+    np.testing.assert_allclose(resumed.energies, reference.energies, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(resumed.forces, reference.forces, rtol=0, atol=1e-10)
+
+
+# ---- Coulomb eigenspectrum -------------------------------------------------------
+def test_coulomb_eigenspectrum_closed_form_for_two_protons():
+    from ase.units import Bohr
+
+    r = 0.74  # Å
+    spectrum = coulomb_eigenspectrum([1, 1], np.array([[0.0, 0, 0], [0, 0, r]]))
+    np.testing.assert_allclose(spectrum, [0.5 + Bohr / r, 0.5 - Bohr / r])
+
+
+def test_coulomb_eigenspectrum_is_invariant_to_permutation_rotation_translation():
+    numbers = np.array([8, 6, 1, 7])
+    positions = synthetic(3, 5)[0]  # (3, 4, 3)
+    reference = coulomb_eigenspectrum(numbers, positions)
+    order = np.array([2, 0, 3, 1])
+    rotation = Rotation.random(random_state=1).as_matrix()
+    moved = positions[:, order] @ rotation.T + np.array([1.0, -2.0, 0.5])
+    np.testing.assert_allclose(coulomb_eigenspectrum(numbers[order], moved), reference,
+                               rtol=1e-12)
+    assert np.all(np.diff(reference, axis=1) <= 0)
+
+
+# ---- models ----------------------------------------------------------------------
+def dense_reference_prediction(train, energies, forces, test, gamma, lam, lam_deriv):
+    """Eq. 34 with the joint covariance assembled pair by pair from svd_kernel_blocks."""
+    m, n, _ = train.shape
+    size = 3 * n + 1
+    K = np.zeros((m * size, m * size))
+    for i in range(m):
+        for j in range(m):
+            k, dk_dX, dk_dZ, d2k = svd_kernel_blocks(train[i], train[j], gamma)
+            block = np.zeros((size, size))
+            block[0, 0] = k
+            block[0, 1:] = dk_dZ.ravel()
+            block[1:, 0] = dk_dX.ravel()
+            block[1:, 1:] = d2k
+            K[i * size:(i + 1) * size, j * size:(j + 1) * size] = block
+    regularisation = np.tile(np.r_[lam, np.full(3 * n, lam_deriv)], m)
+    offset = energies.mean()
+    y = np.concatenate([(energies - offset)[:, None], -forces.reshape(m, -1)], axis=1).ravel()
+    cross = np.zeros((len(test), m * size))
+    for t in range(len(test)):
+        for j in range(m):
+            k, _, dk_dZ, _ = svd_kernel_blocks(test[t], train[j], gamma)
+            cross[t, j * size] = k
+            cross[t, j * size + 1:(j + 1) * size] = dk_dZ.ravel()
+    return offset + cross @ np.linalg.solve(K + np.diag(regularisation), y)
+
+
+@pytest.mark.parametrize("gamma, positive_definite", [(1.5, True), (0.3, False)])
+def test_derivative_prediction_equals_dense_reference(gamma, positive_definite):
+    # at gamma = 0.3 the improper kernel's joint covariance is indefinite (seed 003)
+    train, energies, forces = synthetic(6, 0)
+    test = synthetic(3, 1)[0]
+    model = SVDDerivativeKRR(gamma=gamma, lam=1e-5, lam_deriv=1e-3).fit(train, energies, forces)
+    assert model.positive_definite_ == positive_definite
+    expected = dense_reference_prediction(train, energies, forces, test, gamma, 1e-5, 1e-3)
+    np.testing.assert_allclose(model.predict(test), expected, rtol=1e-9, atol=1e-9)
+
+
+def test_cg_and_cholesky_agree():
+    train, energies, forces = synthetic(8, 2)
+    test = synthetic(5, 3)[0]
+    params = dict(gamma=1.5, lam=1e-2, lam_deriv=1e-2)
+    dense = SVDDerivativeKRR(solver="cholesky", **params).fit(train, energies, forces)
+    cg = SVDDerivativeKRR(solver="cg", cg_tolerance=1e-10, **params).fit(train, energies, forces)
+    assert cg.solve_info_.method == "cg" and cg.solve_info_.iterations > 0
+    assert cg.solve_info_.residual < 1e-9
+    np.testing.assert_allclose(cg.predict(test), dense.predict(test), rtol=0, atol=1e-8)
+
+
+def test_energy_only_model_interpolates_its_training_data():
+    train, energies, _ = synthetic(8, 4)
+    model = SVDKernelKRR(gamma=1.0, lam=1e-10).fit(train, energies)
+    np.testing.assert_allclose(model.predict(train), energies, atol=1e-6)
+    mean = MeanPredictor().fit(train, energies)
+    np.testing.assert_allclose(mean.predict(train[:2]), [energies.mean()] * 2)
+
+
+def test_derivatives_beat_energies_only_on_a_smooth_function():
+    train, energies, forces = synthetic(10, 6)
+    test, test_energies, _ = synthetic(40, 7)
+    grid = {"gamma_factor": [0.3, 1.0, 3.0], "lam": [1e-8, 1e-6, 1e-4]}
+    errors = {}
+    models = ((SVDKernelKRR(), {}), (SVDDerivativeKRR(), {"lam_deriv": [1e-6, 1e-4]}))
+    for model, extra in models:
+        selection = select_hyperparameters(model, train, energies, forces, {**grid, **extra})
+        model.set_params(**selection.params).fit(train, energies, forces)
+        errors[model.name] = np.sqrt(np.mean((model.predict(test) - test_energies) ** 2))
+    assert errors["svd_deriv"] < 0.5 * errors["svd"]
+    assert errors["svd"] < test_energies.std()
+
+
+def test_bad_input_is_refused():
+    train, energies, forces = synthetic(4, 0)
+    with pytest.raises(ValueError, match="forces"):
+        SVDDerivativeKRR().fit(train, energies)
+    with pytest.raises(ValueError, match="shape of positions"):
+        SVDDerivativeKRR().fit(train, energies, forces[:, :2])
+    bad = train.copy()
+    bad[1, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        SVDKernelKRR().fit(bad, energies)
+    with pytest.raises(ValueError, match="atomic numbers"):
+        EigenspectrumKRR().fit(train, energies)
+    with pytest.raises(ValueError, match="atoms"):
+        SVDKernelKRR().fit(train, energies).predict(train[:, :3])
+
+
+# ---- model selection -------------------------------------------------------------
+def test_folds_are_disjoint_and_cover_every_configuration():
+    folds = configuration_folds(23, 4, random_state=0)
+    tests = [test for _, test in folds]
+    assert sorted(np.concatenate(tests)) == list(range(23))
+    for train, test in folds:
+        assert not set(train) & set(test)
+        assert len(train) + len(test) == 23
+
+
+def test_ridge_path_equals_direct_solves():
+    train, energies, forces = synthetic(5, 8)
+    model = SVDDerivativeKRR(gamma=0.6, lam=1e-6, lam_deriv=1e-3)
+    K = model.covariance(train)
+    y = model.observations(energies, forces, energies.mean())
+    A = K + np.diag(model.regularisation(5, 4))
+    lams = np.array([1e-6, 1e-3, 1.0])
+    path = _ridge_path(A, np.arange(5) * 13, y, lams - lams[0])
+    for lam, (alpha, logdet) in zip(lams, path):
+        direct = K + np.diag(model.set_params(lam=lam).regularisation(5, 4))
+        np.testing.assert_allclose(alpha, np.linalg.solve(direct, y), rtol=1e-8, atol=1e-10)
+        assert logdet == pytest.approx(np.linalg.slogdet(direct)[1], abs=1e-8)
+
+
+def test_evidence_is_the_profiled_gaussian_likelihood():
+    train, energies, forces = synthetic(4, 9)
+    model = SVDDerivativeKRR(gamma=0.6, lam=1e-4, lam_deriv=1e-3)
+    K = model.covariance(train)
+    noise = model.regularisation(4, 4)
+    score = _evidence_scores(model, K, energies, forces, noise, [1e-4], 13)[0]
+    y = model.observations(energies, forces, energies.mean())
+    A = K + np.diag(noise)
+    outputscale = y @ np.linalg.solve(A, y) / len(y)
+    log_likelihood = multivariate_normal(np.zeros(len(y)), outputscale * A).logpdf(y)
+    assert score == pytest.approx(-log_likelihood / len(y) - 0.5 * (np.log(2 * np.pi) + 1))
+
+
+def test_cross_validated_selection_refits_what_a_naive_search_finds():
+    train, energies, _ = synthetic(12, 10)
+    grid = {"gamma_factor": [0.5, 2.0], "lam": [1e-6, 1e-2]}
+    selection = select_hyperparameters(SVDKernelKRR(), train, energies, grid=grid,
+                                       n_folds=3, random_state=0)
+    folds = configuration_folds(12, 3, 0)
+    for params, score in selection.scores:
+        errors = np.concatenate([
+            SVDKernelKRR(**params).fit(train[a], energies[a]).predict(train[b]) - energies[b]
+            for a, b in folds])
+        assert score == pytest.approx(np.sqrt(np.mean(errors ** 2)), rel=1e-8)
+    assert selection.score == min(score for _, score in selection.scores)
+
+
+def test_outer_cross_validation_of_the_mean_predictor():
+    positions, energies, forces = synthetic(15, 11)
+    data = ConfigurationSet(np.array([6, 1, 1, 8]), BASE, positions, energies, forces)
+    results = evaluate_model(data, "mean", n_folds=3, random_state=1)
+    for result, (train, test) in zip(results, configuration_folds(15, 3, 1)):
+        expected = np.sqrt(np.mean((energies[test] - energies[train].mean()) ** 2))
+        assert result.rmse == pytest.approx(expected)
+        assert result.training_size == 10
+
+
+def test_benchmark_writes_rmse_per_model(tmp_path):
+    out = tmp_path / "rmse.json"
+    main(["bench", "prediction", "--molecule", "water", "--calc", "emt", "--configs", "12",
+          "--folds", "3", "--inner-folds", "3", "--sizes", "--cache-dir", str(tmp_path),
+          "--json", str(out)])
+    rmse = json.loads(out.read_text())
+    assert set(rmse) == {"mean", "eigenspectrum", "eigenspectrum_ml", "svd", "svd_ml",
+                         "svd_deriv", "svd_deriv_ml"}
+    assert all(np.isfinite(value) and value >= 0 for value in rmse.values())
+    data = load_dataset("water", "emt", 12, cache_dir=tmp_path, generate=False)
+    errors = [data.energies[test] - data.energies[train].mean()
+              for train, test in configuration_folds(12, 3, 0)]
+    expected = np.mean([np.sqrt(np.mean(e ** 2)) for e in errors])
+    assert rmse["mean"] == pytest.approx(expected)
