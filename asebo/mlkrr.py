@@ -20,8 +20,8 @@ predicts a target well (seed 000, eq. 2, without its constant prefactor
 Both gradients are sums over pairs, :math:`\sum_{ij} W_{ij} x_{ij} x_{ij}^\top`; the
 appendix lemma of seed 000 writes them as matrix products (:func:`pair_outer_sum`), so
 one gradient costs a few matrix products and, for MLKRR, one Cholesky factorisation.
-Both losses are divided by the total sum of squares of the targets, a constant, so
-that tolerances do not depend on the units of ``y``. Predictions of both estimators
+For L-BFGS both losses are divided by their value at the start of a run, so that
+tolerances do not depend on the units of ``y``. Predictions of both estimators
 are those of kernel ridge regression on the whole training set with the learned
 metric, :class:`asebo.kernels.GaussianKernel` with ``gamma = 1 / sigma**2`` and
 ``A = components_``.
@@ -54,41 +54,36 @@ from asebo.kernels import GaussianKernel
 __all__ = ["MLKR", "MLKRR", "mlkr_loss", "mlkrr_loss", "pair_outer_sum"]
 
 
-def pair_outer_sum(W, X_left, X_right, Z_left=None, Z_right=None):
-    r"""Sum over pairs :math:`\sum_{ij} W_{ij} (z_i - z'_j)(x_i - x'_j)^\top` by matrix products.
+def pair_outer_sum(W, X, Z=None):
+    r"""Sum over pairs :math:`\sum_{ij} W_{ij} (z_i - z_j)(x_i - x_j)^\top` by matrix products.
 
-    This is the lemma of the appendix of seed 000: with :math:`R = \mathrm{diag}(W 1)`
-    and :math:`S = \mathrm{diag}(W^\top 1)`,
-    :math:`\sum_{ij} W_{ij} x_{ij} x_{ij}^\top = X^\top R X + X'^\top S X' - X^\top W X'
-    - X'^\top W^\top X`. When the rows of ``Z`` are ``A x``, the result is ``A`` times
-    that sum, which is how the gradients use it (``Z = X A^T`` is already at hand, and
-    ``p x d`` products are cheaper than ``d x d`` ones).
+    This is the lemma of the appendix of seed 000 with both sets of rows equal: with
+    :math:`R = \mathrm{diag}(W 1)` and :math:`S = \mathrm{diag}(W^\top 1)`,
+
+    .. math:: \sum_{ij} W_{ij} x_{ij} x_{ij}^\top = X^\top (R + S - W - W^\top) X.
+
+    A sum over pairs between two sets (the lemma's general form) is the same sum over
+    their union with ``W`` nonzero in one off-diagonal block. When the rows of ``Z``
+    are ``A x``, the result is ``A`` times that sum, which is how the gradients use it:
+    ``Z = X A^T`` is already at hand, so no ``d x d`` product is needed.
 
     Parameters
     ----------
-    W : ndarray of shape (n, m)
+    W : ndarray of shape (n, n)
         Pair weights.
-    X_left : ndarray of shape (n, d)
+    X : ndarray of shape (n, d)
         Rows :math:`x_i`.
-    X_right : ndarray of shape (m, d)
-        Rows :math:`x'_j`.
-    Z_left : ndarray of shape (n, p), optional
-        Rows :math:`z_i`; ``X_left`` when omitted.
-    Z_right : ndarray of shape (m, p), optional
-        Rows :math:`z'_j`; ``X_right`` when omitted.
+    Z : ndarray of shape (n, p), optional
+        Rows :math:`z_i`; ``X`` when omitted.
 
     Returns
     -------
     ndarray of shape (p, d)
     """
-    Z_left = X_left if Z_left is None else Z_left
-    Z_right = X_right if Z_right is None else Z_right
-    row_sums = W.sum(axis=1)  # (n,)
-    col_sums = W.sum(axis=0)  # (m,)
-    return ((Z_left * row_sums[:, None]).T @ X_left  # (p, d)
-            + (Z_right * col_sums[:, None]).T @ X_right
-            - Z_left.T @ (W @ X_right)
-            - Z_right.T @ (W.T @ X_left))
+    Z = X if Z is None else Z
+    laplacian = -(W + W.T)  # (n, n)
+    laplacian[np.diag_indices_from(laplacian)] += W.sum(axis=0) + W.sum(axis=1)
+    return Z.T @ (laplacian @ X)
 
 
 def mlkr_loss(A, X, y, sigma):
@@ -126,7 +121,7 @@ def mlkr_loss(A, X, y, sigma):
     y_hat = weights @ y  # (n,)
     residual = y_hat - y  # (n,)
     W = residual[:, None] * weights * (y_hat[:, None] - y[None, :])  # (n, n)
-    grad = 4.0 / sigma**2 * pair_outer_sum(W, X, X, Z, Z)  # (p, d)
+    grad = 4.0 / sigma**2 * pair_outer_sum(W, X, Z)  # (p, d)
     return float(residual @ residual), grad
 
 
@@ -176,11 +171,13 @@ def mlkrr_loss(A, X_A, y_A, X_alpha, y_alpha, sigma, krr_lambda):
     H_factor = _cholesky(K + krr_lambda * np.eye(len(K)))
     alpha = cho_solve(H_factor, y_alpha)  # (n_alpha,)
     residual = Q @ alpha - y_A  # (n_A,)
-    W = residual[:, None] * alpha[None, :] * Q  # (n_A, n_alpha)
     u = cho_solve(H_factor, Q.T @ residual)  # (n_alpha,), H^{-T} Q^T r
-    W_tilde = K * u[:, None] * alpha[None, :]  # (n_alpha, n_alpha)
-    grad = 4.0 / sigma**2 * (pair_outer_sum(W_tilde, X_alpha, X_alpha, Z_alpha, Z_alpha)
-                             - pair_outer_sum(W, X_A, X_alpha, Z_A, Z_alpha))  # (p, d)
+    n_A = len(X_A)
+    W_all = np.zeros((n_A + len(X_alpha),) * 2)  # pairs over [A-half; alpha-half]
+    W_all[:n_A, n_A:] = -residual[:, None] * alpha[None, :] * Q  # -W
+    W_all[n_A:, n_A:] = K * u[:, None] * alpha[None, :]  # W_tilde
+    grad = 4.0 / sigma**2 * pair_outer_sum(W_all, np.vstack([X_A, X_alpha]),
+                                           np.vstack([Z_A, Z_alpha]))  # (p, d)
     return float(residual @ residual), grad
 
 
@@ -228,8 +225,7 @@ class _MetricLearningRegressor(RegressorMixin, TransformerMixin, BaseEstimator):
         self.components_ = A  # (d, d)
         self.sigma_ = sigma
         self.n_iter_ = n_iter
-        self.kernel_ = GaussianKernel(gamma=1.0 / sigma**2, A=A)
-        H = self.kernel_(X) + self.krr_lambda * np.eye(len(X))  # (n, n)
+        H = self.kernel(X) + self.krr_lambda * np.eye(len(X))  # (n, n)
         self.dual_coef_ = cho_solve(_cholesky(H), y_centred)  # (n,)
         self.X_fit_ = X
         return self
@@ -253,7 +249,23 @@ class _MetricLearningRegressor(RegressorMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self.kernel_(X, self.X_fit_) @ self.dual_coef_ + self.y_offset_
+        return self.kernel(X, self.X_fit_) @ self.dual_coef_ + self.y_offset_
+
+    def kernel(self, X, Y=None):
+        """Gram matrix of the learned metric, ``GaussianKernel(1 / sigma_**2, components_)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, n_features)
+        Y : array-like of shape (m, n_features), optional
+            ``X`` when omitted.
+
+        Returns
+        -------
+        ndarray of shape (n, m)
+        """
+        check_is_fitted(self)
+        return GaussianKernel(gamma=1.0 / self.sigma_**2, A=self.components_)(X, Y)
 
     def _check_hyperparameters(self):
         _check_positive(self.sigma, "sigma")
@@ -265,21 +277,20 @@ class _MetricLearningRegressor(RegressorMixin, TransformerMixin, BaseEstimator):
     def _minimize(self, loss, params, n_features, max_iter):
         """L-BFGS on ``params = [A.ravel(), (log sigma)]`` for ``loss(A, sigma)``.
 
-        With ``learn_sigma`` the last parameter is ``log sigma``. The kernel depends on
+        The loss is divided by its value at ``params``, so that ``tol`` bounds the
+        relative decrease of one iteration whatever the units of ``y``. With
+        ``learn_sigma`` the last parameter is ``log sigma``; the kernel depends on
         ``A / sigma`` only, so ``dL/dlog(sigma) = -sum(A * dL/dA)`` comes free.
         """
+        scale = loss(*self._unpack(params, n_features))[0] or 1.0
+
         def objective(theta):
-            if self.learn_sigma:
-                A = theta[:-1].reshape(n_features, n_features)
-                sigma = math.exp(theta[-1])
-            else:
-                A = theta.reshape(n_features, n_features)
-                sigma = self.sigma
+            A, sigma = self._unpack(theta, n_features)
             cost, grad = loss(A, sigma)
             grad = grad.ravel()
             if self.learn_sigma:
                 grad = np.append(grad, -np.dot(A.ravel(), grad))
-            return cost, grad
+            return cost / scale, grad / scale
 
         return minimize(objective, params, jac=True, method="L-BFGS-B", tol=self.tol,
                         options={"maxiter": max_iter})
@@ -314,8 +325,8 @@ class MLKR(_MetricLearningRegressor):
     max_iter : int, default=500
         Most L-BFGS iterations.
     tol : float, default=1e-6
-        L-BFGS tolerance (``ftol`` and ``gtol``) on the loss divided by the total sum of
-        squares of ``y``.
+        L-BFGS tolerance (``ftol`` and ``gtol``) on the loss divided by its value at the
+        start of the L-BFGS run.
 
     Attributes
     ----------
@@ -323,8 +334,6 @@ class MLKR(_MetricLearningRegressor):
         The learned map ``A``.
     sigma_ : float
         The kernel width used with it.
-    kernel_ : asebo.kernels.GaussianKernel
-        ``GaussianKernel(1 / sigma_**2, components_)``.
     dual_coef_ : ndarray of shape (n_samples,)
         KRR coefficients on the training set.
     X_fit_ : ndarray of shape (n_samples, n_features)
@@ -350,7 +359,7 @@ class MLKR(_MetricLearningRegressor):
 
     def _learn_metric(self, X, y):
         n_features = X.shape[1]
-        loss = functools.partial(_normalised_mlkr_loss, X=X, y=y)
+        loss = functools.partial(_mlkr_loss_at, X=X, y=y)
         result = self._minimize(loss, self._initial_parameters(n_features), n_features,
                                 self.max_iter)
         A, sigma = self._unpack(result.x, n_features)
@@ -385,8 +394,8 @@ class MLKRR(_MetricLearningRegressor):
     max_iter : int, default=500
         Most L-BFGS iterations in all.
     tol : float, default=1e-6
-        L-BFGS tolerance (``ftol`` and ``gtol``) on the loss divided by the total sum of
-        squares of ``y``.
+        L-BFGS tolerance (``ftol`` and ``gtol``) on the loss divided by its value at the
+        start of the L-BFGS run.
     random_state : int, RandomState instance or None, default=None
         Seed of the random splits.
 
@@ -396,8 +405,6 @@ class MLKRR(_MetricLearningRegressor):
         The learned map ``A``.
     sigma_ : float
         The kernel width used with it.
-    kernel_ : asebo.kernels.GaussianKernel
-        ``GaussianKernel(1 / sigma_**2, components_)``.
     dual_coef_ : ndarray of shape (n_samples,)
         KRR coefficients on the whole training set.
     X_fit_ : ndarray of shape (n_samples, n_features)
@@ -442,7 +449,7 @@ class MLKRR(_MetricLearningRegressor):
         for _ in range(math.ceil(self.max_iter / self.shuffle_every)):
             order = rng.permutation(n_samples)
             alpha_half, a_half = order[:n_alpha], order[n_alpha:]
-            loss = functools.partial(_normalised_mlkrr_loss, X_A=X[a_half], y_A=y[a_half],
+            loss = functools.partial(_mlkrr_loss_at, X_A=X[a_half], y_A=y[a_half],
                                      X_alpha=X[alpha_half], y_alpha=y[alpha_half],
                                      krr_lambda=self.krr_lambda)
             budget = min(self.shuffle_every, self.max_iter - n_iter)
@@ -458,18 +465,12 @@ class MLKRR(_MetricLearningRegressor):
         return A, sigma, n_iter, False
 
 
-def _normalised_mlkr_loss(A, sigma, X, y):
-    """:func:`mlkr_loss` divided by the total sum of squares of the centred ``y``."""
-    scale = float(y @ y) or 1.0
-    cost, grad = mlkr_loss(A, X, y, sigma)
-    return cost / scale, grad / scale
+def _mlkr_loss_at(A, sigma, X, y):
+    return mlkr_loss(A, X, y, sigma)
 
 
-def _normalised_mlkrr_loss(A, sigma, X_A, y_A, X_alpha, y_alpha, krr_lambda):
-    """:func:`mlkrr_loss` divided by the total sum of squares of the centred ``y_A``."""
-    scale = float(y_A @ y_A) or 1.0
-    cost, grad = mlkrr_loss(A, X_A, y_A, X_alpha, y_alpha, sigma, krr_lambda)
-    return cost / scale, grad / scale
+def _mlkrr_loss_at(A, sigma, X_A, y_A, X_alpha, y_alpha, krr_lambda):
+    return mlkrr_loss(A, X_A, y_A, X_alpha, y_alpha, sigma, krr_lambda)
 
 
 def _check_positive(value, name):
