@@ -68,3 +68,24 @@ def test_bfgs_relaxation_reaches_the_pbe_geometry(gpaw_calculator):
     for hydrogen in (1, 2):
         assert atoms.get_distance(0, hydrogen) == pytest.approx(PBE_BOND, abs=BOND_TOLERANCE)
     assert atoms.get_angle(1, 0, 2) == pytest.approx(PBE_ANGLE, abs=ANGLE_TOLERANCE)
+
+
+@pytest.mark.slow
+def test_booptimizer_with_gpaw_reaches_the_bfgs_minimum(gpaw_calculator):
+    from asebo import BOOptimizer
+    from calculators import CountingCalculator
+
+    reference = perturbed_water()
+    reference.calc = gpaw_calculator
+    BFGS(reference, logfile=None).run(fmax=0.05, steps=30)
+    atoms = perturbed_water()
+    atoms.calc = CountingCalculator(gpaw_calculator)
+    assert BOOptimizer(atoms, logfile=None).run(fmax=0.05, steps=30)
+    # both stop within fmax = 0.05 eV/Å of one minimum: energies agree to a few meV
+    assert atoms.get_potential_energy() == pytest.approx(reference.get_potential_energy(),
+                                                         abs=0.005)
+    for hydrogen in (1, 2):
+        assert atoms.get_distance(0, hydrogen) == pytest.approx(
+            reference.get_distance(0, hydrogen), abs=BOND_TOLERANCE)
+    assert atoms.get_angle(1, 0, 2) == pytest.approx(reference.get_angle(1, 0, 2),
+                                                     abs=ANGLE_TOLERANCE)
