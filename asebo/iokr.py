@@ -45,8 +45,9 @@ Implementation notes (each checked numerically in ``tests/test_iokr.py``):
 * The MP-IOKR model only fits differences: trained on :math:`\phi(x) - \bar\phi_C`
   it predicts :math:`\psi(y) - \bar\psi_C`. With ``centre=True`` (default) the
   prediction for a test input with candidate set :math:`C` is
-  :math:`\hat h(x) = W(\phi(x) - \bar\phi_C) + \bar\psi_C`, which is invariant to
-  shifts of either feature space; ``centre=False`` gives the paper's
+  :math:`\hat h(x) = W(\phi(x) - \bar\phi_C) + \bar\psi_C`; with known candidate
+  inputs the ranking is then, like eq. 4, invariant to shifts of either feature space
+  (the approximation :math:`g` of eq. 10 is not). ``centre=False`` gives the paper's
   :math:`h(x) = W \phi(x)` (eqs. 11 and 13 as written). For IOKR, ``centre=True``
   centres both kernels on the training set, as in Brouard et al. (2016a).
 
@@ -56,7 +57,8 @@ Each side takes a kernel object of :mod:`asebo.kernels` (called as
 ``kernel(A, B)``) or the string ``"precomputed"``. Several input kernels are given as a
 list and combined as :math:`\sum_k \mu_k k^k_x` with weights ``kernel_weights``
 (uniform by default); their data are one array shared by all of them or a list with
-one array per kernel. Precomputed matrices always hold kernel values *against the
+one numpy array per kernel (a list of numpy arrays is always read as one per kernel).
+Precomputed matrices always hold kernel values *against the
 basis*, rows being the objects:
 
 ===================  ========================================  ============================
@@ -91,7 +93,7 @@ import numbers
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, eigh, lu_factor, lu_solve
 from sklearn.base import BaseEstimator
-from sklearn.model_selection import KFold
+from sklearn.model_selection import KFold, check_cv
 from sklearn.preprocessing import KernelCenterer
 from sklearn.utils.validation import check_array, check_is_fitted
 
@@ -115,6 +117,14 @@ def _matrix(A, name, n_rows=None, n_cols=None):
         raise ValueError(f"{name} has {A.shape[1]} columns; expected {n_cols} "
                          "(precomputed kernels hold values against the fitted basis, "
                          "see the asebo.iokr module docstring)")
+    return A
+
+
+def _data(A, name, n_rows=None):
+    """Data for a kernel object: finite float64, 2-D or more (geometries are (m, n, 3))."""
+    A = check_array(A, dtype=np.float64, allow_nd=True, input_name=name)
+    if n_rows is not None and A.shape[0] != n_rows:
+        raise ValueError(f"{name} has {A.shape[0]} rows; expected {n_rows}")
     return A
 
 
@@ -154,8 +164,8 @@ class _InputKernels:
         self.weights = weights  # (K,)
 
     def split(self, X, name, n_rows=None):
-        """One 2-D array per kernel: a list is split, a single array shared."""
-        if isinstance(X, (list, tuple)):
+        """One 2-D array per kernel: a list of numpy arrays is split, anything else shared."""
+        if isinstance(X, (list, tuple)) and all(isinstance(p, np.ndarray) for p in X):
             parts = list(X)
             if len(parts) != len(self.kernels):
                 raise ValueError(f"{name} is a list of {len(parts)} arrays for "
@@ -165,7 +175,8 @@ class _InputKernels:
                 raise ValueError(f"{name}: give one precomputed matrix per input kernel, "
                                  "as a list")
             parts = [X] * len(self.kernels)
-        return [_matrix(p, name, n_rows=n_rows) for p in parts]
+        check = _matrix if self.precomputed else _data
+        return [check(p, name, n_rows=n_rows) for p in parts]
 
     def weighted_grams(self, parts, basis, name):
         """The matrices :math:`\\mu_k K^k(X, \\text{basis})`, one per kernel.
@@ -177,6 +188,14 @@ class _InputKernels:
             return [w * _matrix(p, name, n_cols=basis) for w, p in zip(self.weights, parts)]
         return [w * np.asarray(k(p, b), dtype=np.float64)
                 for w, k, p, b in zip(self.weights, self.kernels, parts, basis)]
+
+
+def _training_inputs(inputs, X):
+    """The training inputs, one array per kernel, and their weighted Grams over S."""
+    parts = inputs.split(X, "X")
+    parts = inputs.split(parts, "X", n_rows=len(parts[0]))
+    l = len(parts[0])
+    return parts, inputs.weighted_grams(parts, l if inputs.precomputed else parts, "X")
 
 
 class _OutputKernel:
@@ -192,10 +211,10 @@ class _OutputKernel:
         """:math:`K_Y(Y, \\text{basis})`; ``basis`` is data, or a column count if precomputed."""
         if self.precomputed:
             return _matrix(Y, name, n_cols=basis)
-        return np.asarray(self.kernel(_matrix(Y, name), basis), dtype=np.float64)
+        return np.asarray(self.kernel(_data(Y, name), basis), dtype=np.float64)
 
     def self_terms(self, candidates, candidate_gram, need_diag, need_mean):
-        """:math:`k_y(y, y)` and :math:`\\langle \\psi(y), \\bar\\psi_C \\rangle` for each candidate."""
+        """Per candidate: :math:`k_y(y, y)` and :math:`\\langle \\psi(y), \\bar\\psi_C \\rangle`."""
         if not (need_diag or need_mean):
             return None, None
         if self.precomputed:
@@ -206,7 +225,7 @@ class _OutputKernel:
             n = len(candidates)
             gram = _matrix(candidate_gram, "candidate_gram", n_rows=n, n_cols=n)
             return np.diag(gram).copy(), gram.mean(axis=1)
-        C = _matrix(candidates, "candidates")
+        C = _data(candidates, "candidates")
         diag = np.asarray(self.kernel.diag(C), dtype=np.float64) if need_diag else None
         mean = None
         if need_mean:
@@ -215,17 +234,21 @@ class _OutputKernel:
         return diag, mean
 
 
-def _rank_scores(scores):
-    """Candidate indices, best (highest score) first, for each row of ``scores``."""
-    return np.argsort(-scores, axis=1, kind="stable")
+def _folds(cv, random_state, n):
+    """Train/test index pairs: ``cv`` shuffled folds, or any scikit-learn splitter or list."""
+    if isinstance(cv, numbers.Integral):
+        if not 2 <= cv <= n:
+            raise ValueError(f"cv must be between 2 and the {n} training examples, got {cv}")
+        return list(KFold(int(cv), shuffle=True, random_state=random_state).split(np.arange(n)))
+    return list(check_cv(cv).split(np.arange(n)))
 
 
 def _combine_scores(inner, diag, score):
-    """Eq. 3 as a score: :math:`2\\langle \\hat h, \\psi(y)\\rangle - k_y(y, y)`, or the inner product."""
+    """Eq. 3 as a score, :math:`2\\langle \\hat h, \\psi\\rangle - k_y(y, y)`, or the inner one."""
     return inner if score == "inner" else 2.0 * inner - diag[None, :]
 
 
-def loo_squared_errors(K_in, K_out, regs):
+def loo_squared_errors(K_in, K_out, regs, centre=False):
     r"""Closed-form leave-one-out error of kernel ridge regression into a feature space.
 
     For :math:`h(x) = \Psi (\rho I + K_{in})^{-1} k^x` (seed 001, eq. 2 with
@@ -237,6 +260,13 @@ def loo_squared_errors(K_in, K_out, regs):
     :math:`[(I - H) K_{out} (I - H)]_{ii} / (1 - H_{ii})^2`. One eigendecomposition of
     :math:`K_{in}` serves all values of :math:`\rho`.
 
+    With ``centre=True`` the regression is that of :class:`IOKR` with centred kernels:
+    ridge regression on centred features plus the mean of the outputs, an
+    unpenalised intercept, refitted (and recentred) without example :math:`i`. Its hat
+    matrix is :math:`J + G` with :math:`J = 1 1^\top / \ell` and
+    :math:`G = K_c (K_c + \rho I)^{-1}` on the centred Gram :math:`K_c`; leaving out the
+    :math:`J` would drive the error to 0 as :math:`\rho \to 0`.
+
     Parameters
     ----------
     K_in : ndarray of shape (l, l)
@@ -245,6 +275,8 @@ def loo_squared_errors(K_in, K_out, regs):
         Gram matrix of its outputs (the kernel of the feature space).
     regs : array-like of shape (r,)
         Positive regularisation parameters.
+    centre : bool
+        Centre both Gram matrices and fit the intercept, as ``IOKR(centre=True)``.
 
     Returns
     -------
@@ -257,14 +289,20 @@ def loo_squared_errors(K_in, K_out, regs):
     if K_in.shape != (l, l):
         raise ValueError(f"K_in must be square, got shape {K_in.shape}")
     regs = [_positive_float(r, "each regularisation parameter") for r in np.atleast_1d(regs)]
+    intercept = 0.0
+    if centre:
+        K_in = KernelCenterer().fit_transform(K_in)
+        K_out = KernelCenterer().fit_transform(K_out)
+        intercept = 1.0 / l  # the diagonal of J
     eigvals, Q = eigh(K_in)  # (l,), (l, l)
     eigvals = np.clip(eigvals, 0.0, None)
+    K_out_eig = Q.T @ K_out @ Q  # (l, l) K_out in the eigenbasis of K_in
     errors = []
     for reg in regs:
-        shrink = reg / (eigvals + reg)  # (l,) eigenvalues of I - H
-        residual_map = (Q * shrink) @ Q.T  # (l, l) I - H
-        residual_sq = np.einsum("ij,ji->i", residual_map @ K_out, residual_map)  # (l,)
-        errors.append(np.mean(residual_sq / np.diag(residual_map) ** 2))
+        QS = Q * (reg / (eigvals + reg))  # (l, l); I - H = QS Q^T
+        residual_sq = np.einsum("ij,ij->i", QS @ K_out_eig, QS)  # (l,) diag of (I-H)K(I-H)
+        diag = np.einsum("ij,ij->i", QS, Q) - intercept  # (l,) diag of I - H
+        errors.append(np.mean(residual_sq / diag ** 2))
     return np.array(errors)
 
 
@@ -281,7 +319,8 @@ class _RankingMixin:
         ndarray of shape (m, n_candidates), int
             Row ``i`` lists the candidate indices from best to worst for input ``i``.
         """
-        return _rank_scores(self.decision_function(X, candidates, **candidate_data))
+        scores = self.decision_function(X, candidates, **candidate_data)  # (m, n_c)
+        return np.argsort(-scores, axis=1, kind="stable")
 
 
 def _iokr_coef(K, lam, centre):
@@ -353,15 +392,13 @@ class IOKR(_RankingMixin, BaseEstimator):
         _check_score(self.score)
         inputs = _InputKernels(self.input_kernel, self.kernel_weights)
         outputs = _OutputKernel(self.output_kernel)
-        parts = inputs.split(X, "X")
-        l = len(parts[0])
-        parts = inputs.split(parts, "X", n_rows=l)
-        K = sum(inputs.weighted_grams(parts, l if inputs.precomputed else parts, "X"))  # (l, l)
+        parts, grams = _training_inputs(inputs, X)
+        K, l = sum(grams), len(parts[0])  # (l, l)
         if outputs.precomputed:
             _matrix(Y, "Y", n_rows=l, n_cols=l)
             self.Y_fit_ = None
         else:
-            self.Y_fit_ = _matrix(Y, "Y", n_rows=l)
+            self.Y_fit_ = _data(Y, "Y", n_rows=l)
         self.X_fit_ = None if inputs.precomputed else parts
         self.n_train_ = l
         self.coef_, self.centerer_ = _iokr_coef(K, lam, bool(self.centre))
@@ -409,10 +446,42 @@ class IOKR(_RankingMixin, BaseEstimator):
         basis = self.n_train_ if outputs.precomputed else self.Y_fit_
         KY = outputs.gram(candidates, basis, "candidates")  # (n_c, l)
         diag, _ = outputs.self_terms(candidates, candidate_gram, self.score == "distance", False)
-        inner = (V @ self.coef_.T) @ KY.T  # (m, n_c)
-        if self.centre:
-            inner = inner + KY.mean(axis=1)[None, :]  # <psi_bar_S, psi(y)>
-        return _combine_scores(inner, diag, self.score)
+        return _iokr_scores(V @ self.coef_.T, KY, diag, self.centre, self.score)
+
+
+def _iokr_scores(projected, KY, diag, centre, score):
+    """IOKR scores from ``V @ coef.T`` (m, l) and ``K_Y(C, S)`` (n_c, l)."""
+    inner = projected @ KY.T  # (m, n_c)
+    if centre:
+        inner = inner + KY.mean(axis=1)[None, :]  # <psi_bar_S, psi(y)>
+    return _combine_scores(inner, diag, score)
+
+
+def _reciprocal_rank(scores):
+    """1 / rank of candidate 0 (the right one) in a score vector; ties count for it."""
+    return 1.0 / (1 + np.sum(scores > scores[0]))
+
+
+def _iokr_fold_reciprocal_ranks(K, KY_S, KY_PS, diag_S, diag_P, sets, train, test, lams,
+                                centre, score):
+    """Mean reciprocal rank of held-out examples among their candidates, for each λ."""
+    K_tr, K_te = K[np.ix_(train, train)], K[np.ix_(test, train)]
+    if centre:
+        centerer = KernelCenterer().fit(K_tr)
+        K_tr, K_te = centerer.transform(K_tr), centerer.transform(K_te)
+    reciprocal = np.zeros((len(test), len(lams)))
+    for j, lam in enumerate(lams):
+        factor = cho_factor(K_tr + lam * np.eye(len(train)))
+        projected = cho_solve(factor, K_te.T).T  # (m, l_train) V (lam I + K)^-1
+        if centre:
+            projected -= projected.mean(axis=1, keepdims=True)  # ... H, as in _iokr_coef
+        for row, i in enumerate(test):
+            members = sets.sets[sets.set_of[i]]
+            KY_c = np.vstack([KY_S[i, train], KY_PS[np.ix_(members, train)]])  # (n_c, l_tr)
+            diag = np.concatenate([[diag_S[i]], diag_P[members]])
+            s = _iokr_scores(projected[row:row + 1], KY_c, diag, centre, score)[0]
+            reciprocal[row, j] = _reciprocal_rank(s)
+    return reciprocal.mean(axis=0)
 
 
 def _heldout_squared_errors(K, KY, train, test, lams, centre):
@@ -440,8 +509,12 @@ class IOKRCV(_RankingMixin, BaseEstimator):
 
     The criterion is the squared error :math:`\\lVert \\psi(y_i) - \\hat h(x_i) \\rVert^2`
     in the output feature space (eq. 1), the loss IOKR minimises; with ``cv=None`` it
-    is the closed-form leave-one-out error (:func:`loo_squared_errors`; with
-    ``centre=True`` the kernels are centred once on the whole training set).
+    is the closed-form leave-one-out error (:func:`loo_squared_errors`), equal to that of
+    refits without each example, centring included. When :meth:`fit` is given the
+    candidate sets of the training examples, the criterion is instead the one of
+    :class:`MPIOKRCV`: the mean reciprocal rank of held-out examples among their
+    candidates, in K-fold cross-validation. The squared error does not see the
+    ranking; on the QM9 benchmark it chooses a much larger :math:`\\lambda`.
 
     Parameters
     ----------
@@ -449,8 +522,9 @@ class IOKRCV(_RankingMixin, BaseEstimator):
         As in :class:`IOKR`.
     lams : array-like of shape (r,)
         Candidate values of :math:`\\lambda`.
-    cv : None or int
-        ``None``: closed-form leave-one-out; an integer: that many shuffled folds.
+    cv : None, int, splitter or iterable of (train, test) index arrays
+        ``None``: closed-form leave-one-out; an integer: that many shuffled folds;
+        otherwise as scikit-learn's ``cv`` arguments.
     random_state : int or None
         Seed of the fold shuffling.
 
@@ -458,8 +532,10 @@ class IOKRCV(_RankingMixin, BaseEstimator):
     ----------
     lam_ : float
         Selected :math:`\\lambda`.
-    cv_errors_ : ndarray of shape (r,)
-        Mean held-out squared error for each value of ``lams``.
+    cv_errors_ : ndarray of shape (r,) or None
+        Mean held-out squared error for each value of ``lams`` (squared-error criterion).
+    cv_scores_ : ndarray of shape (r,) or None
+        Mean reciprocal rank for each value of ``lams`` (ranking criterion).
     best_estimator_ : IOKR
         Refitted on the whole training set with ``lam_``.
     """
@@ -476,31 +552,64 @@ class IOKRCV(_RankingMixin, BaseEstimator):
         self.score = score
         self.random_state = random_state
 
-    def fit(self, X, Y):
-        """Select :math:`\\lambda` and refit; arguments as in :meth:`IOKR.fit`."""
+    def fit(self, X, Y, candidates=None, candidate_sets=None):
+        """Select :math:`\\lambda` and refit.
+
+        Parameters
+        ----------
+        X, Y
+            As in :meth:`IOKR.fit`.
+        candidates : array of shape (pool, p) or precomputed ``K_Y(P, [S, P])``, optional
+            A pool of candidate outputs, as in :meth:`MPIOKR.fit`; with
+            ``candidate_sets``, :math:`\\lambda` maximises the mean reciprocal rank.
+        candidate_sets : sequence of l integer arrays, optional
+            The candidates of each training example, as rows of the pool.
+
+        Returns
+        -------
+        self
+        """
         lams = [_positive_float(v, "each of lams") for v in np.atleast_1d(self.lams)]
+        _check_score(self.score)
         inputs = _InputKernels(self.input_kernel, self.kernel_weights)
         outputs = _OutputKernel(self.output_kernel)
-        parts = inputs.split(X, "X")
-        l = len(parts[0])
-        parts = inputs.split(parts, "X", n_rows=l)
-        K = sum(inputs.weighted_grams(parts, l if inputs.precomputed else parts, "X"))
+        parts, grams = _training_inputs(inputs, X)
+        K, l = sum(grams), len(parts[0])  # (l, l)
         if outputs.precomputed:
             KY = _matrix(Y, "Y", n_rows=l, n_cols=l)  # (l, l)
         else:
-            Y_data = _matrix(Y, "Y", n_rows=l)
+            Y_data = _data(Y, "Y", n_rows=l)
             KY = np.asarray(outputs.kernel(Y_data, Y_data), dtype=np.float64)  # (l, l)
-        if self.cv is None:
-            K_in, K_out = K, KY
-            if self.centre:
-                K_in = KernelCenterer().fit_transform(K)
-                K_out = KernelCenterer().fit_transform(KY)
-            self.cv_errors_ = loo_squared_errors(K_in, K_out, lams)
+        self.cv_errors_, self.cv_scores_ = None, None
+        if (candidates is None) != (candidate_sets is None):
+            raise ValueError("give both candidates and candidate_sets, or neither")
+        if candidates is not None:
+            if self.cv is None:
+                raise ValueError("the ranking criterion needs folds: set cv (cv=None is the "
+                                 "closed-form leave-one-out of the squared error)")
+            if outputs.precomputed:
+                n_pool = len(_matrix(candidates, "candidates"))
+                KY_P = _matrix(candidates, "candidates", n_cols=l + n_pool)  # (pool, l + pool)
+                KY_PS, diag_P = KY_P[:, :l], np.diag(KY_P[:, l:]).copy()
+            else:
+                pool = _data(candidates, "candidates")
+                n_pool = len(pool)
+                KY_PS = np.asarray(outputs.kernel(pool, Y_data), dtype=np.float64)
+                diag_P = np.asarray(outputs.kernel.diag(pool), dtype=np.float64)
+            sets = _CandidateSets(candidate_sets, n_pool, l)
+            self.cv_scores_ = np.mean(
+                [_iokr_fold_reciprocal_ranks(K, KY, KY_PS, np.diag(KY), diag_P, sets, tr, te,
+                                             lams, self.centre, self.score)
+                 for tr, te in _folds(self.cv, self.random_state, l)], axis=0)
+            self.lam_ = lams[int(np.argmax(self.cv_scores_))]
         else:
-            folds = KFold(int(self.cv), shuffle=True, random_state=self.random_state)
-            self.cv_errors_ = np.mean([_heldout_squared_errors(K, KY, tr, te, lams, self.centre)
-                                       for tr, te in folds.split(np.arange(l))], axis=0)
-        self.lam_ = lams[int(np.argmin(self.cv_errors_))]
+            if self.cv is None:
+                self.cv_errors_ = loo_squared_errors(K, KY, lams, centre=bool(self.centre))
+            else:
+                self.cv_errors_ = np.mean(
+                    [_heldout_squared_errors(K, KY, tr, te, lams, self.centre)
+                     for tr, te in _folds(self.cv, self.random_state, l)], axis=0)
+            self.lam_ = lams[int(np.argmin(self.cv_errors_))]
         self.best_estimator_ = IOKR(self.input_kernel, self.output_kernel, self.kernel_weights,
                                     self.lam_, self.centre, self.score).fit(X, Y)
         return self
@@ -547,7 +656,7 @@ class _CandidateSets:
         self.n_pairs = sum(len(s) for s in self.sets)
 
     def means(self, Z):
-        """:math:`\\bar E^\\top Z`: the mean of the rows of ``Z`` (pool, k) over each :math:`C_i`."""
+        """:math:`\\bar E^\\top Z`: the means of the rows of ``Z`` (pool, k) over each set."""
         set_means = np.stack([Z[s].mean(axis=0) for s in self.sets])  # (n_sets, k)
         return set_means[self.set_of]  # (l, k)
 
@@ -637,7 +746,8 @@ class _ApproximatedInputsModel:
         self.AAt = np.block([[first[g] @ first[h].T + self.M[g] @ cov @ self.M[h]
                               for h in range(G)] for g in range(G)])  # (lG, lG)
         self.DK_AAt = np.vstack([K_groups[g] @ self.AAt[g * l:(g + 1) * l] for g in range(G)])
-        self.TAt = np.hstack([np.vstack([first[g].T, RLt @ self.M[g] - sets.spread_means(first[g].T)])
+        self.TAt = np.hstack([np.vstack([first[g].T,
+                                         RLt @ self.M[g] - sets.spread_means(first[g].T)])
                               for g in range(G)])  # (l + pool, lG)
         self.centring_maps = [Kg @ M for Kg, M in zip(K_groups, self.M)]  # K^g M_g
 
@@ -676,9 +786,8 @@ class _MPGrams:
     def __init__(self, estimator, X, Y, candidates, candidate_inputs, need_pool_gram):
         inputs = _InputKernels(estimator.input_kernel, estimator.kernel_weights)
         outputs = _OutputKernel(estimator.output_kernel)
-        parts = inputs.split(X, "X")
+        parts, grams = _training_inputs(inputs, X)
         l = len(parts[0])
-        parts = inputs.split(parts, "X", n_rows=l)
         self.known = candidate_inputs is not None
         if outputs.precomputed:
             self.KY_S = _matrix(Y, "Y", n_rows=l, n_cols=l)
@@ -687,8 +796,8 @@ class _MPGrams:
             self.KY_PS, KY_PP = KY_P[:, :l], KY_P[:, l:]
             self.Y_data, self.pool_data = None, None
         else:
-            self.Y_data = _matrix(Y, "Y", n_rows=l)
-            self.pool_data = _matrix(candidates, "candidates")
+            self.Y_data = _data(Y, "Y", n_rows=l)
+            self.pool_data = _data(candidates, "candidates")
             n_pool = len(self.pool_data)
             self.KY_S = outputs.kernel(self.Y_data, self.Y_data)
             self.KY_PS = outputs.kernel(self.pool_data, self.Y_data)
@@ -699,16 +808,15 @@ class _MPGrams:
         if self.known:
             cparts = inputs.split(candidate_inputs, "candidate_inputs", n_rows=n_pool)
             if inputs.precomputed:
-                top = inputs.weighted_grams(parts, l, "X")
                 bottom = inputs.weighted_grams(cparts, l + n_pool, "candidate_inputs")
                 self.KX = [np.vstack([np.hstack([t, b[:, :l].T]), b])
-                           for t, b in zip(top, bottom)]
+                           for t, b in zip(grams, bottom)]
                 self.X_data = None
             else:
                 self.X_data = [np.vstack([p, c]) for p, c in zip(parts, cparts)]
                 self.KX = inputs.weighted_grams(self.X_data, self.X_data, "X")
         else:
-            self.KX = inputs.weighted_grams(parts, l if inputs.precomputed else parts, "X")
+            self.KX = grams
             self.X_data = None if inputs.precomputed else parts
 
     def model(self, train, sets, groups):
@@ -800,8 +908,8 @@ class MPIOKR(_RankingMixin, BaseEstimator):
             The pool :math:`P` of candidate outputs of all training sets.
         candidate_sets : sequence of l integer arrays
             :math:`C_i` as row indices into the pool.
-        candidate_inputs : array of shape (pool, d), list, or precomputed ``K_X(P, [S, P])``, optional
-            Inputs of the pool, when known (Prop. 3).
+        candidate_inputs : array of shape (pool, d), list, or ``K_X(P, [S, P])``, optional
+            Inputs of the pool, when known (Prop. 3); precomputed as shown.
 
         Returns
         -------
@@ -899,8 +1007,8 @@ class MPIOKRCV(_RankingMixin, BaseEstimator):
         Candidate values of :math:`\lambda` and :math:`\gamma`.
     separate : bool
         One :math:`\gamma` per input kernel (Prop. 5) instead of one for all (Prop. 4).
-    cv : int
-        Number of folds for :math:`\lambda`.
+    cv : int, splitter or iterable of (train, test) index arrays
+        Folds for :math:`\lambda`: an integer gives that many shuffled folds.
     random_state : int or None
         Seed of the fold shuffling.
 
@@ -909,7 +1017,8 @@ class MPIOKRCV(_RankingMixin, BaseEstimator):
     gamma_ : float or ndarray of shape (K,)
         Selected :math:`\gamma` (None with known candidate inputs).
     gamma_errors_ : ndarray of shape (r_gamma,) or (K, r_gamma)
-        Leave-one-out errors of the reverse regression.
+        Leave-one-out errors of the reverse regression, in the feature space of the
+        weighted kernel :math:`\sum_k \mu_k k^k_x` (joint) or of each :math:`\mu_k k^k_x`.
     lam_ : float
         Selected :math:`\lambda`.
     cv_scores_ : ndarray of shape (r_lam,)
@@ -951,9 +1060,8 @@ class MPIOKRCV(_RankingMixin, BaseEstimator):
             self.gamma_errors_ = loo_squared_errors(KY_S, sum(grams.KX)[:l, :l], gammas)
             self.gamma_ = gammas[int(np.argmin(self.gamma_errors_))]
         groups = None if grams.known else _gamma_groups(self.gamma_, n_kernels)
-        folds = KFold(int(self.cv), shuffle=True, random_state=self.random_state)
         scores = [self._fold_scores(grams, all_sets, candidate_sets, groups, tr, te, lams)
-                  for tr, te in folds.split(np.arange(l))]
+                  for tr, te in _folds(self.cv, self.random_state, l)]
         self.cv_scores_ = np.mean(scores, axis=0)
         self.lam_ = lams[int(np.argmax(self.cv_scores_))]
         self.best_estimator_ = MPIOKR(self.input_kernel, self.output_kernel, self.kernel_weights,
@@ -970,7 +1078,7 @@ class MPIOKRCV(_RankingMixin, BaseEstimator):
         out_basis = np.concatenate([train, l + np.arange(grams.n_pool)])
         in_basis = out_basis if grams.known else train
         centring_maps = None if grams.known else model.centring_maps
-        members, KY, V = [], [], []
+        KY, V, diag, mean = [], [], [], []
         for i in test:
             cands = np.concatenate([[i], l + all_sets.sets[all_sets.set_of[i]]])
             KY.append(grams.KY[np.ix_(cands, out_basis)])  # (n_c, l_train + pool)
@@ -978,17 +1086,17 @@ class MPIOKRCV(_RankingMixin, BaseEstimator):
             KX_c = [K[np.ix_(cands, in_basis)] for K in grams.KX] if grams.known else None
             V.append(_mp_input_vectors(KX, groups, centring_maps, KY[-1][:, :len(train)], KX_c,
                                        self.centre))
-            members.append(cands)
+            gram = grams.KY[np.ix_(cands, cands)]  # (n_c, n_c)
+            diag.append(np.diag(gram))
+            mean.append(gram.mean(axis=1) if self.centre else None)
         V = np.vstack(V)  # (m, n_inputs)
         reciprocal = np.zeros((len(test), len(lams)))
         for j, lam in enumerate(lams):
             projected = model.apply(lam, V)  # (m, l_train + pool)
-            for row, cands in enumerate(members):
-                gram = grams.KY[np.ix_(cands, cands)]
-                mean = gram.mean(axis=1) if self.centre else None
-                s = _mp_scores(projected[row:row + 1], KY[row], np.diag(gram), mean,
+            for row in range(len(test)):
+                s = _mp_scores(projected[row:row + 1], KY[row], diag[row], mean[row],
                                self.score)[0]
-                reciprocal[row, j] = 1.0 / (1 + np.sum(s > s[0]))
+                reciprocal[row, j] = _reciprocal_rank(s)
         return reciprocal.mean(axis=0)
 
     def decision_function(self, X, candidates, candidate_inputs=None, candidate_gram=None):

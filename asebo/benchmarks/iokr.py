@@ -15,18 +15,27 @@ fold, with IOKR's leave-one-out error. Methods:
 
 * ``1-NN``: candidates ranked by Tanimoto similarity to the structure of the training
   molecule with the most similar spectrum (combined input kernel).
-* ``IOKR``: :class:`asebo.iokr.IOKRCV`, lambda by closed-form leave-one-out, on the
-  first input kernel and on all of them combined (uniform weights).
+* ``IOKR``: :class:`asebo.iokr.IOKRCV`, on the first input kernel and on all of them
+  combined (uniform weights), lambda by the closed-form leave-one-out squared error
+  ("LOO") or, like MP-IOKR, by the mean reciprocal rank of held-out training molecules
+  among their candidates ("ranking CV", ``--inner-folds`` folds).
+* ``IOKR, pool as training data``: IOKR (ranking CV) trained on the training molecules
+  and the pool below, whose spectra it then uses as labelled data: the fair baseline
+  of MP-IOKR with known candidate inputs.
 * ``MP-IOKR``: :class:`asebo.iokr.MPIOKRCV` on the combined kernel, with candidate
   inputs known (Prop. 3: QM9 has the spectra of all candidates), approximated with one
   gamma (Prop. 4, "joint") and with one gamma per kernel (Prop. 5, "separate"), and the
   joint approximation without test-time centring (the paper's h(x)). The candidate
-  statistics use ``--pool-per-set`` random isomers of each distinct training formula,
-  as the paper's random subsets of the candidate sets.
+  statistics use a pool of ``--pool-per-set`` random isomers of each distinct training
+  formula, never a test molecule, as the paper's random subsets of the candidate sets.
+
+``--lambda-sweep`` replaces the comparison by IOKR and joint MP-IOKR at every lambda
+of the grid (no selection), to separate the effect of the method from that of the
+lambda criterion; ``--max-folds`` stops after the first folds.
 
 Accuracies are top-k percentages of test molecules whose structure is among the k
-best ranked candidates; a candidate with the same fingerprint as the right one and a
-tie in score counts against it. Times are CPU seconds summed over folds: training
+best ranked candidates; candidates with the same fingerprint as the right one, and
+ties in score, count against it. Times are CPU seconds summed over folds: training
 includes the hyperparameter selection; the kernel matrices (spectra, fingerprints,
 Tanimoto and Gaussian Gram matrices) are computed once per fold, outside the timings,
 as in the paper's Table 5.
@@ -39,11 +48,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 from sklearn.model_selection import KFold
-from sklearn.preprocessing import KernelCenterer
 
-from asebo.iokr import PRECOMPUTED, IOKRCV, MPIOKRCV, loo_squared_errors
+from asebo.iokr import IOKRCV, MPIOKR, MPIOKRCV, PRECOMPUTED, loo_squared_errors
 
 TOP_K = (1, 5, 10, 20)
+REFERENCE = "IOKR, lambda by ranking CV"  # IOKR with MP-IOKR's lambda criterion
 _ELEMENT_ORDER = {6: 0, 1: 1}  # Hill order: C, H, then the others alphabetically
 _SYMBOLS = {1: "H", 6: "C", 7: "N", 8: "O", 9: "F"}
 
@@ -195,9 +204,8 @@ def select_gaussian_width(spectra, KY, factors, lams):
     """
     sq = squared_distances(spectra, spectra)  # (l, l)
     base = 1.0 / np.median(sq[np.triu_indices(len(sq), 1)])
-    KY_c = KernelCenterer().fit_transform(KY)
-    errors = [loo_squared_errors(KernelCenterer().fit_transform(np.exp(-f * base * sq)),
-                                 KY_c, lams).min() for f in factors]
+    errors = [loo_squared_errors(np.exp(-f * base * sq), KY, lams, centre=True).min()
+              for f in factors]
     return factors[int(np.argmin(errors))] * base
 
 
@@ -214,6 +222,7 @@ class FoldKernels:
     KY_SS: np.ndarray  # (l, l)
     KY_PB: np.ndarray  # (pool, l + pool)
     candidate_sets: list  # l arrays of pool rows
+    pool_sets: list  # the same for each pool molecule: the pool rows of its formula
     gammas: list  # Gaussian kernel parameter of each spectrum width
     train: np.ndarray  # (l,) universe positions of S
     pool: np.ndarray  # (pool,) universe positions of P
@@ -242,14 +251,22 @@ def fold_kernels(data, train, test, pool_per_set, width_factors, lams, rng):
         KY_SS=KY_SS,
         KY_PB=tanimoto_sparse(F[pool], F[basis]),
         candidate_sets=[candidate_sets[f] for f in data.formula[train]],
+        pool_sets=[candidate_sets[f] for f in data.formula[pool]],
         gammas=gammas, train=train, pool=pool)
 
 
-def _iokr(kernels, lams):
-    """IOKR on the input kernels ``kernels`` (indices), lambda by leave-one-out."""
+def _iokr(kernels, lams, inner_folds=None, random_state=None):
+    """IOKR on the input kernels ``kernels`` (indices).
+
+    lambda by closed-form leave-one-out squared error (``inner_folds`` None), or by the
+    mean reciprocal rank among the training candidate sets in K-fold cross-validation.
+    """
     def fit(fk):
-        return IOKRCV([PRECOMPUTED] * len(kernels), PRECOMPUTED, lams=lams).fit(
-            [fk.KX_SS[k] for k in kernels], fk.KY_SS)
+        model = IOKRCV([PRECOMPUTED] * len(kernels), PRECOMPUTED, lams=lams, cv=inner_folds,
+                       random_state=random_state)
+        ranking = {} if inner_folds is None else dict(candidates=fk.KY_PB,
+                                                      candidate_sets=fk.candidate_sets)
+        return model.fit([fk.KX_SS[k] for k in kernels], fk.KY_SS, **ranking)
 
     def scores(model, fk, group):
         l = len(fk.train)
@@ -258,14 +275,17 @@ def _iokr(kernels, lams):
     return fit, scores
 
 
-def _iokr_with_pool(kernels, lams):
-    """IOKR trained on the training molecules and the pool, inputs and outputs known."""
+def _iokr_with_pool(kernels, lams, inner_folds, random_state):
+    """IOKR trained on the training molecules and the pool, lambda by ranking."""
     def fit(fk):
         l = len(fk.train)
         KX = [np.vstack([np.hstack([fk.KX_SS[k], fk.KX_PB[k][:, :l].T]), fk.KX_PB[k]])
               for k in kernels]
-        KY = np.vstack([np.hstack([fk.KY_SS, fk.KY_PB[:, :l].T]), fk.KY_PB])
-        return IOKRCV([PRECOMPUTED] * len(kernels), PRECOMPUTED, lams=lams).fit(KX, KY)
+        KY = np.vstack([np.hstack([fk.KY_SS, fk.KY_PB[:, :l].T]), fk.KY_PB])  # over [S, P]
+        model = IOKRCV([PRECOMPUTED] * len(kernels), PRECOMPUTED, lams=lams, cv=inner_folds,
+                       random_state=random_state)
+        return model.fit(KX, KY, np.hstack([fk.KY_PB, fk.KY_PB[:, l:]]),
+                         fk.candidate_sets + fk.pool_sets)
 
     def scores(model, fk, group):
         return model.decision_function([group["KX_QB"][k] for k in kernels], group["KY_TB"],
@@ -291,6 +311,17 @@ def _mp_iokr(known, lams, gammas, separate, centre, inner_folds, random_state):
     return fit, scores
 
 
+def _mp_iokr_fixed_lambda(lam, gammas):
+    """MP-IOKR, joint approximation (Prop. 4) at a given lambda; gamma by leave-one-out."""
+    def fit(fk):
+        gamma = gammas[int(np.argmin(loo_squared_errors(fk.KY_SS, sum(fk.KX_SS) / len(fk.KX_SS),
+                                                         gammas)))]
+        return MPIOKR([PRECOMPUTED] * len(fk.KX_SS), PRECOMPUTED, lam=lam, gamma=gamma).fit(
+            fk.KX_SS, fk.KY_SS, fk.KY_PB, fk.candidate_sets)
+
+    return fit, _mp_iokr(False, [lam], gammas, False, True, 2, None)[1]
+
+
 def _nearest_neighbour():
     """Rank by Tanimoto similarity to the structure of the nearest training spectrum."""
     def fit(fk):
@@ -308,16 +339,28 @@ def methods(args):
     mp = dict(lams=args.lams, gammas=args.gammas, inner_folds=args.inner_folds,
               random_state=args.seed)
     all_kernels = list(range(len(args.sigmas)))
+    ranking = dict(inner_folds=args.inner_folds, random_state=args.seed)
     table = {"1-NN": _nearest_neighbour(),
-             f"IOKR (sigma={args.sigmas[0]:g})": _iokr([0], args.lams)}
+             f"IOKR (sigma={args.sigmas[0]:g}), lambda by LOO": _iokr([0], args.lams)}
     if len(all_kernels) > 1:
-        table["IOKR (all kernels)"] = _iokr(all_kernels, args.lams)
-    table["IOKR (all kernels), pool as training data"] = _iokr_with_pool(all_kernels, args.lams)
+        table["IOKR (all kernels), lambda by LOO"] = _iokr(all_kernels, args.lams)
+    table[REFERENCE] = _iokr(all_kernels, args.lams, **ranking)
+    table["IOKR, pool as training data"] = _iokr_with_pool(all_kernels, args.lams, **ranking)
     table["MP-IOKR known inputs (Prop. 3)"] = _mp_iokr(True, separate=False, centre=True, **mp)
     table["MP-IOKR joint (Prop. 4)"] = _mp_iokr(False, separate=False, centre=True, **mp)
     if len(all_kernels) > 1:
         table["MP-IOKR separate (Prop. 5)"] = _mp_iokr(False, separate=True, centre=True, **mp)
     table["MP-IOKR joint, h(x) = W phi(x)"] = _mp_iokr(False, separate=False, centre=False, **mp)
+    return table
+
+
+def lambda_sweep_methods(args):
+    """IOKR and joint MP-IOKR on all kernels at every lambda of the grid, unselected."""
+    all_kernels = list(range(len(args.sigmas)))
+    table = {}
+    for lam in args.lams:
+        table[f"IOKR (all kernels), lambda={lam:g}"] = _iokr(all_kernels, [lam])
+        table[f"MP-IOKR joint, lambda={lam:g}"] = _mp_iokr_fixed_lambda(lam, args.gammas)
     return table
 
 
@@ -357,30 +400,38 @@ def run_benchmark(args, log=print):
     log(f"library: {len(data.library)} molecules of {len(np.unique(data.formula[data.library]))}"
         f" formulas; {len(data.formula)} candidates in all "
         f"({time.process_time() - t0:.0f} s CPU to load QM9, fingerprints and spectra)")
-    table = methods(args)
+    table = lambda_sweep_methods(args) if args.lambda_sweep else methods(args)
     ranks = {name: [] for name in table}
     times = {name: {"train": 0.0, "test": 0.0} for name in table}
     kernel_time = 0.0
     rng = np.random.default_rng(args.seed)
     folds = KFold(args.folds, shuffle=True, random_state=args.seed)
     for n, (train_idx, test_idx) in enumerate(folds.split(data.library)):
+        if args.max_folds is not None and n >= args.max_folds:
+            break
         t = time.process_time()
         train, test = data.library[train_idx], data.library[test_idx]
         fk = fold_kernels(data, train, test, args.pool_per_set, args.width_factors, args.lams,
                           rng)
-        groups = list(_test_groups(data, test, fk))
         kernel_time += time.process_time() - t
-        for name, (fit, score) in table.items():
+        models = {}
+        for name, (fit, _) in table.items():
             t = time.process_time()
-            model = fit(fk)
+            models[name] = fit(fk)
             times[name]["train"] += time.process_time() - t
-            t = time.process_time()
-            for group in groups:
-                s = score(model, fk, group)
+        n_candidates = 0
+        t = time.process_time()
+        for group in _test_groups(data, test, fk):
+            kernel_time += time.process_time() - t
+            n_candidates += len(group["KY_TT"])
+            for name, (_, score) in table.items():
+                t = time.process_time()
+                s = score(models[name], fk, group)
+                times[name]["test"] += time.process_time() - t
                 ranks[name].append(pessimistic_ranks(s, group["true"], group["KY_TT"]))
-            times[name]["test"] += time.process_time() - t
+            t = time.process_time()
         log(f"fold {n + 1}/{args.folds}: {len(train)} training molecules, pool of "
-            f"{len(fk.pool)} isomers, {sum(len(g['KY_TT']) for g in groups)} test candidates")
+            f"{len(fk.pool)} isomers, {n_candidates} test candidates")
     ranks = {name: np.concatenate(r) for name, r in ranks.items()}
     return ranks, times, kernel_time, data
 
@@ -402,6 +453,25 @@ def markdown_table(ranks, times):
     return "\n".join(lines)
 
 
+def sign_tests(ranks, reference):
+    """Paired sign test of each method against ``reference`` (the paper's Table 4).
+
+    Returns, per method, the numbers of test molecules ranked better and worse than by
+    the reference, and the two-sided binomial p-value, ties left out.
+    """
+    from scipy.stats import binomtest
+
+    rows = {}
+    for name, r in ranks.items():
+        if name == reference:
+            continue
+        better = int(np.sum(r < ranks[reference]))
+        worse = int(np.sum(r > ranks[reference]))
+        p = binomtest(better, better + worse).pvalue if better + worse else 1.0
+        rows[name] = (better, worse, p)
+    return rows
+
+
 def plot_top_k_differences(ranks, reference, path, k_max=50):
     """Top-k accuracy minus that of ``reference`` for k = 1..k_max (the paper's Fig. 2)."""
     import matplotlib
@@ -417,7 +487,8 @@ def plot_top_k_differences(ranks, reference, path, k_max=50):
             ax.plot(ks, [top_k_accuracy(r, k) for k in ks] - base, label=name)
     ax.axhline(0.0, color="black", lw=0.8)
     ax.set_xlabel("k")
-    ax.set_ylabel(f"top-k accuracy minus {reference} (points)")
+    ax.set_ylabel("top-k accuracy difference (points)")
+    ax.set_title(f"minus {reference}", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -437,7 +508,7 @@ def add_arguments(parser):
     parser.add_argument("--sigmas", type=float, nargs="+", default=[20.0, 40.0],
                         help="Gaussian broadenings of the spectra in cm^-1, one input "
                              "kernel each (default 20 40)")
-    parser.add_argument("--lams", type=float, nargs="+", default=list(np.logspace(-6, 0, 7)),
+    parser.add_argument("--lams", type=float, nargs="+", default=list(np.logspace(-4, 2, 7)),
                         help="grid of lambda")
     parser.add_argument("--gammas", type=float, nargs="+", default=list(np.logspace(-4, 0, 5)),
                         help="grid of gamma (MP-IOKR input approximation)")
@@ -446,17 +517,25 @@ def add_arguments(parser):
                              "distance")
     parser.add_argument("--inner-folds", type=int, default=3,
                         help="folds of the lambda selection of MP-IOKR")
+    parser.add_argument("--max-folds", type=int,
+                        help="evaluate only the first folds of the cross-validation")
+    parser.add_argument("--lambda-sweep", action="store_true",
+                        help="instead of the comparison, IOKR and joint MP-IOKR at every "
+                             "lambda of --lams, to see the selection's effect")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--figure", help="write the top-k difference plot to this PNG file")
 
 
 def run(args):
     """Run the benchmark and print the table."""
-    ranks, times, kernel_time, data = run_benchmark(args)
+    ranks, times, kernel_time, _ = run_benchmark(args)
     print(markdown_table(ranks, times))
     print(f"\nkernel matrices: {kernel_time:.1f} CPU s in all (not in the times above)")
+    reference = REFERENCE if REFERENCE in ranks else list(ranks)[0]
+    print(f"\nsign test against {reference}, per test molecule:\n")
+    print("| method | ranked better | ranked worse | p (two-sided) |\n|---|---|---|---|")
+    for name, (better, worse, p) in sign_tests(ranks, reference).items():
+        print(f"| {name} | {better} | {worse} | {p:.1e} |")
     if args.figure:
-        names = list(ranks)
-        reference = "IOKR (all kernels)" if "IOKR (all kernels)" in ranks else names[1]
         plot_top_k_differences(ranks, reference, args.figure)
         print(f"figure written to {args.figure}")
