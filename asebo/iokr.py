@@ -22,11 +22,11 @@ candidate outputs by their distance to :math:`h(x)` (seed 001, eq. 3).
     groups are the kernels sharing a :math:`\gamma` (section 2.3.2). With one
     :math:`\gamma` for all kernels this is Prop. 4.
 
-:class:`IOKRCV` selects :math:`\lambda` by the closed-form leave-one-out error
-(:func:`loo_squared_errors`) or by K-fold cross-validation; :class:`MPIOKRCV`
-selects :math:`\gamma` by the leave-one-out error of the reverse regression, then
-:math:`\lambda` by K-fold cross-validation of the ranking of held-out training
-examples among their candidates.
+:class:`IOKRCV` selects :math:`\lambda` by the closed-form leave-one-out squared error
+(:func:`loo_squared_errors`), by its K-fold version, or, given candidate sets, by the
+K-fold mean reciprocal rank of held-out training examples among their candidates;
+:class:`MPIOKRCV` selects :math:`\gamma` by the leave-one-out error of the reverse
+regression, then :math:`\lambda` by that ranking criterion.
 
 Implementation notes (each checked numerically in ``tests/test_iokr.py``):
 
@@ -49,7 +49,8 @@ Implementation notes (each checked numerically in ``tests/test_iokr.py``):
   inputs the ranking is then, like eq. 4, invariant to shifts of either feature space
   (the approximation :math:`g` of eq. 10 is not). ``centre=False`` gives the paper's
   :math:`h(x) = W \phi(x)` (eqs. 11 and 13 as written). For IOKR, ``centre=True``
-  centres both kernels on the training set, as in Brouard et al. (2016a).
+  centres both kernels on the training set, as in Brouard et al. (2016a); the output
+  mean is then an unpenalised intercept, which the leave-one-out formula must include.
 
 Kernels
 -------
@@ -732,30 +733,25 @@ class _ApproximatedInputsModel:
     """
 
     def __init__(self, K_groups, KY, KY_pool, gammas, sets):
-        l = len(KY)
-        self.sets = sets
-        self.K_groups = K_groups  # G x (l, l)
+        l, G = len(KY), len(gammas)
         set_means = sets.means(KY_pool)  # (l, l): row i = mean_{c in C_i} K_Y(c, S)
         B = set_means.T  # (l, l) column i = Psi_S^T psi_bar_{C_i}
         L = sets.deviations(KY_pool).T  # (l, n_pairs)
         cov = L @ L.T  # (l, l)
         RLt = sets.spread_deviations(L.T)  # (pool, l) R L^T
-        self.M = [cho_solve(cho_factor(g * np.eye(l) + KY), np.eye(l)) for g in gammas]
-        first = [np.eye(l) - M @ B for M in self.M]  # A_g first block, (l, l)
-        G = len(gammas)
-        self.AAt = np.block([[first[g] @ first[h].T + self.M[g] @ cov @ self.M[h]
-                              for h in range(G)] for g in range(G)])  # (lG, lG)
-        self.DK_AAt = np.vstack([K_groups[g] @ self.AAt[g * l:(g + 1) * l] for g in range(G)])
-        self.TAt = np.hstack([np.vstack([first[g].T,
-                                         RLt @ self.M[g] - sets.spread_means(first[g].T)])
+        M = [cho_solve(cho_factor(g * np.eye(l) + KY), np.eye(l)) for g in gammas]  # G x (l, l)
+        first = [np.eye(l) - Mg @ B for Mg in M]  # A_g first block, (l, l)
+        AAt = np.block([[first[g] @ first[h].T + M[g] @ cov @ M[h] for h in range(G)]
+                        for g in range(G)])  # (lG, lG)
+        self.DK_AAt = np.vstack([K_groups[g] @ AAt[g * l:(g + 1) * l] for g in range(G)])
+        self.TAt = np.hstack([np.vstack([first[g].T, RLt @ M[g] - sets.spread_means(first[g].T)])
                               for g in range(G)])  # (l + pool, lG)
-        self.centring_maps = [Kg @ M for Kg, M in zip(K_groups, self.M)]  # K^g M_g
-
-        self.n_inputs = len(self.AAt)
+        self.centring_maps = [Kg @ Mg for Kg, Mg in zip(K_groups, M)]  # K^g M_g
+        self.n_inputs = l * G
 
     def apply(self, lam, V):
         """``V @ coef.T`` for input vectors ``V`` (m, lG); ``coef`` is :math:`T A^\\top Q^{-1}`."""
-        Q = lam * np.eye(len(self.AAt)) + self.DK_AAt  # (lG, lG)
+        Q = lam * np.eye(self.n_inputs) + self.DK_AAt  # (lG, lG)
         return (self.TAt @ lu_solve(lu_factor(Q), V.T)).T
 
 
