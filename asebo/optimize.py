@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 import torch
+from ase.constraints import FixAtoms
 from ase.io.jsonio import decode, encode
 from ase.optimize.optimize import OptimizableAtoms, Optimizer
 from ase.parallel import broadcast, world
@@ -219,10 +220,10 @@ class BOOptimizer(Optimizer):
                            np.array(self.forces))
 
     def _free_coordinates(self):
-        """Boolean mask (3n,) of the coordinates that no FixAtoms-like constraint holds."""
+        """Boolean mask (3n,) of the coordinates that no FixAtoms constraint holds."""
         free = np.ones((len(self.atoms), 3), dtype=bool)
         for constraint in self.atoms.constraints:
-            if hasattr(constraint, "get_indices") and type(constraint).__name__ == "FixAtoms":
+            if isinstance(constraint, FixAtoms):
                 free[constraint.get_indices()] = False
         return torch.as_tensor(free.reshape(-1))
 

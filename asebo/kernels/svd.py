@@ -101,7 +101,6 @@ class Alignment:
             self.W = U * sign[..., None, :]
             self.V = V
             self.G = (self.W * weight[..., None, :]) @ Vh
-        self.proper = proper
 
 
 class _OptimalAlignment(torch.autograd.Function):
