@@ -200,11 +200,9 @@ class BOOptimizer(Optimizer):
 
     def _move_to_next(self):
         """Propose the next configuration (rank 0), move every rank's atoms there."""
-        if self.comm.rank == 0:
-            proposal, predicted = self._propose()
-        else:
-            proposal, predicted = None, None
-        proposal, predicted = broadcast((proposal, predicted), root=0, comm=self.comm)
+        step = self._propose() + (self.trust_radius,) if self.comm.rank == 0 else None
+        # the trust radius too: a step along the forces may have widened it on rank 0
+        proposal, predicted, self.trust_radius = broadcast(step, root=0, comm=self.comm)
         self.predicted_energy = predicted
         self.atoms.set_positions(proposal)
         # constraints may have moved the proposal: the configuration to evaluate next

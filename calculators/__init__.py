@@ -9,7 +9,7 @@ a cell-based code needs; ``CountingCalculator`` counts and times calls.
 
 from .box import MoleculeBoxCalculator
 from .counting import CountingCalculator
-from .presets import available, get_calculator
+from .presets import available, get_calculator, parse_preset
 from .recorder import POSITION_TOLERANCE, RecordingCalculator, calculator_key
 
 __all__ = [
@@ -20,4 +20,5 @@ __all__ = [
     "available",
     "calculator_key",
     "get_calculator",
+    "parse_preset",
 ]

@@ -5,6 +5,7 @@ A preset is a function that imports its package lazily, so that
 reported with the line that installs it.
 """
 
+import ast
 import importlib
 import importlib.util
 
@@ -144,6 +145,46 @@ def available(installed=False):
     ]
 
 
+def parse_preset(spec):
+    """Split a preset specification ``'name'`` or ``'name:key=value,...'``.
+
+    Values are read as Python literals where they are one (``h=0.25`` gives a float,
+    ``mode=lcao`` stays a string), so a preset with options fits in one command-line
+    word: ``asebo compare --calc gpaw:h=0.25,vacuum=3.5``.
+
+    Parameters
+    ----------
+    spec : str
+
+    Returns
+    -------
+    name : str
+        Lower-case preset name, one of :func:`available`.
+    options : dict
+        Keyword arguments of the preset.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name or an option not written ``key=value``.
+    """
+    name, _, text = str(spec).partition(":")
+    name = name.strip().lower()
+    if name not in PRESETS:
+        raise ValueError(f"unknown calculator {spec!r}; choose one of {', '.join(PRESETS)}, "
+                         "optionally with options as in 'gpaw:h=0.25,vacuum=3.5'")
+    options = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, equals, value = item.partition("=")
+        if not equals or not key.strip().isidentifier():
+            raise ValueError(f"calculator option {item!r} of {spec!r} is not key=value")
+        try:
+            options[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            options[key.strip()] = value.strip()
+    return name, options
+
+
 def get_calculator(name, **kw):
     """A fresh ASE calculator from a preset name.
 
@@ -151,9 +192,11 @@ def get_calculator(name, **kw):
     ----------
     name : str
         One of :func:`available` (case-insensitive): ``gfn2`` (the default
-        cheap method), ``gfn1``, ``gpaw`` (the DFT target), ``emt``, ``lj``.
+        cheap method), ``gfn1``, ``gpaw`` (the DFT target), ``emt``, ``lj``;
+        optionally with options, ``'gpaw:h=0.25,vacuum=3.5'`` (:func:`parse_preset`).
     **kw
-        Passed to the preset (see :func:`gfn2`, :func:`gpaw`, ...).
+        Passed to the preset (see :func:`gfn2`, :func:`gpaw`, ...), over the options
+        of ``name``.
 
     Returns
     -------
@@ -162,13 +205,9 @@ def get_calculator(name, **kw):
     Raises
     ------
     ValueError
-        For an unknown name.
+        For an unknown name or a malformed option.
     ImportError
         When the preset's package is missing; the message has the install line.
     """
-    key = str(name).lower()
-    if key not in PRESETS:
-        raise ValueError(
-            f"unknown calculator {name!r}; choose one of {', '.join(PRESETS)}"
-        )
-    return PRESETS[key](**kw)
+    key, options = parse_preset(name)
+    return PRESETS[key](**{**options, **kw})

@@ -3,12 +3,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! dpkg -s libxc-dev libopenblas-dev >/dev/null 2>&1; then
+# libxc and OpenBLAS for GPAW; MPICH and ScaLAPACK so that GPAW is built to run
+# under mpiexec (scripts/gpaw-siteconfig.py)
+packages="libxc-dev libopenblas-dev mpich libmpich-dev libscalapack-mpich-dev"
+if ! dpkg -s $packages >/dev/null 2>&1; then
     sudo_cmd=""
     [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
     $sudo_cmd apt-get update -qq
-    $sudo_cmd apt-get install -y -qq libxc-dev libopenblas-dev
+    $sudo_cmd apt-get install -y -qq $packages
 fi
 python3 -m pip install -q torch==2.13.0
-CC=g++ python3 -m pip install -q -e '.[test,gpaw]'
+GPAW_CONFIG="$PWD/scripts/gpaw-siteconfig.py" CC=g++ python3 -m pip install -q -e '.[test,gpaw]'
 python3 -m pytest -m "not slow" "$@"

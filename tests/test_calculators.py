@@ -20,6 +20,7 @@ from calculators import (
     available,
     calculator_key,
     get_calculator,
+    parse_preset,
 )
 
 
@@ -97,6 +98,20 @@ def test_preset_keywords_reach_the_calculator():
     default = energy_and_forces(atoms, get_calculator("lj"))[0]
     wider = energy_and_forces(atoms, get_calculator("lj", sigma=1.2))[0]
     assert wider != pytest.approx(default)
+
+
+def test_preset_options_in_the_name_reach_the_calculator():
+    assert parse_preset("GPAW: h=0.25, vacuum=3.5,mode=lcao") == (
+        "gpaw", {"h": 0.25, "vacuum": 3.5, "mode": "lcao"})
+    assert parse_preset("gfn2") == ("gfn2", {})
+    atoms = molecule("H2O")
+    assert energy_and_forces(atoms, get_calculator("lj:sigma=1.2"))[0] == pytest.approx(
+        energy_and_forces(atoms, get_calculator("lj", sigma=1.2))[0])
+    # keywords win over the options of the name
+    assert get_calculator("lj:sigma=1.2", sigma=1.0).parameters.sigma == 1.0
+    for bad in ("lj:sigma", "lj:1x=2", "dftb:h=0.2"):
+        with pytest.raises(ValueError, match="key=value|unknown calculator"):
+            parse_preset(bad)
 
 
 def test_unknown_name_lists_the_presets():

@@ -1,5 +1,7 @@
 """Tests of comparison campaigns: molecules, starts, storage, restart, summary, plots."""
 
+import os
+
 import ase.db
 import numpy as np
 import pytest
@@ -152,6 +154,7 @@ def test_optimizer_labels_and_priors():
     assert parse_optimizer("bo+gfn1") == ("bo+gfn1", "bo", "gfn1")
     assert parse_optimizer("bo", prior="gfn1") == ("bo+gfn1", "bo", "gfn1")
     assert parse_optimizer("lbfgs", prior="gfn1") == ("lbfgs", "lbfgs", None)
+    assert parse_optimizer("BO+lj:sigma=1.2") == ("bo+lj:sigma=1.2", "bo", "lj:sigma=1.2")
     for bad, message in [("newton", "unknown optimizer"), ("lbfgs+gfn1", "only bo"),
                          ("bo+dftb", "unknown prior")]:
         with pytest.raises(ValueError, match=message):
@@ -164,10 +167,29 @@ def test_campaign_key_and_settings_validation():
             for change in ({}, {"fmax": 0.02}, {"noise": 0.2}, {"seed": 1}, {"steps": 50})}
     assert len(keys) == 5
     assert Campaign(calc="gfn2").key != Campaign(calc="gfn1").key
+    # a preset with options: one key whatever their order, another than without them
+    assert Campaign(calc="gpaw:vacuum=3.5,h=0.25").settings()["calc"] == \
+        "gpaw:h=0.25,vacuum=3.5"
+    assert Campaign(calc="gpaw:h=0.25").key not in {Campaign(calc="gpaw:h=0.2").key,
+                                                    Campaign(calc="gpaw").key}
     for bad in ({"fmax": 0.0}, {"noise": -0.1}, {"steps": 0}, {"seed": 1.5},
                 {"calc": "dftb"}, {"fmax": np.nan}):
         with pytest.raises(ValueError):
             Campaign(**{"calc": "emt", **bad})
+
+
+class EMTWithOpenLog(EMT):
+    """EMT holding an open file, as a GPAW calculator holds its text output."""
+
+    def __init__(self):
+        super().__init__()
+        self.log = open(os.devnull, "w")
+
+
+def test_a_calculator_that_cannot_be_copied_is_refused_with_the_preset_to_use():
+    assert Campaign(calc=EMT()).settings()["calc"].startswith("emt:")
+    with pytest.raises(ValueError, match="cannot be copied.*gpaw:h=0.25"):
+        Campaign(calc=EMTWithOpenLog())
 
 
 # storage and restart

@@ -11,6 +11,7 @@ are never mixed in one database.
 import hashlib
 import importlib.util
 import json
+import pickle
 import zlib
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ import numpy as np
 from ase import Atoms
 
 from asebo.compare import OPTIMIZERS
-from calculators import available, calculator_key
+from calculators import calculator_key, parse_preset
 
 PRIOR_SEPARATOR = "+"
 
@@ -30,8 +31,9 @@ class Campaign:
     Parameters
     ----------
     calc : str or ase calculator
-        Preset name of :func:`calculators.get_calculator` (``'gfn2'``) or a calculator,
-        copied for each run.
+        Preset of :func:`calculators.get_calculator`, with options or without
+        (``'gfn2'``, ``'gpaw:h=0.25,vacuum=3.5'``), or a calculator that can be
+        pickled, copied for each run.
     fmax : float
         Convergence threshold on the largest force, eV/Å.
     steps : int
@@ -56,13 +58,18 @@ class Campaign:
 
     def __post_init__(self):
         if isinstance(self.calc, str):
-            if self.calc.lower() not in available():
-                raise ValueError(f"unknown calculator {self.calc!r}: choose one of "
-                                 f"{', '.join(available())}")
-            self.calc = self.calc.lower()
+            self.calc = preset_spec(self.calc)
         elif not hasattr(self.calc, "get_potential_energy"):
             raise ValueError("calc must be a preset name (gfn2, gfn1, gpaw, emt, lj) or an "
                              f"ASE calculator, got {type(self.calc).__name__}")
+        else:
+            try:
+                pickle.dumps(self.calc)
+            except (TypeError, pickle.PicklingError, AttributeError) as error:
+                raise ValueError(
+                    f"the {type(self.calc).__name__} calculator cannot be copied for each "
+                    f"run ({error}): give a preset with options instead, such as "
+                    "'gpaw:h=0.25,vacuum=3.5'") from None
         if not (np.isfinite(self.fmax) and self.fmax > 0):
             raise ValueError(f"fmax must be a positive force in eV/Å, got {self.fmax}")
         if int(self.steps) != self.steps or self.steps < 1:
@@ -148,7 +155,8 @@ def parse_optimizer(label, prior=None):
         For an unknown optimizer or prior, a prior on another optimizer than ``bo``, or
         ``sella`` when Sella is not installed.
     """
-    optimizer, _, named_prior = str(label).lower().partition(PRIOR_SEPARATOR)
+    optimizer, _, named_prior = str(label).partition(PRIOR_SEPARATOR)
+    optimizer = optimizer.strip().lower()
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {label!r}: choose among {', '.join(OPTIMIZERS)}"
                          f" or bo{PRIOR_SEPARATOR}PRIOR (e.g. bo+gfn1)")
@@ -159,11 +167,37 @@ def parse_optimizer(label, prior=None):
         raise ValueError(f"{label!r}: only bo takes a calculator prior")
     if chosen is None:
         return optimizer, optimizer, None
-    chosen = str(chosen).lower()
-    if chosen not in available():
-        raise ValueError(f"unknown prior {chosen!r} in {label!r}: choose one of "
-                         f"{', '.join(available())}")
+    try:
+        chosen = preset_spec(chosen)
+    except ValueError as error:
+        raise ValueError(f"unknown prior in {label!r}: {error}") from None
     return f"{optimizer}{PRIOR_SEPARATOR}{chosen}", optimizer, chosen
+
+
+def preset_spec(spec):
+    """The canonical form of a calculator preset with options, ``'gpaw:h=0.25,...'``.
+
+    Options are sorted and their values written as Python literals, so one calculator
+    always gives one campaign key.
+
+    Parameters
+    ----------
+    spec : str
+        See :func:`calculators.parse_preset`.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        For an unknown preset or a malformed option.
+    """
+    name, options = parse_preset(spec)
+    if not options:
+        return name
+    return f"{name}:" + ",".join(f"{key}={options[key]!r}" for key in sorted(options))
 
 
 def start_indices(starts):

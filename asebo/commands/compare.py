@@ -36,7 +36,8 @@ def add_arguments(parser):
                              "coordinate, Å (default 0.1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the perturbations")
     parser.add_argument("--calc", default="gfn2",
-                        help="calculator preset: gfn2 (default), gfn1, gpaw, emt, lj")
+                        help="calculator preset: gfn2 (default), gfn1, gpaw, emt, lj, "
+                             "with options as in gpaw:h=0.25,vacuum=3.5")
     parser.add_argument("--prior", default=None,
                         help="calculator preset used as the prior of bo (Δ-learning), e.g. "
                              "gfn1; the runs are labelled bo+PRIOR")
