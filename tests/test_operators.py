@@ -7,7 +7,7 @@ from ase.build import molecule
 
 from asebo.kernels import joint_covariance, solve_joint, svd_kernel_blocks
 from asebo.kernels.euclidean import cartesian_rbf_blocks_batched
-from asebo.kernels.operators import assemble_joint
+from asebo.kernels.operators import JointStructure, assemble_joint
 
 
 def configurations(name, m, scale=0.1, seed=0):
@@ -27,6 +27,25 @@ def test_structured_product_equals_dense_product(name, proper):
     assert (product - dense @ rhs).norm() <= 1e-10 * (dense @ rhs).norm()
     assert torch.allclose(op._matmul(rhs[:, 0]), product[:, 0], atol=1e-14)
     assert torch.allclose(op._diagonal(), torch.diagonal(dense), atol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", ["svd", "cartesian"])
+def test_structure_grown_in_pieces_gives_the_dense_joint_covariance(kernel):
+    # 1 + 1 + 9 + 9 configurations: the storage grows past its first capacity twice
+    P = torch.as_tensor(configurations("CH3OH", 20, seed=3))
+    structure = JointStructure(kernel)
+    for piece in (P[:1], P[1:2], P[2:11], P[11:]):
+        structure.extend(piece)
+    assert len(structure) == 20
+    if kernel == "svd":
+        expected = joint_covariance(P, gamma=0.7).to_dense()
+    else:
+        k, dk_dX, dk_dZ, d2k = cartesian_rbf_blocks_batched(P, P, gamma=0.7)
+        expected = assemble_joint(k, dk_dX, dk_dZ, d2k)
+    assert torch.allclose(structure.dense(0.7), expected, atol=1e-12)
+    select = torch.tensor([0, 4, 11, 19])
+    rows = (select[:, None] * 19 + torch.arange(19)).reshape(-1)  # 3n + 1 = 19 rows each
+    assert torch.allclose(structure.dense(0.7, select), expected[rows][:, rows], atol=1e-12)
 
 
 def test_joint_covariance_is_symmetric_with_unit_energy_variance():

@@ -179,6 +179,7 @@ class JointStructure:
         self.kernel = kernel
         self.proper = proper
         self.positions = None  # (m, n, 3)
+        self._buffers = {}  # name -> (capacity, capacity, ...) tensor
 
     def __len__(self):
         return 0 if self.positions is None else self.positions.shape[0]
@@ -198,17 +199,32 @@ class JointStructure:
         for x in new:
             positions = x[None] if self.positions is None else torch.cat([self.positions, x[None]])
             distance, eX, eZ, hessian = self._row(x, positions)  # (m+1,), (m+1, n, 3), ...
-            if self.positions is None:
-                self.distance, self.eX, self.eZ = distance[None], eX[None], eZ[None]
-                self.hessian = hessian[None]
-            else:
-                # block (j, new) is block (new, j) transposed: e_X and e_Z swap
-                self.distance = _grow(self.distance, distance, distance[:-1])
-                self.eX = _grow(self.eX, eX, eZ[:-1])
-                self.eZ = _grow(self.eZ, eZ, eX[:-1])
-                self.hessian = _grow(self.hessian, hessian, hessian[:-1].transpose(-1, -2))
+            # block (j, new) is block (new, j) transposed: e_X and e_Z swap
+            self._store("distance", distance, distance[:-1])
+            self._store("eX", eX, eZ[:-1])
+            self._store("eZ", eZ, eX[:-1])
+            self._store("hessian", hessian, hessian[:-1].transpose(-1, -2))
             self.positions = positions
         return self
+
+    def _store(self, name, row, column):
+        """Write the block row (m+1, ...) and column (m, ...) of configuration m.
+
+        The blocks live in a buffer with room to spare, grown by half when full, so
+        that a new configuration copies O(m) blocks, not the O(m^2) already stored;
+        the attribute ``name`` is the (m+1, m+1, ...) view of what is filled.
+        """
+        m = len(column)
+        buffer = self._buffers.get(name)
+        if buffer is None or buffer.shape[0] <= m:
+            capacity = m + 1 + max(8, m // 2)
+            grown = row.new_empty((capacity, capacity) + tuple(row.shape[1:]))
+            if buffer is not None:
+                grown[:m, :m] = buffer[:m, :m]
+            self._buffers[name] = buffer = grown
+        buffer[m, :m + 1] = row
+        buffer[:m, m] = column
+        setattr(self, name, buffer[:m + 1, :m + 1])
 
     def dense(self, gamma, select=None):
         """Dense joint covariance at ``gamma`` of all or the ``select``-ed configurations."""
@@ -219,12 +235,6 @@ class JointStructure:
         d2 = mixed_block(k, gamma, eX, eZ, self.hessian[index][:, index])
         return assemble_joint(k, -gamma * k[..., None, None] * eX,
                               -gamma * k[..., None, None] * eZ, d2)
-
-
-def _grow(matrix, row, column):
-    """Append a block row and column to a (m, m, ...) tensor: (m+1, m+1, ...)."""
-    widened = torch.cat([matrix, column[:, None]], dim=1)  # (m, m+1, ...)
-    return torch.cat([widened, row[None]], dim=0)
 
 
 def joint_covariance(positions, gamma, proper=True):
