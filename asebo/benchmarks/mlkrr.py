@@ -39,11 +39,11 @@ DEFAULT_OUTPUT = Path(__file__).resolve().parents[2] / "docs" / "figures"
 
 
 def add_arguments(parser):
-    parser.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2000, 4000],
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 4000],
                         help="training sizes N of the learning curves")
-    parser.add_argument("--metric-size", type=int, default=2000,
+    parser.add_argument("--metric-size", type=int, default=4000,
                         help="training molecules on which MLKR and MLKRR learn A")
-    parser.add_argument("--iterations", type=int, default=300,
+    parser.add_argument("--iterations", type=int, default=900,
                         help="L-BFGS iterations of MLKR and of MLKRR")
     parser.add_argument("--fixed-sigma", action="store_true",
                         help="keep sigma at the plain-KRR value while learning A "
