@@ -12,7 +12,8 @@ the finite-difference grid with ``--mode fd``) to fmax = 0.05 eV/Å by
 - ``lbfgs``: ASE's L-BFGS.
 
 Each molecule has its own database ``gpaw_<molecule>.db`` in ``--output``: run the
-script again and the runs already stored are not recomputed. It prints the summary
+script again and the runs already stored are not recomputed; ``--optimizers`` runs a
+part of the comparison, ``--report`` only summarises what is stored. It prints the summary
 table of each molecule and writes ``gpaw_<molecule>_best.png/.pdf`` (mean best energy
 against force calls) and ``gpaw_<molecule>_runs.png/.pdf`` (every run). With the
 defaults (LCAO, spacing 0.2 Å, 3.5 Å of vacuum) one glycerol force call takes about
@@ -27,8 +28,8 @@ from pathlib import Path
 import numpy as np
 from ase.optimize import BFGS
 
-from asebo.campaign import (format_summary, load_molecule, plot_best_energy, plot_runs,
-                            run_campaign, summarize)
+from asebo.campaign import (CampaignStore, format_summary, load_molecule, plot_best_energy,
+                            plot_runs, run_campaign, summarize)
 from calculators import get_calculator
 
 MOLECULES = {"water": "H2O", "ethanol": "CH3CH2OH", "glycerol": "smiles:OCC(O)CO"}
@@ -71,6 +72,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--molecules", nargs="+", choices=sorted(MOLECULES),
                         default=list(MOLECULES))
+    parser.add_argument("--optimizers", nargs="+", choices=OPTIMIZERS, default=list(OPTIMIZERS))
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--mode", choices=("lcao", "fd"), default="lcao")
     parser.add_argument("--h", type=float, default=0.2, help="grid spacing, Å")
@@ -78,18 +80,23 @@ def main():
     parser.add_argument("--workers", type=int, default=None,
                         help="local Dask workers (default: one process, serial)")
     parser.add_argument("--output", type=Path, default=Path("."))
+    parser.add_argument("--report", action="store_true",
+                        help="run nothing: summarise and plot every run stored")
     args = parser.parse_args()
 
     args.output.mkdir(parents=True, exist_ok=True)
     calc = f"gpaw:mode={args.mode},h={args.h},vacuum={args.vacuum}"
     for name in args.molecules:
         prefix = args.output / f"gpaw_{name}"
-        records = run_campaign([(name, gfn2_minimum(MOLECULES[name]))], OPTIMIZERS,
-                               starts=args.starts, noise=0.1, seed=0, calc=calc,
-                               fmax=0.05, db=f"{prefix}.db",
-                               scheduler=None if args.workers else "serial",
-                               workers=args.workers)
-        print(f"\n{name} ({calc}, {args.starts} starts, sigma 0.1 Å)")
+        if args.report:
+            records = CampaignStore(f"{prefix}.db").records()
+        else:
+            records = run_campaign([(name, gfn2_minimum(MOLECULES[name]))], args.optimizers,
+                                   starts=args.starts, noise=0.1, seed=0, calc=calc,
+                                   fmax=0.05, db=f"{prefix}.db",
+                                   scheduler=None if args.workers else "serial",
+                                   workers=args.workers)
+        print(f"\n{name} ({calc}, sigma 0.1 Å)")
         print(format_summary(summarize(records)))
         for optimizer, (mean, largest) in same_start_gaps(records).items():
             print(f"{optimizer}: gap to the best final energy of the same start "
