@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -211,6 +212,26 @@ def test_bad_setups_are_refused_clearly(tmp_path):
     with pytest.raises(RestartError, match="other atoms"):
         BOOptimizer(lj_cluster(), restart=str(restart), logfile=None)
     assert restart.read_text() == saved
+
+
+def test_step_times_count_each_step_once_and_leave_out_the_calculator():
+    from asebo.benchmarks.steptime import step_times
+
+    class SlowLennardJones(LennardJones):
+        """Lennard-Jones that burns 0.4 s of processor time per call."""
+
+        def calculate(self, *args, **kwargs):
+            start = time.process_time()
+            while time.process_time() - start < 0.4:
+                pass
+            super().calculate(*args, **kwargs)
+
+    times = step_times(lj_cluster(5), SlowLennardJones(), steps=6)
+    assert times.shape == (6,)
+    assert np.isfinite(times).all() and (times > 0).all()
+    # a step of a 5-atom GP takes a few 0.01 s: the calculator's 0.4 s per call is
+    # not counted as the optimizer's time
+    assert np.median(times) < 0.4
 
 
 def test_command_line_relaxes_a_file_and_logs_predictions(tmp_path, capsys):

@@ -35,8 +35,8 @@ def step_times(atoms, calc, steps):
     ----------
     atoms : ase.Atoms
         The start (a copy is relaxed).
-    calc : str
-        Calculator preset.
+    calc : str or ase calculator
+        Calculator preset, or a calculator.
     steps : int
 
     Returns
@@ -48,7 +48,7 @@ def step_times(atoms, calc, steps):
     from calculators import CountingCalculator, get_calculator
 
     work = atoms.copy()
-    counter = CountingCalculator(get_calculator(calc))
+    counter = CountingCalculator(get_calculator(calc) if isinstance(calc, str) else calc)
     work.calc = counter
     marks = []  # (processor time, processor time in the calculator) after each step
     optimizer = BOOptimizer(work, logfile=None)
