@@ -22,7 +22,7 @@ from asebo.prediction import DATA_DIR, dataset_filename, generate_dataset
 
 SHIPPED = [
     ("water", "gpaw", 100),
-    ("glycerol", "gpaw-lcao", 24),
+    ("glycerol", "gpaw-lcao", 100),
     ("glycerol", "gfn2", 100),
     ("water", "gfn2", 100),
 ]
