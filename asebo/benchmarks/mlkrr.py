@@ -134,7 +134,6 @@ def run(args):
     data = load_qm9().sample(n_total, random_state=args.seed)
     y = data.atomization_energy * HARTREE_TO_KCAL_PER_MOL  # (n_total,)
     X = global_fchl19(data.numbers, data.positions)  # (n_total, 720)
-    pool = slice(0, n_pool)
     test = slice(n_pool, n_pool + args.test_size)
     val = slice(n_pool + args.test_size, n_total)
     timings["data and FCHL19"] = time.perf_counter() - start
