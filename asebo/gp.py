@@ -12,7 +12,10 @@ where ``c(x)`` is the covariance of ``E(x)`` with the observed energies and
 gradients, ``\Lambda`` holds the noise variances (``lambda`` for energies,
 ``lambda_deriv`` for gradients, seed 003) and ``m`` is the prior mean: a constant
 (the largest or the mean observed energy) or an ASE calculator, whose energy and
-forces the GP then corrects (Δ-learning, seed 004's last slides).
+forces the GP then corrects (Δ-learning, seed 004's last slides). A calculator
+prior is shifted by the mean difference of observed and prior energies: two methods
+differ by hundreds of eV in their reference states, and left in the residual that
+constant would set ``s`` and, through it, the noise.
 
 Hyperparameters: the kernel's ``gamma`` maximises the log marginal likelihood
 (seed 004, eqs. 27-29) with ``s^2`` profiled out in closed form; noise is set
@@ -110,11 +113,15 @@ class EnergyForceGP:
         Kernel inverse squared length scale (``k = exp(-gamma d / 2)``, Å⁻²); the
         starting point when ``fit_gamma``.
     fit_gamma : bool
-        Choose ``gamma`` by the marginal likelihood at each :meth:`fit`.
+        Choose ``gamma`` by the marginal likelihood of the latest ``hyper_window``
+        observations at each :meth:`fit`, then double it (up to the upper bound)
+        while the covariance of all the observations needs more jitter than the
+        energy noise to factorise.
     gamma_bounds : (float, float)
         Search interval of ``gamma``.
     prior : {'max', 'mean'}, float, or CalculatorPrior
-        Prior mean of the energy.
+        Prior mean of the energy. A calculator prior is shifted by the mean of
+        ``E - E_prior`` over the observations (``prior_offset_``).
     energy_noise, gradient_noise : float
         Noise standard deviations relative to the signal scale ``s`` (energies) and
         ``s sqrt(gamma)`` (gradients): ``lambda`` and ``lambda_deriv`` of seed 003.
@@ -156,7 +163,11 @@ class EnergyForceGP:
         m = len(energies)
         if isinstance(self.prior, CalculatorPrior):
             values = [self.prior.energy_and_forces(p) for p in positions]
-            return (np.array([v[0] for v in values]), np.stack([-v[1] for v in values]))
+            prior_energies = np.array([v[0] for v in values])  # (m,)
+            # the two methods' energies differ by a large constant (reference states,
+            # core electrons): the GP learns the residual around its mean
+            self.prior_offset_ = float(np.mean(energies - prior_energies))
+            return prior_energies + self.prior_offset_, np.stack([-v[1] for v in values])
         if self.prior == "max":
             constant = float(np.max(energies))
         elif self.prior == "mean":
@@ -264,9 +275,14 @@ class EnergyForceGP:
         gamma = self._fit_gamma(y, m, n) if self.fit_gamma else float(self.gamma)
         select = self._select(energies, n)
         y = y.reshape(m, -1)[select].reshape(-1)
-        K = self._structure.dense(gamma, select)
-        K.diagonal().add_(self._noise(len(select), n, gamma))
-        factor, jitter = _robust_cholesky(K)
+        factor, jitter = self._factorize(gamma, select, n)
+        if self.fit_gamma:
+            # gamma comes from the latest configurations; over all of them the improper
+            # kernel can be indefinite at long length scales, and jitter beyond the noise
+            # would stop the posterior from interpolating: shorten the length scale
+            while jitter > self.energy_noise ** 2 and gamma < self.gamma_bounds[1]:
+                gamma = min(2.0 * gamma, self.gamma_bounds[1])
+                factor, jitter = self._factorize(gamma, select, n)
         alpha = torch.cholesky_solve(y[:, None], factor)[:, 0]
         outputscale = max(float(y @ alpha) / y.shape[0], 1e-12)
         self.gamma_, self.outputscale_, self.jitter_ = gamma, outputscale, jitter
@@ -277,9 +293,15 @@ class EnergyForceGP:
         self._alpha = alpha  # (N,): (K + Lambda / s^2)^{-1} (y - m)
         return self
 
+    def _factorize(self, gamma, select, n_atoms):
+        """Cholesky factor of ``K + Lambda / s^2`` on ``select`` and the jitter it needed."""
+        K = self._structure.dense(gamma, select)
+        K.diagonal().add_(self._noise(len(select), n_atoms, gamma))
+        return _robust_cholesky(K)
+
     def _prior_mean(self, x):
         if isinstance(self.prior, CalculatorPrior):
-            return torch.stack([self.prior.energy(xi) for xi in x])
+            return torch.stack([self.prior.energy(xi) for xi in x]) + self.prior_offset_
         return torch.full((x.shape[0],), self.prior_constant_, dtype=torch.float64)
 
     def posterior(self, x):
