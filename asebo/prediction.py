@@ -16,7 +16,9 @@ Three parts, as in the paper's section "Application to Molecular Energy Predicti
   ``lambda_deriv``) from a grid by inner k-fold cross-validation on RMSE, as in the
   paper, or by the marginal likelihood on the same grid (seed 004, eq. 27, with the
   signal variance profiled out); RMSE by outer cross-validation and learning curves
-  (seed 003, Tables 1-2, Fig. 1).
+  (seed 003, Tables 1-2, Fig. 1). All ``lambda`` values share one factorisation per
+  fold (Woodbury on the energy rows), and a grid can be screened on the first inner
+  fold so that only its best points are cross-validated on all folds.
 
 Energies are in eV, positions in Å, forces in eV/Å; gradients are ``-forces``.
 """
@@ -581,6 +583,9 @@ class SVDDerivativeKRR(SVDKernelKRR):
         of seed 003 eqs. 32-33 (the dense matrix is never formed).
     cg_tolerance : float
         Relative residual at which CG stops.
+    cg_max_iter : int
+        At most this many CG iterations (``linear_cg`` warns if it stops above
+        ``cg_tolerance``).
 
     Attributes
     ----------
@@ -594,13 +599,14 @@ class SVDDerivativeKRR(SVDKernelKRR):
     uses_forces = True
 
     def __init__(self, gamma=1.0, lam=1e-6, lam_deriv=1e-4, proper=True, solver="cholesky",
-                 cg_tolerance=1e-8):
+                 cg_tolerance=1e-8, cg_max_iter=5000):
         self.gamma = gamma
         self.lam = lam
         self.lam_deriv = lam_deriv
         self.proper = proper
         self.solver = solver
         self.cg_tolerance = cg_tolerance
+        self.cg_max_iter = cg_max_iter
 
     def block_size(self, n_atoms):
         return 3 * n_atoms + 1
@@ -631,7 +637,8 @@ class SVDDerivativeKRR(SVDKernelKRR):
         operator = joint_covariance(positions, self.gamma, self.proper)
         noise = torch.as_tensor(self.regularisation(*positions.shape[:2]))
         alpha, self.solve_info_ = solve_joint(operator, torch.as_tensor(y), noise,
-                                              method="cg", tolerance=self.cg_tolerance)
+                                              method="cg", tolerance=self.cg_tolerance,
+                                              max_iter=self.cg_max_iter)
         return alpha.numpy()
 
 
@@ -745,8 +752,17 @@ def _ridge_path(A, energy_rows, y, increments):
     return path
 
 
-def _cv_scores(model, K, energies, forces, noise, lams, folds, block):
-    """Inner-CV RMSE of the held-out energies for each ``lam`` (the base ``noise`` has lams[0])."""
+def _cv_squared_errors(model, K, energies, forces, noise, lams, folds, block):
+    """Squared errors of the held-out energies, summed over ``folds``, for each ``lam``.
+
+    The base ``noise`` (N,) holds ``lams[0]`` on the energy rows; the other ``lam``
+    values come from the same factorisation per fold (:func:`_ridge_path`).
+
+    Returns
+    -------
+    array (len(lams),)
+        NaN where a matrix was singular.
+    """
     squared = np.zeros(len(lams))
     increments = np.asarray(lams) - lams[0]
     for train, test in folds:
@@ -760,8 +776,7 @@ def _cv_scores(model, K, energies, forces, noise, lams, folds, block):
         cross = K[np.ix_(test * block, rows)]  # (t, N)
         for i, (alpha, _) in enumerate(path):
             squared[i] += np.sum((offset + cross @ alpha - energies[test]) ** 2)
-    rmse = np.sqrt(squared / len(energies))
-    return np.where(np.isfinite(rmse), rmse, np.inf)
+    return squared
 
 
 def _evidence_scores(model, K, energies, forces, noise, lams, block):
@@ -796,24 +811,83 @@ class Selection:
     score : float
         Inner-CV RMSE (eV) or negative log evidence per observation.
     scores : list of (dict, float)
-        Every grid point and its score.
+        Every grid point scored on all folds, and its score.
+    screening : list of (dict, float)
+        With screening, every grid point and its RMSE (eV) on the first inner fold.
     """
 
     params: dict
     score: float
     scores: list
+    screening: list = field(default_factory=list)
 
 
-def _other_points(grid):
-    """Grid points of the parameters other than ``gamma_factor`` and ``lam``."""
-    names = [key for key in grid if key not in ("gamma_factor", "lam")]
+def _grid_points(grid):
+    """Grid points without ``lam``: dicts of ``gamma_factor`` and the other regularisations."""
+    names = [key for key in grid if key != "lam"]
     values = np.meshgrid(*[grid[key] for key in names], indexing="ij")
-    return [dict(zip(names, (float(v.flat[i]) for v in values)))
-            for i in range(values[0].size if names else 1)]
+    return [dict(zip(names, (float(v.flat[i]) for v in values))) for i in range(values[0].size)]
+
+
+def _score_points(model, positions, points, lams, scale, score):
+    """``score(candidate, K, noise)`` (an array over ``lams``) at every point, in order.
+
+    The covariance ``K`` is computed once per ``gamma_factor``; ``noise`` holds
+    ``lams[0]`` on the energy rows and the point's other regularisations.
+    """
+    m, n = positions.shape[:2]
+    values = [None] * len(points)
+    for factor in dict.fromkeys(point["gamma_factor"] for point in points):
+        candidate = clone(model).set_params(gamma=factor * scale)
+        K = candidate.covariance(positions)  # (m b, m b)
+        for i, point in enumerate(points):
+            if point["gamma_factor"] != factor:
+                continue
+            others = {key: value for key, value in point.items() if key != "gamma_factor"}
+            noise = candidate.set_params(lam=lams[0], **others).regularisation(m, n)  # (m b,)
+            values[i] = score(candidate, K, noise)
+    return np.array(values)  # (points, lams)
+
+
+def _cv_rmse(model, positions, energies, forces, points, lams, scale, folds, screen):
+    """Inner-CV RMSE of the grid points, screened by the first fold if ``screen``.
+
+    With ``screen``, every point is scored on the first fold and only the ``screen``
+    best (each by its best ``lam``) on the other folds.
+
+    Returns
+    -------
+    kept : int array (k,)
+        The points cross-validated on all folds (all of them without screening).
+    rmse : array (k, len(lams))
+        Their inner-CV RMSE (eV), ``inf`` where a matrix was singular.
+    first : array (len(points), len(lams)) or None
+        The first-fold RMSE of every point when screening.
+    """
+    block = model.block_size(positions.shape[1])
+
+    def squared(subset):
+        return lambda candidate, K, noise: _cv_squared_errors(
+            candidate, K, energies, forces, noise, lams, subset, block)
+
+    if not screen or screen >= len(points):
+        total = _score_points(model, positions, points, lams, scale, squared(folds))
+        return np.arange(len(points)), _finite(np.sqrt(total / len(energies))), None
+    first = _score_points(model, positions, points, lams, scale, squared(folds[:1]))
+    first_rmse = _finite(np.sqrt(first / len(folds[0][1])))  # (points, lams)
+    kept = np.argsort(first_rmse.min(axis=1), kind="stable")[:screen]
+    rest = _score_points(model, positions, [points[i] for i in kept], lams, scale,
+                         squared(folds[1:]))
+    return kept, _finite(np.sqrt((first[kept] + rest) / len(energies))), first_rmse
+
+
+def _finite(values):
+    """``values`` with NaN (a singular matrix) replaced by ``inf``."""
+    return np.where(np.isfinite(values), values, np.inf)
 
 
 def select_hyperparameters(model, positions, energies, forces=None, grid=None, method="cv",
-                           n_folds=4, random_state=0):
+                           n_folds=4, random_state=0, screen=None):
     """Choose a kernel model's hyperparameters on a grid (seed 003, "Application ...").
 
     ``method='cv'``: the smallest RMSE of an inner ``n_folds``-fold cross-validation
@@ -837,6 +911,11 @@ def select_hyperparameters(model, positions, energies, forces=None, grid=None, m
     n_folds : int
     random_state : int
         Seed of the inner folds.
+    screen : int, optional
+        Successive halving for ``method='cv'``: score every grid point (every ``lam``
+        at once) on the first inner fold and cross-validate only the ``screen`` best
+        on all folds. It cuts the factorisations from ``points x n_folds`` to
+        ``points + screen x (n_folds - 1)``.
 
     Returns
     -------
@@ -850,27 +929,37 @@ def select_hyperparameters(model, positions, energies, forces=None, grid=None, m
         raise ValueError(f"{type(model).__name__} learns from forces: pass forces (m, n, 3)")
     grid = DEFAULT_GRIDS[model.name] if grid is None else grid
     lams = sorted(float(lam) for lam in grid["lam"])
-    m, n = positions.shape[:2]
-    block = model.block_size(n)
-    folds = configuration_folds(m, min(n_folds, m), random_state) if method == "cv" else None
+    points = _grid_points(grid)
     scale = model.gamma_scale(positions)
-    scores = []
-    for factor in grid["gamma_factor"]:
-        candidate = clone(model).set_params(gamma=factor * scale)
-        K = candidate.covariance(positions)  # (m b, m b)
-        for point in _other_points(grid):
-            noise = candidate.set_params(lam=lams[0], **point).regularisation(m, n)  # (m b,)
-            if method == "cv":
-                values = _cv_scores(candidate, K, energies, forces, noise, lams, folds, block)
-            else:
-                values = _evidence_scores(candidate, K, energies, forces, noise, lams, block)
-            scores += [({"gamma": factor * scale, "lam": lam, **point}, float(value))
-                       for lam, value in zip(lams, values)]
+    first = None
+    if method == "cv":
+        folds = configuration_folds(len(positions), min(n_folds, len(positions)), random_state)
+        kept, values, first = _cv_rmse(model, positions, energies, forces, points, lams,
+                                       scale, folds, screen)
+    else:
+        block = model.block_size(positions.shape[1])
+
+        def evidence(candidate, K, noise):
+            return _evidence_scores(candidate, K, energies, forces, noise, lams, block)
+
+        kept = np.arange(len(points))
+        values = _score_points(model, positions, points, lams, scale, evidence)
+    scores = [(_params(points[i], lam, scale), float(value))
+              for i, row in zip(kept, values) for lam, value in zip(lams, row)]
+    screening = [] if first is None else [
+        (_params(point, lam, scale), float(value))
+        for point, row in zip(points, first) for lam, value in zip(lams, row)]
     params, score = min(scores, key=lambda item: item[1])
     if not np.isfinite(score):
         raise ValueError("no grid point gave a positive definite covariance: "
                          "add larger regularisation values to the grid")
-    return Selection(params, score, scores)
+    return Selection(params, score, scores, screening)
+
+
+def _params(point, lam, scale):
+    """Model parameters of a grid point: ``gamma`` from ``gamma_factor``, and ``lam``."""
+    others = {key: value for key, value in point.items() if key != "gamma_factor"}
+    return {"gamma": point["gamma_factor"] * scale, "lam": lam, **others}
 
 
 # ---------------------------------------------------------------------------------
@@ -880,7 +969,9 @@ def select_hyperparameters(model, positions, energies, forces=None, grid=None, m
 class FoldResult:
     """One outer fold of one model: test RMSE (eV), chosen parameters and times (s).
 
-    ``solver`` holds the CG iterations and relative residual of a derivative model's fit.
+    ``search_seconds`` and ``fit_seconds`` are wall-clock, the ``cpu`` ones the CPU
+    time of this process; ``solver`` holds the CG iterations and relative residual of a
+    derivative model's fit.
     """
 
     rmse: float
@@ -889,10 +980,17 @@ class FoldResult:
     fit_seconds: float
     training_size: int
     solver: dict = field(default_factory=dict)
+    search_cpu_seconds: float = 0.0
+    fit_cpu_seconds: float = 0.0
+
+
+def _clock():
+    """Wall-clock and process CPU seconds, (2,)."""
+    return np.array([time.perf_counter(), time.process_time()])
 
 
 def evaluate_model(data, name, selection="cv", folds=None, training_size=None, n_folds=5,
-                   inner_folds=4, grid=None, search_configs=None, random_state=0,
+                   inner_folds=4, grid=None, search_configs=None, screen=None, random_state=0,
                    **model_params):
     """Outer cross-validation of one model (seed 003, Tables 1-2; Fig. 1 with ``training_size``).
 
@@ -917,6 +1015,9 @@ def evaluate_model(data, name, selection="cv", folds=None, training_size=None, n
     search_configs : int, optional
         Choose hyperparameters on at most this many training configurations (a seeded
         subset) and fit on all: what makes 500 configurations affordable.
+    screen : int, optional
+        Cross-validate only this many grid points on all inner folds, the best on the
+        first (see :func:`select_hyperparameters`).
     random_state : int
     **model_params
         Fixed model parameters (``solver='cg'``, ``proper=False``).
@@ -935,24 +1036,25 @@ def evaluate_model(data, name, selection="cv", folds=None, training_size=None, n
         train = np.random.default_rng([random_state, index]).permutation(train)
         train = train[:training_size] if training_size else train
         model = make_model(name, data.numbers, **model_params)
-        start = time.perf_counter()
+        start = _clock()
         params = {}
         if name != "mean":
             search = train[:search_configs] if search_configs else train
             forces = data.forces[search] if model.uses_forces else None
             params = select_hyperparameters(model, data.positions[search],
                                             data.energies[search], forces, grid, selection,
-                                            inner_folds, random_state).params
+                                            inner_folds, random_state, screen).params
             model.set_params(**params)
-        searched = time.perf_counter()
+        searched = _clock()
         model.fit(data.positions[train], data.energies[train],
                   data.forces[train] if model.uses_forces else None)
         predicted = model.predict(data.positions[test])
-        fitted = time.perf_counter()
+        fitted = _clock()
         rmse = float(np.sqrt(np.mean((predicted - data.energies[test]) ** 2)))
         info = getattr(model, "solve_info_", None)
         solver = {} if info is None else {"method": info.method, "iterations": info.iterations,
                                           "residual": info.residual}
-        results.append(FoldResult(rmse, params, searched - start, fitted - searched, len(train),
-                                  solver))
+        (search_wall, search_cpu), (fit_wall, fit_cpu) = searched - start, fitted - searched
+        results.append(FoldResult(rmse, params, search_wall, fit_wall, len(train), solver,
+                                  search_cpu, fit_cpu))
     return results

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from linear_operator.utils.warnings import NumericalWarning
 from scipy.spatial.transform import Rotation
 from scipy.stats import multivariate_normal
 
@@ -159,6 +160,11 @@ def test_cg_and_cholesky_agree():
     assert cg.solve_info_.method == "cg" and cg.solve_info_.iterations > 0
     assert cg.solve_info_.residual < 1e-9
     np.testing.assert_allclose(cg.predict(test), dense.predict(test), rtol=0, atol=1e-8)
+    capped = SVDDerivativeKRR(solver="cg", cg_tolerance=1e-10, cg_max_iter=20, **params)
+    with pytest.warns(NumericalWarning):
+        capped.fit(train, energies, forces)
+    assert capped.solve_info_.iterations < cg.solve_info_.iterations
+    assert capped.solve_info_.residual > 1e-6
 
 
 def test_energy_only_model_interpolates_its_training_data():
@@ -250,6 +256,38 @@ def test_cross_validated_selection_refits_what_a_naive_search_finds():
     assert selection.score == min(score for _, score in selection.scores)
 
 
+def test_screening_cross_validates_the_best_points_of_the_first_fold():
+    train, energies, forces = synthetic(12, 12)
+    grid = {"gamma_factor": [0.3, 1.0, 3.0], "lam": [1e-6, 1e-3],
+            "lam_deriv": [1e-4, 1e-2]}
+    model = SVDDerivativeKRR()
+    full = select_hyperparameters(model, train, energies, forces, grid, n_folds=3)
+    screened = select_hyperparameters(model, train, energies, forces, grid, n_folds=3,
+                                      screen=2)
+    # every first-fold score is a fresh fit (all lam from one factorisation by Woodbury)
+    fit, held_out = configuration_folds(12, 3, 0)[0]
+    assert len(screened.screening) == 12
+    for params, score in screened.screening:
+        predicted = SVDDerivativeKRR(**params).fit(train[fit], energies[fit], forces[fit])
+        rmse = np.sqrt(np.mean((predicted.predict(train[held_out]) - energies[held_out]) ** 2))
+        assert score == pytest.approx(rmse, rel=1e-8)
+
+    def point(params):
+        return params["gamma"], params["lam_deriv"]
+
+    best_first = {}
+    for params, score in screened.screening:
+        best_first[point(params)] = min(score, best_first.get(point(params), np.inf))
+    kept = sorted(best_first, key=best_first.get)[:2]
+    assert sorted({point(params) for params, _ in screened.scores}) == sorted(kept)
+    # the kept points have the scores of the full search, and the best of them wins
+    full_scores = {tuple(params.values()): score for params, score in full.scores}
+    for params, score in screened.scores:
+        assert score == pytest.approx(full_scores[tuple(params.values())], rel=1e-10)
+    assert screened.score == min(score for _, score in screened.scores)
+    assert screened.score >= full.score
+
+
 def test_outer_cross_validation_of_the_mean_predictor():
     positions, energies, forces = synthetic(15, 11)
     data = ConfigurationSet(np.array([6, 1, 1, 8]), BASE, positions, energies, forces)
@@ -263,8 +301,8 @@ def test_outer_cross_validation_of_the_mean_predictor():
 def test_benchmark_writes_rmse_per_model(tmp_path):
     out = tmp_path / "rmse.json"
     main(["bench", "prediction", "--molecule", "water", "--calc", "emt", "--configs", "12",
-          "--folds", "3", "--inner-folds", "3", "--sizes", "--cache-dir", str(tmp_path),
-          "--json", str(out)])
+          "--folds", "3", "--inner-folds", "3", "--sizes", "--screen", "3",
+          "--cache-dir", str(tmp_path), "--json", str(out)])
     rmse = json.loads(out.read_text())
     assert set(rmse) == {"mean", "eigenspectrum", "eigenspectrum_ml", "svd", "svd_ml",
                          "svd_deriv", "svd_deriv_ml"}

@@ -45,9 +45,14 @@ def add_arguments(parser):
                         help="linear solver of the final fits of the derivative model")
     parser.add_argument("--cg-tolerance", type=float, default=1e-6,
                         help="relative residual at which CG stops")
+    parser.add_argument("--cg-max-iter", type=int, default=5000,
+                        help="most CG iterations of a fit")
     parser.add_argument("--search-configs", type=int, default=None,
                         help="choose hyperparameters on at most this many training "
                              "configurations")
+    parser.add_argument("--screen", type=int, default=None,
+                        help="cross-validate only this many grid points (without lam) on "
+                             "all inner folds: the best on the first inner fold")
     parser.add_argument("--deriv-grid", nargs="+", metavar="KEY=V1,V2",
                         help="grid of the derivative model, e.g. gamma_factor=0.1,0.3 "
                              "lam=1e-4 lam_deriv=1e-2 (default: asebo.prediction.DEFAULT_GRIDS)")
@@ -66,6 +71,8 @@ def _summary(results):
             "folds": rmse.tolist(), "params": [r.params for r in results],
             "search_seconds": float(sum(r.search_seconds for r in results)),
             "fit_seconds": float(sum(r.fit_seconds for r in results)),
+            "search_cpu_seconds": float(sum(r.search_cpu_seconds for r in results)),
+            "fit_cpu_seconds": float(sum(r.fit_cpu_seconds for r in results)),
             "training_size": results[0].training_size,
             "solver": [r.solver for r in results if r.solver]}
 
@@ -89,11 +96,13 @@ def _parse_grid(items):
 def _evaluate(data, name, selection, folds, args, training_size=None):
     options, grid = {}, None
     if name == "svd_deriv":
-        options = {"solver": args.solver, "cg_tolerance": args.cg_tolerance}
+        options = {"solver": args.solver, "cg_tolerance": args.cg_tolerance,
+                   "cg_max_iter": args.cg_max_iter}
         grid = _parse_grid(args.deriv_grid)
     return evaluate_model(data, name, selection, folds, training_size,
                           inner_folds=args.inner_folds, grid=grid,
-                          search_configs=args.search_configs, random_state=args.seed,
+                          search_configs=args.search_configs, screen=args.screen,
+                          random_state=args.seed,
                           **options)
 
 
@@ -124,7 +133,7 @@ def _plot(path, curves, data, args):
 
 def run(args):
     torch.set_num_threads(args.threads)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     data = load_dataset(args.molecule, args.calc, args.configs, args.displacement, args.seed,
                         cache_dir=args.cache_dir, generate=not args.no_generate,
                         progress=True)
@@ -133,14 +142,17 @@ def run(args):
           f"configurations, energy std {data.energies.std():.4f} eV ({generated:.1f} s)")
     folds = configuration_folds(len(data), args.folds, args.seed)
     table = {}
-    print(f"{'model':<18} {'RMSE (eV)':>18} {'search s':>9} {'fit s':>8}")
+    print(f"{'model':<18} {'RMSE (eV)':>18} {'search s':>9} {'fit s':>8} "
+          f"{'search CPU s':>13} {'fit CPU s':>10}")
     for name in args.models:
         for selection in (["cv"] if name == "mean" else args.selection):
             key = name if selection == "cv" else f"{name}_ml"
             table[key] = _summary(_evaluate(data, name, selection, folds, args))
             row = table[key]
             print(f"{key:<18} {row['rmse']:9.4f} ± {row['std']:6.4f} "
-                  f"{row['search_seconds']:9.1f} {row['fit_seconds']:8.1f}", flush=True)
+                  f"{row['search_seconds']:9.1f} {row['fit_seconds']:8.1f} "
+                  f"{row['search_cpu_seconds']:13.1f} {row['fit_cpu_seconds']:10.1f}",
+                  flush=True)
     curves = {}
     full = len(data) - max(len(test) for _, test in folds)
     sizes = sorted({s for s in args.sizes if s < full})
@@ -153,8 +165,8 @@ def run(args):
                   f"{rmse.std():.4f}", flush=True)
         if name in table:
             curves[name][table[name]["training_size"]] = table[name]["folds"]
-    total = time.perf_counter() - start
-    print(f"total {total:.1f} s")
+    total, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    print(f"total {total:.1f} s wall, {cpu:.1f} s CPU")
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({key: row["rmse"] for key, row in table.items()}, handle, indent=1)
@@ -163,8 +175,9 @@ def run(args):
                    "n_atoms": len(data.numbers), "energy_std": float(data.energies.std()),
                    "metadata": data.metadata, "folds": args.folds,
                    "inner_folds": args.inner_folds, "solver": args.solver,
-                   "search_configs": args.search_configs, "deriv_grid": args.deriv_grid,
-                   "seconds": total, "models": table,
+                   "search_configs": args.search_configs, "screen": args.screen,
+                   "deriv_grid": args.deriv_grid,
+                   "seconds": total, "cpu_seconds": cpu, "models": table,
                    "curves": {name: {str(s): v for s, v in c.items()}
                               for name, c in curves.items()}}
         with open(args.details, "w") as handle:
