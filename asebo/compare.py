@@ -22,6 +22,9 @@ def _sella(atoms, **kwargs):
     return Sella(atoms, internal=True, order=0, **kwargs)
 
 
+# priors of ``bo`` that need no calculator: see :class:`asebo.optimize.BOOptimizer`
+MODEL_PRIORS = ("lindh", "max", "mean")
+
 OPTIMIZERS = {
     "bo": BOOptimizer,
     "bfgs": BFGS,
@@ -48,7 +51,8 @@ def relax(atoms, optimizer, calc="gfn2", fmax=0.05, steps=200, prior=None, optio
     steps : int
         Largest number of optimizer steps.
     prior : str, optional
-        Preset name of a cheap calculator used as the prior mean of ``bo``.
+        Prior mean of ``bo``: a name of :data:`MODEL_PRIORS`, or the preset name of a
+        cheap calculator (Δ-learning). By default ``bo``'s own default.
     options : dict, optional
         Extra keyword arguments of the optimizer.
 
@@ -68,7 +72,10 @@ def relax(atoms, optimizer, calc="gfn2", fmax=0.05, steps=200, prior=None, optio
     if prior is not None:
         if optimizer != "bo":
             raise ValueError("only the 'bo' optimizer takes a calculator prior")
-        options["prior"] = get_calculator(prior) if isinstance(prior, str) else prior
+        if prior in MODEL_PRIORS:
+            options["prior"] = prior
+        else:
+            options["prior"] = get_calculator(prior) if isinstance(prior, str) else prior
     energies = []
     opt = OPTIMIZERS[optimizer](work, logfile=None, **options)
     opt.attach(lambda: energies.append(float(work.get_potential_energy())))

@@ -24,6 +24,7 @@ from ase.parallel import broadcast, world
 
 from asebo.acquisition import minimize_lcb
 from asebo.gp import CalculatorPrior, EnergyForceGP
+from asebo.lindh import LindhModel
 
 RESTART_VERSION = 1
 
@@ -58,11 +59,20 @@ class BOOptimizer(Optimizer):
         ``'-'`` for standard output. Each line adds the model's predicted energy.
     trajectory : str, optional
         ASE trajectory of every evaluated configuration.
-    prior : ase calculator, 'max', 'mean' or float
-        Prior mean of the GP: a cheap calculator makes the GP learn the difference
-        to it (Δ-learning); otherwise a constant, by default the highest energy seen.
+    prior : ase calculator, 'lindh', 'max', 'mean' or float, optional
+        Prior mean of the GP. A cheap calculator makes the GP learn the difference
+        to it (Δ-learning). ``'lindh'`` (the default for molecules) is
+        :class:`asebo.lindh.LindhModel` around the first configuration computed:
+        harmonic bonds and bends with Lindh's model force constants, no second
+        calculator. A constant: the highest (``'max'``, the default for periodic
+        cells) or mean energy seen, or a number.
     kappa : float
         Exploration weight of the lower confidence bound; 0 minimises the mean.
+    recentre : float
+        With the ``'lindh'`` prior: when the model puts the lowest-energy
+        configuration more than ``recentre`` eV above its minimum, the model is
+        rebuilt around that configuration, since a harmonic expansion that far from
+        its centre says more about the start than about the way down.
     maxstep : float
         Largest displacement of any atom in one step, Å.
     trust_radius : float
@@ -81,22 +91,23 @@ class BOOptimizer(Optimizer):
     Seed 003 (Wong and Kolter), section "Bayesian optimization", eqs. 34-35.
     """
 
-    defaults = {**Optimizer.defaults, "maxstep": 0.2, "kappa": 0.1, "trust_radius": 0.1}
+    defaults = {**Optimizer.defaults, "maxstep": 0.2, "kappa": 0.1, "trust_radius": 0.1,
+                "recentre": 0.3}
 
-    def __init__(self, atoms, restart=None, logfile="-", trajectory=None, prior="max",
+    def __init__(self, atoms, restart=None, logfile="-", trajectory=None, prior=None,
                  kappa=None, maxstep=None, trust_radius=None, kernel=None, gp_options=None,
-                 append_trajectory=False, comm=world, **kwargs):
+                 recentre=None, append_trajectory=False, comm=world, **kwargs):
         _check_atoms(atoms)
         self.kappa = self.defaults["kappa"] if kappa is None else float(kappa)
         self.maxstep = self.defaults["maxstep"] if maxstep is None else float(maxstep)
         self.initial_trust_radius = (self.defaults["trust_radius"] if trust_radius is None
                                      else float(trust_radius))
+        self.recentre = self.defaults["recentre"] if recentre is None else float(recentre)
         self.kernel = _choose_kernel(atoms, kernel)
         gp_options = dict(gp_options or {})
         gp_options.setdefault("kernel", self.kernel)
         self.gp_options = gp_options
-        self.prior = (CalculatorPrior(prior, atoms) if hasattr(prior, "get_potential_energy")
-                      or hasattr(prior, "calculate") else prior)
+        self.prior = _choose_prior(atoms, prior)
         self.numbers = atoms.get_atomic_numbers().copy()
         super().__init__(atoms, restart=restart, logfile=logfile, trajectory=trajectory,
                          append_trajectory=append_trajectory, comm=comm, **kwargs)
@@ -111,6 +122,9 @@ class BOOptimizer(Optimizer):
         self.predicted_energy = None
         self.pending = None
         self.gp = None
+        self.lindh_model = None  # LindhModel of the 'lindh' prior, once observations exist
+        self._lindh_prior = None  # its CalculatorPrior, or 'max' when it has no bond
+        self._lindh_replayed = 0  # observations the recentring rule has seen
 
     def read(self):
         self.initialize()
@@ -137,10 +151,34 @@ class BOOptimizer(Optimizer):
     def todict(self):
         description = super().todict()
         description.update(kappa=self.kappa, trust_radius=self.initial_trust_radius,
-                           kernel=self.kernel,
+                           kernel=self.kernel, recentre=self.recentre,
                            prior=(type(self.prior.calculator).__name__
                                   if isinstance(self.prior, CalculatorPrior) else self.prior))
         return description
+
+    def _gp_prior(self):
+        """The GP's prior mean for the observations so far.
+
+        The Lindh model starts around the first observation; the recentring rule is
+        replayed over the observations in order, so a restarted run rebuilds the
+        model of the uninterrupted run.
+        """
+        if self.prior != "lindh":
+            return self.prior
+        while self._lindh_replayed < len(self.energies):
+            self._lindh_replayed += 1
+            best = int(np.argmin(self.energies[:self._lindh_replayed]))
+            if self.lindh_model is None:
+                self._set_lindh_model(0)
+            elif self.lindh_model.energy_and_forces(self.positions_seen[best])[0] > self.recentre:
+                self._set_lindh_model(best)
+        return self._lindh_prior
+
+    def _set_lindh_model(self, index):
+        self.lindh_model = LindhModel(self.positions_seen[index], self.numbers)
+        # no covalent bond in reach: the model would be zero, the constant prior is better
+        self._lindh_prior = ("max" if len(self.lindh_model.stretches) == 0
+                             else CalculatorPrior(self.lindh_model, self.atoms))
 
     def _write_restart(self):
         if self.restart is None or self.comm.rank != 0:
@@ -211,8 +249,10 @@ class BOOptimizer(Optimizer):
 
     def fit_model(self):
         """Fit the GP to every observation so far and return it."""
+        prior = self._gp_prior()
         if self.gp is None:
-            self.gp = EnergyForceGP(prior=self.prior, **self.gp_options)
+            self.gp = EnergyForceGP(prior=prior, **self.gp_options)
+        self.gp.prior = prior
         # one GP across steps: it keeps the kernel structure of the configurations seen
         return self.gp.fit(np.array(self.positions_seen), np.array(self.energies),
                            np.array(self.forces))
@@ -276,6 +316,22 @@ def _check_atoms(atoms):
     if len(atoms) < 2:
         raise ValueError("a single atom has no geometry to optimize: its energy does not "
                          "depend on its position")
+
+
+def _choose_prior(atoms, prior):
+    if hasattr(prior, "get_potential_energy") or hasattr(prior, "calculate"):
+        return CalculatorPrior(prior, atoms)
+    periodic = bool(np.any(atoms.pbc))
+    if prior is None:
+        return "max" if periodic else "lindh"
+    if prior == "lindh" and periodic:
+        raise ValueError("the Lindh model prior knows the bonds of a molecule, not those "
+                         "across a periodic cell: use prior='max' (the default for "
+                         "periodic atoms) or a calculator")
+    if prior not in ("lindh", "max", "mean") and not isinstance(prior, (int, float)):
+        raise ValueError("prior must be an ASE calculator, 'lindh', 'max', 'mean' or a "
+                         f"number, got {prior!r}")
+    return prior
 
 
 def _choose_kernel(atoms, kernel):

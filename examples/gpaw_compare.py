@@ -1,5 +1,5 @@
-"""Relax water, ethanol and glycerol with GPAW: BOOptimizer, with and without a
-GFN2-xTB prior, against ASE's L-BFGS.
+"""Relax water, ethanol and glycerol with GPAW: BOOptimizer with its three kinds of
+prior mean against ASE's L-BFGS.
 
 Seed 003's comparison (Figs. 2-3) on a real DFT calculator: each molecule is first
 relaxed with GFN2-xTB (glycerol is built from its SMILES by RDKit), then 5 copies
@@ -7,7 +7,9 @@ perturbed by Gaussian noise of sigma = 0.1 Å on every coordinate (seed 0) are r
 with GPAW (PBE; LCAO with the dzp basis and grid spacing ``--h`` by default, or
 the finite-difference grid with ``--mode fd``) to fmax = 0.05 eV/Å by
 
-- ``bo``: :class:`asebo.BOOptimizer` with a constant prior mean,
+- ``bo``: :class:`asebo.BOOptimizer` with its default prior mean, the Lindh model
+  (:mod:`asebo.lindh`),
+- ``bo+max``: the same with a constant prior mean (the highest energy seen),
 - ``bo+gfn2``: the same with GFN2-xTB as prior mean (the GP learns GPAW - GFN2),
 - ``lbfgs``: ASE's L-BFGS.
 
@@ -33,7 +35,7 @@ from asebo.campaign import (CampaignStore, format_summary, load_molecule, plot_b
 from calculators import get_calculator
 
 MOLECULES = {"water": "H2O", "ethanol": "CH3CH2OH", "glycerol": "smiles:OCC(O)CO"}
-OPTIMIZERS = ("bo", "bo+gfn2", "lbfgs")
+OPTIMIZERS = ("bo", "bo+max", "bo+gfn2", "lbfgs")
 
 
 def gfn2_minimum(spec):

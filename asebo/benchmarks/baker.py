@@ -25,7 +25,8 @@ def add_arguments(parser):
     parser.add_argument("--optimizers", nargs="+", default=["bo", "bfgs", "lbfgs", "fire",
                                                             "gpmin"],
                         help="names of asebo.compare.OPTIMIZERS; 'bo+gfn1' runs bo with a "
-                             "GFN1-xTB prior (any calculator preset after the '+')")
+                             "GFN1-xTB prior (any calculator preset after the '+'), "
+                             "'bo+max' with a constant prior instead of the Lindh model")
     parser.add_argument("--calc", default="gfn2")
     parser.add_argument("--fmax", type=float, default=0.05)
     parser.add_argument("--steps", type=int, default=300)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from ase import Atoms
 
-from asebo.compare import OPTIMIZERS
+from asebo.compare import MODEL_PRIORS, OPTIMIZERS
 from calculators import calculator_key, parse_preset
 
 PRIOR_SEPARATOR = "+"
@@ -138,7 +138,8 @@ def parse_optimizer(label, prior=None):
     ----------
     label : str
         A key of :data:`asebo.compare.OPTIMIZERS`, or ``'bo+NAME'`` for ``bo`` with the
-        calculator preset ``NAME`` as prior mean (Δ-learning).
+        calculator preset ``NAME`` as prior mean (Δ-learning) or with a prior of
+        :data:`asebo.compare.MODEL_PRIORS` (``'bo+max'``).
     prior : str, optional
         Prior given to a plain ``'bo'``.
 
@@ -167,6 +168,8 @@ def parse_optimizer(label, prior=None):
         raise ValueError(f"{label!r}: only bo takes a calculator prior")
     if chosen is None:
         return optimizer, optimizer, None
+    if chosen in MODEL_PRIORS:
+        return f"{optimizer}{PRIOR_SEPARATOR}{chosen}", optimizer, chosen
     try:
         chosen = preset_spec(chosen)
     except ValueError as error:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ase.io import read, write
 
+from asebo.compare import MODEL_PRIORS
 from asebo.optimize import BOOptimizer
 from calculators import available, get_calculator
 
@@ -18,8 +19,10 @@ def add_arguments(parser):
     parser.add_argument("file", type=Path, help="any structure file ASE reads")
     parser.add_argument("--calc", default="gfn2", choices=available(),
                         help="calculator preset (default: gfn2, GFN2-xTB)")
-    parser.add_argument("--prior", default=None, choices=available(),
-                        help="calculator preset as the GP's prior mean (Δ-learning)")
+    parser.add_argument("--prior", default=None, choices=[*MODEL_PRIORS, *available()],
+                        help="the GP's prior mean: lindh (default: harmonic model with "
+                             "Lindh's force constants), max, mean, or a calculator preset "
+                             "(Δ-learning)")
     parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å")
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--kappa", type=float, default=None,
@@ -38,7 +41,7 @@ def run(args):
     except Exception as error:
         raise SystemExit(f"cannot read {args.file}: {error}") from error
     atoms.calc = get_calculator(args.calc)
-    prior = get_calculator(args.prior) if args.prior else "max"
+    prior = (get_calculator(args.prior) if args.prior in available() else args.prior)
     opt = BOOptimizer(atoms, restart=None if args.restart is None else str(args.restart),
                       logfile=args.logfile, prior=prior, kappa=args.kappa,
                       maxstep=args.maxstep,

@@ -1,0 +1,133 @@
+"""The Lindh model prior: forces, closed-form force constants, invariances, defaults."""
+
+import numpy as np
+import pytest
+from ase import Atoms
+from ase.build import molecule
+from ase.calculators.lj import LennardJones
+from ase.units import Bohr, Hartree
+from scipy.spatial.transform import Rotation
+
+from asebo.lindh import LindhModel, lindh_weights
+from asebo.optimize import BOOptimizer
+from calculators import get_calculator
+
+
+def numerical_forces(model, positions, h=1e-5):
+    forces = np.zeros_like(positions)
+    for index in np.ndindex(positions.shape):
+        up, down = positions.copy(), positions.copy()
+        up[index] += h
+        down[index] -= h
+        forces[index] = -(model.energy_and_forces(up)[0]
+                          - model.energy_and_forces(down)[0]) / (2 * h)
+    return forces
+
+
+@pytest.mark.parametrize("name", ["CH3CH2OH", "C2H2", "SiH4", "CH3COCH3"])
+def test_forces_are_minus_the_gradient(name):
+    atoms = molecule(name)
+    model = LindhModel(atoms.positions, atoms.numbers)
+    moved = atoms.positions + 0.08 * np.random.default_rng(1).normal(size=atoms.positions.shape)
+    energy, forces = model.energy_and_forces(moved)
+    assert energy > 0
+    np.testing.assert_allclose(forces, numerical_forces(model, moved), atol=1e-6)
+
+
+def test_minimum_at_the_reference_and_invariant_to_rigid_motion():
+    atoms = molecule("CH3CH2OH")
+    model = LindhModel(atoms.positions, atoms.numbers)
+    energy, forces = model.energy_and_forces(atoms.positions)
+    assert energy == pytest.approx(0.0, abs=1e-20)
+    np.testing.assert_allclose(forces, 0.0, atol=1e-12)
+    moved = atoms.positions + 0.1 * np.random.default_rng(2).normal(size=atoms.positions.shape)
+    rotation = Rotation.from_euler("xyz", [0.3, -1.1, 2.0]).as_matrix()
+    energy, forces = model.energy_and_forces(moved)
+    energy_r, forces_r = model.energy_and_forces(moved @ rotation.T + [1.0, -2.0, 0.5])
+    assert energy_r == pytest.approx(energy, rel=1e-12)
+    np.testing.assert_allclose(forces_r, forces @ rotation.T, atol=1e-10)
+    np.testing.assert_allclose(forces.sum(axis=0), 0.0, atol=1e-10)  # no net force
+
+
+def test_stretch_force_constant_is_lindhs():
+    # H2 at 0.74 Å: k = 0.45 Ha/bohr² exp(1.0 (1.35² - r²)), r in bohr (Lindh et al. 1995)
+    r0, delta = 0.74, 1e-3
+    model = LindhModel([[0, 0, 0], [0, 0, r0]], [1, 1])
+    expected = 0.45 * Hartree / Bohr ** 2 * np.exp(1.35 ** 2 - (r0 / Bohr) ** 2)
+    energy, _ = model.energy_and_forces(np.array([[0, 0, 0], [0, 0, r0 + delta]]))
+    assert energy == pytest.approx(0.5 * expected * delta ** 2, rel=1e-12)
+
+
+def test_bend_force_constant_is_lindhs():
+    # water: the H-H weight is below the cutoff, so opening the angle at fixed O-H
+    # lengths costs k_phi rho_OH^2 delta^2 / 2
+    length, angle, delta = 0.96, np.radians(104.5), 0.01
+
+    def water(theta):
+        return np.array([[0, 0, 0], [length, 0, 0],
+                         [length * np.cos(theta), length * np.sin(theta), 0]])
+
+    model = LindhModel(water(angle), [8, 1, 1])
+    assert len(model.stretches) == 2 and len(model.bends) == 1
+    rho = lindh_weights(water(angle), [8, 1, 1])[0, 1]
+    assert rho == pytest.approx(np.exp(0.3949 * (2.10 ** 2 - (length / Bohr) ** 2)))
+    energy, _ = model.energy_and_forces(water(angle + delta))
+    assert energy == pytest.approx(0.5 * 0.15 * Hartree * rho ** 2 * delta ** 2, rel=1e-10)
+
+
+def test_straight_angles_give_finite_forces():
+    atoms = molecule("C2H2")  # H-C-C-H on a line: the bend directions are undefined
+    model = LindhModel(atoms.positions, atoms.numbers)
+    energy, forces = model.energy_and_forces(atoms.positions)
+    assert energy == 0.0 and np.isfinite(forces).all()
+
+
+def test_bad_reference_is_refused():
+    with pytest.raises(ValueError, match="shape"):
+        LindhModel(np.zeros((3, 2)), [1, 1, 8])
+    with pytest.raises(ValueError, match="finite"):
+        LindhModel([[0, 0, 0], [0, 0, np.nan]], [1, 1])
+
+
+def test_default_prior_is_lindh_for_molecules_and_max_for_periodic_cells():
+    atoms = molecule("H2O")
+    atoms.calc = LennardJones()
+    assert BOOptimizer(atoms, logfile=None).prior == "lindh"
+    assert BOOptimizer(atoms, logfile=None).todict()["prior"] == "lindh"
+    crystal = Atoms("Ar", positions=[[0, 0, 0]], cell=[3, 3, 3], pbc=True).repeat(2)
+    crystal.calc = LennardJones()
+    assert BOOptimizer(crystal, logfile=None).prior == "max"
+    with pytest.raises(ValueError, match="periodic"):
+        BOOptimizer(crystal, logfile=None, prior="lindh")
+    with pytest.raises(ValueError, match="prior must be"):
+        BOOptimizer(atoms, logfile=None, prior="harmonic")
+
+
+def distorted_water():
+    atoms = molecule("H2O")
+    atoms.positions += 0.25 * np.random.default_rng(3).normal(size=(3, 3))
+    atoms.calc = get_calculator("gfn2")
+    return atoms
+
+
+def test_model_is_recentred_on_the_best_configuration_and_restart_rebuilds_it(tmp_path):
+    restart = str(tmp_path / "bo.json")
+    atoms = distorted_water()
+    opt = BOOptimizer(atoms, logfile=None, restart=restart)
+    opt.run(fmax=0.01, steps=6)
+    first, model = opt.positions_seen[0], opt.lindh_model
+    centre = [i for i, p in enumerate(opt.positions_seen) if np.array_equal(p, model.reference)]
+    assert centre and centre[0] > 0  # moved off the distorted start...
+    best_so_far = int(np.argmin(opt.energies[:centre[0] + 1]))
+    assert centre[0] == best_so_far  # ...to the lowest energy seen at that time
+    assert not np.array_equal(model.reference, first)
+    resumed = BOOptimizer(distorted_water(), logfile=None, restart=restart)
+    resumed.fit_model()
+    np.testing.assert_array_equal(resumed.lindh_model.reference, model.reference)
+
+
+def test_without_recentring_the_model_stays_on_the_first_configuration():
+    atoms = distorted_water()
+    opt = BOOptimizer(atoms, logfile=None, recentre=np.inf)
+    opt.run(fmax=0.01, steps=6)
+    np.testing.assert_array_equal(opt.lindh_model.reference, opt.positions_seen[0])
