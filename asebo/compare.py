@@ -10,7 +10,7 @@ import time
 import numpy as np
 from ase.optimize import BFGS, FIRE, LBFGS, GPMin
 
-from asebo.optimize import BOOptimizer
+from asebo.optimize import MODEL_PRIORS, BOOptimizer
 from calculators import CountingCalculator, get_calculator
 
 
@@ -21,9 +21,6 @@ def _sella(atoms, **kwargs):
         raise ImportError("Sella is not installed: pip install 'asebo[sella]'") from error
     return Sella(atoms, internal=True, order=0, **kwargs)
 
-
-# priors of ``bo`` that need no calculator: see :class:`asebo.optimize.BOOptimizer`
-MODEL_PRIORS = ("lindh", "max", "mean")
 
 OPTIMIZERS = {
     "bo": BOOptimizer,
@@ -51,7 +48,7 @@ def relax(atoms, optimizer, calc="gfn2", fmax=0.05, steps=200, prior=None, optio
     steps : int
         Largest number of optimizer steps.
     prior : str, optional
-        Prior mean of ``bo``: a name of :data:`MODEL_PRIORS`, or the preset name of a
+        Prior mean of ``bo``: a name of :data:`asebo.optimize.MODEL_PRIORS`, or the preset name of a
         cheap calculator (Δ-learning). By default ``bo``'s own default.
     options : dict, optional
         Extra keyword arguments of the optimizer.

@@ -27,6 +27,7 @@ from asebo.gp import CalculatorPrior, EnergyForceGP
 from asebo.lindh import LindhModel
 
 RESTART_VERSION = 1
+MODEL_PRIORS = ("lindh", "max", "mean")  # priors that need no calculator
 
 
 class RestartError(RuntimeError):
@@ -103,6 +104,8 @@ class BOOptimizer(Optimizer):
         self.initial_trust_radius = (self.defaults["trust_radius"] if trust_radius is None
                                      else float(trust_radius))
         self.recentre = self.defaults["recentre"] if recentre is None else float(recentre)
+        if not self.recentre >= 0:
+            raise ValueError(f"recentre must be an energy >= 0 in eV (inf: never), got {recentre}")
         self.kernel = _choose_kernel(atoms, kernel)
         gp_options = dict(gp_options or {})
         gp_options.setdefault("kernel", self.kernel)
@@ -328,7 +331,7 @@ def _choose_prior(atoms, prior):
         raise ValueError("the Lindh model prior knows the bonds of a molecule, not those "
                          "across a periodic cell: use prior='max' (the default for "
                          "periodic atoms) or a calculator")
-    if prior not in ("lindh", "max", "mean") and not isinstance(prior, (int, float)):
+    if prior not in MODEL_PRIORS and not isinstance(prior, (int, float)):
         raise ValueError("prior must be an ASE calculator, 'lindh', 'max', 'mean' or a "
                          f"number, got {prior!r}")
     return prior

@@ -101,6 +101,9 @@ def test_default_prior_is_lindh_for_molecules_and_max_for_periodic_cells():
         BOOptimizer(crystal, logfile=None, prior="lindh")
     with pytest.raises(ValueError, match="prior must be"):
         BOOptimizer(atoms, logfile=None, prior="harmonic")
+    for bad in (-0.1, np.nan):
+        with pytest.raises(ValueError, match="recentre"):
+            BOOptimizer(atoms, logfile=None, recentre=bad)
 
 
 def distorted_water():

@@ -10,8 +10,7 @@ from pathlib import Path
 
 from ase.io import read, write
 
-from asebo.compare import MODEL_PRIORS
-from asebo.optimize import BOOptimizer
+from asebo.optimize import MODEL_PRIORS, BOOptimizer
 from calculators import available, get_calculator
 
 
