@@ -63,10 +63,10 @@ class BOOptimizer(Optimizer):
     prior : ase calculator, 'lindh', 'max', 'mean' or float, optional
         Prior mean of the GP. A cheap calculator makes the GP learn the difference
         to it (Δ-learning). ``'lindh'`` (the default for molecules) is
-        :class:`asebo.lindh.LindhModel` around the first configuration computed:
-        harmonic bonds and bends with Lindh's model force constants, no second
-        calculator. A constant: the highest (``'max'``, the default for periodic
-        cells) or mean energy seen, or a number.
+        :class:`asebo.lindh.LindhModel`, harmonic bonds and bends with Lindh's
+        model force constants around the first configuration computed (see
+        ``recentre``), no second calculator. A constant: the highest (``'max'``,
+        the default for periodic cells) or mean energy seen, or a number.
     kappa : float
         Exploration weight of the lower confidence bound; 0 minimises the mean.
     recentre : float
@@ -105,7 +105,8 @@ class BOOptimizer(Optimizer):
                                      else float(trust_radius))
         self.recentre = self.defaults["recentre"] if recentre is None else float(recentre)
         if not self.recentre >= 0:
-            raise ValueError(f"recentre must be an energy >= 0 in eV (inf: never), got {recentre}")
+            raise ValueError(f"recentre must be an energy >= 0 in eV (inf: never), "
+                             f"got {recentre}")
         self.kernel = _choose_kernel(atoms, kernel)
         gp_options = dict(gp_options or {})
         gp_options.setdefault("kernel", self.kernel)
