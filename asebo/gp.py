@@ -28,36 +28,8 @@ import numpy as np
 import torch
 from scipy.optimize import minimize_scalar
 
-from asebo.kernels.euclidean import cartesian_rbf_blocks_batched
-from asebo.kernels.operators import JointStructure
-from asebo.kernels.svd import svd_kernel_blocks_batched
-
-KERNELS = ("svd", "cartesian")
-
-
-def _cross_blocks(kernel, x, positions, gamma, proper):
-    """Covariance of ``E(x)`` with ``[E_j, grad E_j]``, (b, m (3n + 1)), differentiable in x."""
-    if kernel == "svd":
-        k, _, dk_dZ = svd_kernel_blocks_batched(x, positions, gamma, proper, second=False)
-    else:
-        k, _, dk_dZ, _ = cartesian_rbf_blocks_batched(x, positions, gamma)
-    b, m = k.shape
-    return torch.cat([k[..., None], dk_dZ.reshape(b, m, -1)], dim=-1).reshape(b, -1)
-
-
-class _CalculatorEnergy(torch.autograd.Function):
-    """Energy of an ASE calculator at positions (n, 3), with ``-forces`` as gradient."""
-
-    @staticmethod
-    def forward(ctx, positions, prior):
-        energy, forces = prior.energy_and_forces(positions.detach().numpy())
-        ctx.save_for_backward(torch.as_tensor(-forces))
-        return torch.as_tensor(energy, dtype=torch.float64)
-
-    @staticmethod
-    def backward(ctx, grad_energy):
-        (gradient,) = ctx.saved_tensors
-        return grad_energy * gradient, None
+from asebo.kernels.joint import KERNELS, energy_rows, joint_matmul
+from asebo.kernels.operators import JointStructure, solve_joint
 
 
 class CalculatorPrior:
@@ -96,10 +68,6 @@ class CalculatorPrior:
             raise ValueError("the prior calculator returned NaN or inf energy or forces")
         return float(energy), np.array(forces)
 
-    def energy(self, positions):
-        """Prior energy at a torch tensor of positions (n, 3), differentiable."""
-        return _CalculatorEnergy.apply(positions, self)
-
 
 class EnergyForceGP:
     """GP on energies and forces of configurations of one molecule.
@@ -128,10 +96,17 @@ class EnergyForceGP:
     proper : bool
         SVD kernel aligned by proper rotations only.
     hyper_window : int
-        The marginal likelihood uses the latest ``hyper_window`` observations.
+        The marginal likelihood uses the latest ``hyper_window`` observations, fewer
+        where their covariance would exceed ``max_size`` rows.
     max_size : int
-        Largest covariance the posterior factorises: beyond it, the posterior
-        conditions on the configurations nearest the lowest-energy one (``selected_``).
+        Largest covariance factorised densely. Up to it the posterior is exact; beyond
+        it the mean conditions on every observation through conjugate gradients with
+        the structured covariance, and the variance on the configurations nearest the
+        lowest-energy one (``selected_``).
+    cg_tolerance : float
+        Relative residual at which conjugate gradients stop.
+    cg_max_iter : int
+        At most this many conjugate-gradient iterations per fit.
 
     Attributes
     ----------
@@ -140,11 +115,16 @@ class EnergyForceGP:
     jitter_ : float
         Diagonal added beyond the noise to make the covariance positive definite,
         relative to its mean diagonal (0 when none was needed).
+    selected_ : tensor (m',)
+        The configurations the variance conditions on: all of them up to ``max_size``
+        rows, else those nearest the lowest-energy one.
+    solve_info_ : asebo.kernels.operators.SolveInfo or None
+        How conjugate gradients solved over every observation (None: densely).
     """
 
     def __init__(self, kernel="svd", gamma=6.0, fit_gamma=True, gamma_bounds=(0.05, 50.0),
                  prior="max", energy_noise=2e-3, gradient_noise=2e-3, proper=True,
-                 hyper_window=6, max_size=1500):
+                 hyper_window=6, max_size=1500, cg_tolerance=1e-6, cg_max_iter=500):
         if kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
         self.kernel = kernel
@@ -157,6 +137,8 @@ class EnergyForceGP:
         self.proper = proper
         self.hyper_window = hyper_window
         self.max_size = max_size
+        self.cg_tolerance = cg_tolerance
+        self.cg_max_iter = cg_max_iter
 
     # ---- data and prior -------------------------------------------------------------
     def _prior_at_observations(self, positions, energies, forces):
@@ -208,7 +190,7 @@ class EnergyForceGP:
         return 0.5 * (np.log(max(outputscale, 1e-300)) + logdet / size)
 
     def _fit_gamma(self, y, m, n_atoms):
-        window = min(self.hyper_window, m)
+        window = min(self.hyper_window, m, max(2, self.max_size // (3 * n_atoms + 1)))
         select = torch.arange(m - window, m)
         y_recent = y[-window * (3 * n_atoms + 1):]
         low, high = np.log(self.gamma_bounds[0]), np.log(self.gamma_bounds[1])
@@ -269,12 +251,10 @@ class EnergyForceGP:
             if not np.isfinite(values).all():
                 raise ValueError(f"{name} contain NaN or inf: remove that observation")
         prior_e, prior_g = self._prior_at_observations(positions, energies, forces)
-        y = self._targets(energies, -forces, prior_e, prior_g)
-        P = torch.as_tensor(positions)
-        self._update_structure(P)
+        y = self._targets(energies, -forces, prior_e, prior_g)  # (m (3n+1),)
+        self._update_structure(torch.as_tensor(positions))
         gamma = self._fit_gamma(y, m, n) if self.fit_gamma else float(self.gamma)
         select = self._select(energies, n)
-        y = y.reshape(m, -1)[select].reshape(-1)
         factor, jitter = self._factorize(gamma, select, n)
         if self.fit_gamma:
             # gamma comes from the latest configurations; over all of them the improper
@@ -283,15 +263,48 @@ class EnergyForceGP:
             while jitter > self.energy_noise ** 2 and gamma < self.gamma_bounds[1]:
                 gamma = min(2.0 * gamma, self.gamma_bounds[1])
                 factor, jitter = self._factorize(gamma, select, n)
-        alpha = torch.cholesky_solve(y[:, None], factor)[:, 0]
-        outputscale = max(float(y @ alpha) / y.shape[0], 1e-12)
-        self.gamma_, self.outputscale_, self.jitter_ = gamma, outputscale, jitter
-        self.selected_ = select  # (m',): the configurations the posterior conditions on
-        self.positions_ = P[select]  # (m', n, 3)
-        # s^2 K + Lambda = s^2 (K + Lambda / s^2): s^2 cancels in the mean
-        self._factor = factor  # (N, N): Cholesky factor of K + Lambda / s^2
-        self._alpha = alpha  # (N,): (K + Lambda / s^2)^{-1} (y - m)
+        self.gamma_, self.jitter_ = gamma, jitter
+        self.selected_ = select  # (m',): the configurations the variance conditions on
+        self._factor = factor  # (N', N'): Cholesky factor of K + Lambda / s^2 on them
+        self._alpha = self._solve(y, gamma, select, factor, jitter, n)  # (m (3n+1),)
+        self.outputscale_ = max(float(y @ self._alpha) / y.shape[0], 1e-12)
         return self
+
+    def _solve(self, y, gamma, select, factor, jitter, n_atoms):
+        """``(K + Lambda / s^2)^{-1} y`` over every observation.
+
+        With every configuration in ``select`` this is the dense solve. Beyond
+        ``max_size`` rows it is conjugate gradients with the structured product,
+        preconditioned by the dense factor on ``select`` and the diagonal elsewhere,
+        started from the previous fit's weights; where CG does not reach
+        ``cg_tolerance``, the weights of ``select`` alone are used.
+        """
+        block = 3 * n_atoms + 1
+        m = len(self._structure)
+        rows = _observation_rows(select, block)  # (N',)
+        subset = torch.zeros_like(y)
+        subset[rows] = torch.cholesky_solve(y[rows, None], factor)[:, 0]
+        if len(select) == m:
+            self.solve_info_ = None
+            return subset
+        operator = self._structure.operator(gamma)
+        noise = self._noise(m, n_atoms, gamma) + jitter * float(factor.diagonal().square().mean())
+        inverse_diagonal = 1.0 / (operator._diagonal() + noise)  # (N,)
+
+        def preconditioner(r):  # (N, t)
+            out = inverse_diagonal[:, None] * r
+            out[rows] = torch.cholesky_solve(r[rows], factor)
+            return out
+
+        previous = getattr(self, "_alpha", None)
+        guess = subset.clone()
+        if previous is not None and len(previous) < len(y) and len(previous) % block == 0:
+            guess[:len(previous)] = previous
+        alpha, info = solve_joint(operator, y, noise, method="cg", tolerance=self.cg_tolerance,
+                                  max_iter=self.cg_max_iter, preconditioner=preconditioner,
+                                  initial_guess=guess)
+        self.solve_info_ = info
+        return alpha if info.residual <= 10.0 * self.cg_tolerance else subset
 
     def _factorize(self, gamma, select, n_atoms):
         """Cholesky factor of ``K + Lambda / s^2`` on ``select`` and the jitter it needed."""
@@ -299,10 +312,49 @@ class EnergyForceGP:
         K.diagonal().add_(self._noise(len(select), n_atoms, gamma))
         return _robust_cholesky(K)
 
-    def _prior_mean(self, x):
+    def _prior_mean_and_gradient(self, x):
+        """Prior mean (b,) and its gradient (b, n, 3) at configurations x (b, n, 3)."""
         if isinstance(self.prior, CalculatorPrior):
-            return torch.stack([self.prior.energy(xi) for xi in x]) + self.prior_offset_
-        return torch.full((x.shape[0],), self.prior_constant_, dtype=torch.float64)
+            values = [self.prior.energy_and_forces(xi.numpy()) for xi in x]
+            energies = torch.tensor([v[0] for v in values], dtype=torch.float64)
+            gradients = torch.as_tensor(np.stack([-v[1] for v in values]))
+            return energies + self.prior_offset_, gradients
+        return (torch.full((len(x),), self.prior_constant_, dtype=torch.float64),
+                torch.zeros_like(x))
+
+    def posterior_with_gradients(self, x):
+        """Posterior mean and variance at x (b, n, 3), with their gradients.
+
+        The mean and its gradient are one structured product of the cross covariance
+        with the weights of every observation, ``O(m n)`` per configuration; the
+        variance conditions on the configurations of ``selected_`` (all of them
+        below ``max_size`` rows), which can only overestimate it, and costs a
+        triangular solve with their dense factor.
+
+        Returns
+        -------
+        mean, variance : tensors (b,)
+        grad_mean, grad_variance : tensors (b, n, 3)
+        """
+        b, n, _ = x.shape
+        gamma, s2 = self.gamma_, self.outputscale_
+        geometry = self._structure.cross(x)  # (b, m) pairs
+        k = geometry.kernel(gamma)
+        prior, prior_gradient = self._prior_mean_and_gradient(x)
+        mean_rows = joint_matmul(geometry, gamma, self._alpha[:, None], k).reshape(b, 3 * n + 1)
+        mean = prior + mean_rows[:, 0]
+        grad_mean = prior_gradient + mean_rows[:, 1:].reshape(b, n, 3)
+
+        near = geometry.take(cols=self.selected_)
+        c = energy_rows(near, gamma, k[:, self.selected_])  # (b, N')
+        w = torch.cholesky_solve(c.T, self._factor)  # (N', b)
+        variance = s2 * (1.0 - (c * w.T).sum(dim=1))
+        # d(c_i . K^{-1} c_i)/dx_i = 2 (dc_i/dx_i) w_i: the gradient rows of the product
+        rows = joint_matmul(near, gamma, w, k[:, self.selected_]).reshape(b, 3 * n + 1, b)
+        grad_variance = -2.0 * s2 * rows[torch.arange(b), 1:, torch.arange(b)].reshape(b, n, 3)
+        floor = 1e-12 * s2
+        grad_variance = torch.where((variance > floor)[:, None, None], grad_variance, 0.0)
+        return mean, variance.clamp_min(floor), grad_mean, grad_variance
 
     def posterior(self, x):
         """Posterior mean and variance of the energy at configurations x.
@@ -317,27 +369,48 @@ class EnergyForceGP:
         mean : tensor (b,)
         variance : tensor (b,)
         """
-        c = _cross_blocks(self.kernel, x, self.positions_, self.gamma_, self.proper)  # (b, N)
-        mean = self._prior_mean(x) + c @ self._alpha
-        v = torch.linalg.solve_triangular(self._factor, c.T, upper=False)  # (N, b)
-        variance = self.outputscale_ * (1.0 - (v ** 2).sum(dim=0))
-        return mean, variance.clamp_min(1e-12 * self.outputscale_)
+        return _Posterior.apply(x, self)
 
     def predict(self, positions, return_std=False, return_gradient=False):
         """Posterior mean energy (and std, and mean gradient) at (b, n, 3) or (n, 3) positions."""
         x = torch.as_tensor(np.asarray(positions, dtype=np.float64))
         single = x.ndim == 2
         x = x[None] if single else x
-        x.requires_grad_(return_gradient)
-        mean, variance = self.posterior(x)
-        out = [mean.detach().numpy()]
+        mean, variance, grad_mean, _ = self.posterior_with_gradients(x)
+        out = [mean.numpy()]
         if return_std:
-            out.append(np.sqrt(variance.detach().numpy()))
+            out.append(np.sqrt(variance.numpy()))
         if return_gradient:
-            (grad,) = torch.autograd.grad(mean.sum(), x)
-            out.append(grad.numpy())
+            out.append(grad_mean.numpy())
         out = [o[0] for o in out] if single else out
         return out[0] if len(out) == 1 else tuple(out)
+
+
+class _Posterior(torch.autograd.Function):
+    """The GP's posterior mean and variance at x (b, n, 3), differentiable in x.
+
+    The backward pass multiplies the gradients that
+    :meth:`EnergyForceGP.posterior_with_gradients` computes with the structured
+    cross products: no autograd graph through the kernel is built.
+    """
+
+    @staticmethod
+    def forward(ctx, x, gp):
+        mean, variance, grad_mean, grad_variance = gp.posterior_with_gradients(x.detach())
+        ctx.save_for_backward(grad_mean, grad_variance)
+        return mean, variance
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_mean_out, grad_variance_out):
+        grad_mean, grad_variance = ctx.saved_tensors
+        return (grad_mean_out[:, None, None] * grad_mean
+                + grad_variance_out[:, None, None] * grad_variance), None
+
+
+def _observation_rows(configurations, block):
+    """Rows of the observations of ``configurations`` (m',) in a per-configuration layout."""
+    return (configurations[:, None] * block + torch.arange(block)).reshape(-1)
 
 
 def _robust_cholesky(matrix, max_tries=12):

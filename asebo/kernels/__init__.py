@@ -2,12 +2,12 @@
 
 from asebo.kernels.euclidean import (GaussianKernel, Kernel, LaplacianKernel, LinearKernel,
                                      TanimotoKernel)
-from asebo.kernels.operators import SVDJointCovariance, joint_covariance, solve_joint
+from asebo.kernels.operators import JointCovariance, joint_covariance, solve_joint
 from asebo.kernels.svd import (SVDKernel, optimal_alignment, svd_distance, svd_kernel_blocks,
                                svd_kernel_blocks_batched)
 
 __all__ = [
     "Kernel", "GaussianKernel", "LaplacianKernel", "LinearKernel", "TanimotoKernel",
     "SVDKernel", "svd_kernel_blocks", "svd_kernel_blocks_batched", "svd_distance",
-    "optimal_alignment", "SVDJointCovariance", "joint_covariance", "solve_joint",
+    "optimal_alignment", "JointCovariance", "joint_covariance", "solve_joint",
 ]

@@ -1,0 +1,244 @@
+r"""Blocks of the joint covariance of energies and gradients, from per-pair alignments.
+
+A derivative kernel ``k = exp(-gamma d / 2)`` on configurations ``X`` (rows) and
+``Z`` (columns) of the same ``n`` atoms has the joint covariance block
+
+.. math:: \begin{bmatrix} k & \partial k/\partial Z \\ \partial k/\partial X &
+          \partial^2 k/\partial X \partial Z \end{bmatrix}, \quad
+          \partial k/\partial Z = -\gamma k\, e_Z, \quad
+          \partial^2 k/\partial X\partial Z = k\left[\gamma^2 e_X \otimes e_Z
+          + \gamma (B \otimes G + T)\right]
+
+(Wong and Kolter, eqs. 11-14 and 31-33; :mod:`asebo.kernels.svd` has the notation
+and the corrections). Everything in it follows from the two configurations and five
+per-pair quantities that do not depend on ``gamma``: the aligned squared distance
+``d`` and the 3x3 matrices ``G``, ``W``, ``V``, ``C`` of the optimal alignment.
+:class:`PairGeometry` holds them, ``O(b m)`` numbers for ``b x m`` pairs, and the
+functions here build from it, on demand,
+
+- :func:`joint_matmul`: the product of the ``b (3n+1) x m (3n+1)`` block matrix with
+  a vector in ``O(b m n)`` time, never forming a ``3n x 3n`` block (eqs. 32-33);
+- :func:`energy_rows`: the covariances of the row energies with every column
+  observation, ``(b, m (3n+1))``;
+- :func:`joint_dense`: the dense matrix, for the blocks that are factorised.
+
+The Gaussian kernel on Cartesian positions is the special case of the identity
+alignment without centring (``G = W = V = I``, ``C = 0``, ``B = I``), so both kernels
+share these functions.
+"""
+
+import torch
+
+from asebo.kernels.svd import Alignment, _centre
+
+KERNELS = ("svd", "cartesian")
+
+
+def _t(A):
+    return A.transpose(-1, -2)
+
+
+class PairGeometry:
+    """The ``gamma``-free parts of the joint covariance of two sets of configurations.
+
+    Parameters
+    ----------
+    rows : tensor (b, n, 3)
+        Row configurations, centred for the SVD kernel.
+    cols : tensor (m, n, 3)
+        Column configurations, centred for the SVD kernel.
+    distance : tensor (b, m)
+        Squared distance after the optimal alignment.
+    G, W, V, C : tensors (b, m, 3, 3)
+        The alignment ``G = W diag(w) V^T`` and the factors of its derivative
+        (:class:`asebo.kernels.svd.Alignment`).
+    centred : bool
+        Whether the kernel sees centred positions (SVD kernel) or raw ones.
+    """
+
+    def __init__(self, rows, cols, distance, G, W, V, C, centred):
+        self.rows, self.cols = rows, cols
+        self.distance = distance
+        self.G, self.W, self.V, self.C = G, W, V, C
+        self.centred = centred
+
+    @property
+    def shape(self):
+        return self.distance.shape
+
+    def kernel(self, gamma):
+        """Kernel values ``exp(-gamma d / 2)``, (b, m)."""
+        return torch.exp(-0.5 * gamma * self.distance)
+
+    def take(self, rows=None, cols=None):
+        """The geometry of a subset of the row and column configurations."""
+        rows = slice(None) if rows is None else rows
+        cols = slice(None) if cols is None else cols
+
+        def pick(tensor):
+            return tensor[rows][:, cols]
+
+        return PairGeometry(self.rows[rows], self.cols[cols], pick(self.distance),
+                            pick(self.G), pick(self.W), pick(self.V), pick(self.C),
+                            self.centred)
+
+
+def pair_geometry(X, Z, kernel="svd", proper=True):
+    """The :class:`PairGeometry` of every pair of rows ``X`` (b, n, 3) and columns ``Z`` (m, n, 3).
+
+    Parameters
+    ----------
+    X, Z : float64 tensors
+    kernel : {'svd', 'cartesian'}
+        The SVD kernel aligns each pair (one 3x3 SVD per pair); the Cartesian Gaussian
+        kernel compares raw positions.
+    proper : bool
+        SVD kernel aligned by proper rotations only.
+    """
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    b, m = X.shape[0], Z.shape[0]
+    if kernel == "svd":
+        Xc, Zc = _centre(X), _centre(Z)
+        M = torch.einsum("ina,jnb->ijab", Xc, Zc)  # (b, m, 3, 3)
+        alignment = Alignment(M, proper)
+        trace = (alignment.G * M).sum(dim=(-1, -2))  # (b, m)
+        distance = ((Xc ** 2).sum(dim=(-1, -2))[:, None] + (Zc ** 2).sum(dim=(-1, -2))[None]
+                    - 2.0 * trace).clamp_min(0.0)
+        return PairGeometry(Xc, Zc, distance, alignment.G, alignment.W, alignment.V,
+                            alignment.C, centred=True)
+    eye = torch.eye(3, dtype=X.dtype).expand(b, m, 3, 3)
+    cross = torch.einsum("ina,jna->ij", X, Z)  # (b, m)
+    distance = ((X ** 2).sum(dim=(-1, -2))[:, None] + (Z ** 2).sum(dim=(-1, -2))[None]
+                - 2.0 * cross).clamp_min(0.0)
+    return PairGeometry(X, Z, distance, eye, eye, eye, torch.zeros_like(eye), centred=False)
+
+
+def joint_matmul(geometry, gamma, rhs, k=None):
+    """The joint covariance block matrix times ``rhs``, in ``O(b m n t)`` time.
+
+    Parameters
+    ----------
+    geometry : PairGeometry
+        ``b`` row and ``m`` column configurations of ``n`` atoms.
+    gamma : float
+    rhs : tensor (m (3n+1), t)
+        Per column configuration: the energy entry, then ``3n`` gradient entries.
+    k : tensor (b, m), optional
+        ``geometry.kernel(gamma)`` when already computed.
+
+    Returns
+    -------
+    tensor (b (3n+1), t)
+        Per row configuration: the energy row times ``rhs``, then the ``3n`` gradient
+        rows times ``rhs``. For ``b = 1`` and ``rhs`` the weights of a GP's posterior
+        mean these are the mean and its gradient.
+    """
+    g = geometry
+    k = g.kernel(gamma) if k is None else k
+    b, m = k.shape
+    n = g.rows.shape[1]
+    t = rhs.shape[-1]
+    blocks = rhs.T.reshape(t, m, 3 * n + 1)
+    e = blocks[..., 0]  # (t, m)
+    v = blocks[..., 1:].reshape(t, m, n, 3)  # (t, m, n, 3)
+    vc = v - v.mean(dim=2, keepdim=True) if g.centred else v
+
+    # every sum over atoms is one matrix product over all pairs at once
+    row_coords = _t(g.rows).reshape(3 * b, n)  # ((i, a), atom)
+    A = (row_coords @ v.permute(2, 0, 1, 3).reshape(n, t * m * 3))
+    A = A.reshape(b, 3, t, m, 3).permute(2, 0, 3, 1, 4)  # (t, b, m, 3, 3): X_i^T v_j
+    z = (g.cols[None] * v).sum(dim=(2, 3))  # (t, m): <Z_j, v_j>
+    sigma = z[:, None, :] - (g.G * A).sum(dim=(-1, -2))  # (t, b, m): <e_Z, v_j>
+    weighted = k * (e[:, None, :] - gamma * sigma)  # (t, b, m)
+    energy = weighted.sum(dim=2)  # (t, b)
+
+    Q = weighted[..., None, None] * _t(g.G)  # (t, b, m, 3, 3)
+    if g.centred:
+        P = _t(g.W) @ A @ g.V
+        omega = g.C * (P - _t(P))
+        Q = Q + k[..., None, None] * (g.V @ _t(omega) @ _t(g.W))
+    col_coords = g.cols.permute(1, 0, 2).reshape(n, 3 * m)  # (atom, (j, b))
+    Q_rows = (gamma * Q).permute(2, 3, 0, 1, 4).reshape(3 * m, t * b * 3)
+    aligned = (col_coords @ Q_rows).reshape(n, t, b, 3).permute(1, 2, 0, 3)  # (t, b, n, 3)
+    H_rows = (gamma * k[..., None, None] * _t(g.G)).permute(1, 2, 0, 3).reshape(3 * m, 3 * b)
+    vc_cols = vc.permute(0, 2, 1, 3).reshape(t * n, 3 * m)  # ((t, atom), (j, l))
+    centred = (vc_cols @ H_rows).reshape(t, n, b, 3).transpose(1, 2)  # (t, b, n, 3)
+    gradient = -gamma * energy[..., None, None] * g.rows + aligned + centred
+
+    out = torch.cat([energy[..., None], gradient.reshape(t, b, 3 * n)], dim=-1)
+    return out.reshape(t, -1).T
+
+
+def energy_rows(geometry, gamma, k=None):
+    """Covariances of the row energies with the column energies and gradients, (b, m (3n+1)).
+
+    Row ``i`` holds, per column configuration ``j``, ``k_ij`` and then
+    ``dk/dZ_j = -gamma k_ij (Z_j - X_i G_ij)`` (Wong and Kolter, eq. 13).
+    """
+    g = geometry
+    k = g.kernel(gamma) if k is None else k
+    b, m = k.shape
+    eZ = g.cols[None] - torch.einsum("ina,ijab->ijnb", g.rows, g.G)  # (b, m, n, 3)
+    dk_dZ = -gamma * k[..., None, None] * eZ
+    return torch.cat([k[..., None], dk_dZ.reshape(b, m, -1)], dim=-1).reshape(b, -1)
+
+
+def _alignment_hessian(g):
+    """``B (x) G + T``, the gamma-free part of the mixed blocks, (b, m, 3n, 3n)."""
+    b, m = g.shape
+    n = g.rows.shape[1]
+    eye_n = torch.eye(n, dtype=g.rows.dtype)
+    centring = eye_n - 1.0 / n if g.centred else eye_n  # (n, n)
+    hessian = (centring[:, None, :, None] * g.G[:, :, None, :, None, :])
+    hessian = hessian.reshape(b, m, 3 * n, 3 * n)
+    if g.centred:
+        zeta = g.cols[None] @ g.V  # (b, m, n, 3): Z_j V
+        alpha = g.rows[:, None] @ g.W  # (b, m, n, 3): X_i W
+        rows = (zeta[..., :, None, None, :] * g.W[..., None, :, :, None]).reshape(b, m, 3 * n, 9)
+        cols = alpha[..., :, None, :, None] * g.V[..., None, :, None, :]  # (b, m, n, 3, 3, 3)
+        cols = (cols - cols.transpose(-1, -2)).reshape(b, m, 3 * n, 9)
+        hessian = hessian + (rows * g.C.reshape(b, m, 1, 9)) @ _t(cols)
+    return hessian
+
+
+def joint_dense(geometry, gamma, k=None):
+    """The dense joint covariance, (b (3n+1), m (3n+1)): ``O(b m n^2)`` memory.
+
+    Rows and columns are ordered per configuration: the energy, then the ``3n``
+    gradient components atom-major.
+    """
+    g = geometry
+    k = g.kernel(gamma) if k is None else k
+    b, m = k.shape
+    n = g.rows.shape[1]
+    eX = g.rows[:, None] - g.cols[None] @ _t(g.G)  # (b, m, n, 3)
+    eZ = g.cols[None] - g.rows[:, None] @ g.G  # (b, m, n, 3)
+    blocks = torch.empty(b, 3 * n + 1, m, 3 * n + 1, dtype=k.dtype)
+    blocks[:, 0, :, 0] = k
+    blocks[:, 0, :, 1:] = -gamma * k[..., None] * eZ.reshape(b, m, 3 * n)
+    blocks[:, 1:, :, 0] = _t(-gamma * k[..., None] * eX.reshape(b, m, 3 * n))
+    mixed = k[..., None, None] * (gamma ** 2 * eX.reshape(b, m, -1, 1) * eZ.reshape(b, m, 1, -1)
+                                  + gamma * _alignment_hessian(g))  # (b, m, 3n, 3n)
+    blocks[:, 1:, :, 1:] = mixed.transpose(1, 2)
+    return blocks.reshape(b * (3 * n + 1), m * (3 * n + 1))
+
+
+def joint_diagonal(geometry, gamma):
+    """Diagonal of the joint covariance of a set with itself (the pairs ``(i, i)``), (m (3n+1),)."""
+    g = geometry
+    m = g.shape[0]
+    n = g.rows.shape[1]
+    index = torch.arange(m)
+    G, W, V, C = (t[index, index] for t in (g.G, g.W, g.V, g.C))  # (m, 3, 3)
+    centring = 1.0 - 1.0 / n if g.centred else 1.0
+    diagonal = (centring * torch.diagonal(G, dim1=-2, dim2=-1))[:, None, :].expand(m, n, 3)
+    if g.centred:
+        zeta = g.cols @ V  # (m, n, 3)
+        alpha = g.rows @ W  # (m, n, 3)
+        # T[a,i,a,i] = sum_pq W_ip zeta_aq C_pq (alpha_ap V_iq - alpha_aq V_ip)
+        diagonal = diagonal + (torch.einsum("mip,maq,mpq,map,miq->mai", W, zeta, C, alpha, V)
+                               - torch.einsum("mip,maq,mpq,maq,mip->mai", W, zeta, C, alpha, V))
+    k = g.kernel(gamma)[index, index]  # (m,)
+    gradient = gamma * k[:, None, None] * diagonal  # (m, n, 3)
+    return torch.cat([k[:, None], gradient.reshape(m, 3 * n)], dim=1).reshape(-1)
