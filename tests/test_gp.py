@@ -11,6 +11,8 @@ from botorch.acquisition import UpperConfidenceBound
 
 from asebo.acquisition import EnergyModel
 from asebo.gp import CalculatorPrior, EnergyForceGP
+from asebo.kernels.euclidean import cartesian_rbf_blocks_batched
+from asebo.kernels.svd import svd_kernel_blocks_batched
 from calculators import get_calculator
 
 
@@ -183,3 +185,82 @@ def test_bad_observations_are_refused(water):
         EnergyForceGP().fit(P, E[:-1], F)
     with pytest.raises(ValueError, match="kernel must be"):
         EnergyForceGP(kernel="matern")
+
+
+def dense_posterior(gp, P, E, F, x, select=None):
+    """Mean, variance and mean gradient at x (n, 3) from the dense joint covariance.
+
+    Built from the kernel's per-pair derivative blocks, conditioned on the
+    configurations ``select`` (all by default), with the GP's fitted ``gamma``,
+    noise, jitter and prior; the gradient by autograd through the kernel blocks.
+    """
+    from test_operators import reference_dense
+
+    m, n = len(P), P.shape[1]
+    select = np.arange(m) if select is None else np.asarray(select)
+    prior_e, prior_g = gp._prior_at_observations(P, E, F)
+    y = gp._targets(E, -F, prior_e, prior_g).reshape(m, -1)[select].reshape(-1)
+    K = reference_dense(P[select], P[select], gp.gamma_, gp.kernel, gp.proper)
+    K.diagonal().add_(gp._noise(len(select), n, gp.gamma_))
+    K.diagonal().add_(gp.jitter_ * K.diagonal().mean())
+    alpha = torch.linalg.solve(K, y)
+    xt = torch.tensor(x, requires_grad=True)
+    if gp.kernel == "svd":
+        k, _, dk_dZ = svd_kernel_blocks_batched(xt[None], torch.as_tensor(P[select]), gp.gamma_,
+                                                gp.proper, second=False)
+    else:
+        k, _, dk_dZ, _ = cartesian_rbf_blocks_batched(xt[None], torch.as_tensor(P[select]),
+                                                      gp.gamma_)
+    c = torch.cat([k[0, :, None], dk_dZ[0].reshape(len(select), -1)], dim=1).reshape(-1)
+    mean = c @ alpha
+    (gradient,) = torch.autograd.grad(mean, xt)
+    c = c.detach()
+    variance = gp.outputscale_ * (1.0 - c @ torch.linalg.solve(K, c))
+    return mean.item() + gp.prior_constant_, variance.item(), gradient.numpy()
+
+
+@pytest.mark.parametrize("kernel, proper", [("svd", True), ("svd", False), ("cartesian", True)])
+@pytest.mark.parametrize("max_size", [10_000, 40])
+def test_structured_posterior_equals_the_dense_one(kernel, proper, max_size):
+    # max_size 40 holds two of the seven configurations: the mean then comes from
+    # conjugate gradients over all seven, the variance from the two nearest the best
+    atoms, P, E, F = samples("CH3OH", m=7, scale=0.05, seed=5)
+    gp = EnergyForceGP(kernel=kernel, proper=proper, fit_gamma=False, gamma=3.0, prior="mean",
+                       energy_noise=0.05, gradient_noise=0.05, max_size=max_size,
+                       cg_tolerance=1e-13, cg_max_iter=2000).fit(P, E, F)
+    assert (gp.solve_info_ is None) == (max_size > 7 * 19)
+    x = P[2] + 0.04 * np.random.default_rng(6).normal(size=P[2].shape)
+    mean, std, gradient = gp.predict(x, return_std=True, return_gradient=True)
+    dense_mean, _, dense_gradient = dense_posterior(gp, P, E, F, x)
+    _, dense_variance, _ = dense_posterior(gp, P, E, F, x, gp.selected_.numpy())
+    assert mean == pytest.approx(dense_mean, rel=1e-8)
+    np.testing.assert_allclose(gradient, dense_gradient, rtol=1e-8,
+                               atol=1e-8 * np.abs(dense_gradient).max())
+    assert std ** 2 == pytest.approx(dense_variance, rel=1e-8)
+    if max_size < 7 * 19:
+        assert gp.solve_info_.method == "cg" and gp.solve_info_.residual < 1e-12
+        assert len(gp.selected_) == 2
+        # conditioning on fewer observations can only widen the posterior
+        _, full_variance, _ = dense_posterior(gp, P, E, F, x)
+        assert std ** 2 >= full_variance
+
+
+def test_posterior_variance_gradient_matches_finite_differences_on_the_cg_path():
+    atoms, P, E, F = samples("CH3OH", m=7, scale=0.05, seed=5)
+    gp = EnergyForceGP(fit_gamma=False, gamma=3.0, prior="mean", max_size=60,
+                       energy_noise=0.05, gradient_noise=0.05).fit(P, E, F)
+    assert gp.solve_info_.method == "cg"
+    x = torch.tensor(P[3] + 0.03, requires_grad=True)
+    mean, variance = gp.posterior(x[None])
+    (grad_mean,) = torch.autograd.grad(mean.sum(), x, retain_graph=True)
+    (grad_variance,) = torch.autograd.grad(variance.sum(), x)
+    h = 1e-5
+    for a, i in [(0, 0), (2, 1), (5, 2)]:
+        step = torch.zeros_like(x)
+        step[a, i] = h
+        with torch.no_grad():
+            mp, vp = gp.posterior((x + step)[None])
+            mm, vm = gp.posterior((x - step)[None])
+        assert grad_mean[a, i].item() == pytest.approx(((mp - mm) / (2 * h)).item(), abs=1e-6)
+        assert grad_variance[a, i].item() == pytest.approx(((vp - vm) / (2 * h)).item(),
+                                                           abs=1e-6 * gp.outputscale_)

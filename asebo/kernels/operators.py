@@ -18,10 +18,12 @@ E. Wong and J. Z. Kolter, "An SVD and derivative kernel approach to learning fro
 geometric data", Carnegie Mellon University (preprint), eqs. 11-14 and 32-33.
 """
 
+import warnings
 from dataclasses import dataclass
 
 import torch
 from linear_operator.operators import LinearOperator
+from linear_operator.utils.warnings import NumericalWarning
 from linear_operator.utils import linear_cg
 
 from asebo.kernels.joint import (PairGeometry, joint_dense, joint_diagonal, joint_matmul,
@@ -297,9 +299,12 @@ def solve_joint(operator, rhs, noise, method="auto", max_cholesky_size=3000,
         initial_guess = initial_guess[:, None]
     # linear_cg's absolute floors (eps, stop_updating_after) default to 1e-10, which
     # stalls float64 solves well before a tight relative tolerance: make them inert.
-    x = linear_cg(matmul, column, tolerance=tolerance, max_iter=max_iter, eps=1e-300,
-                  stop_updating_after=0.0, preconditioner=preconditioner,
-                  initial_guess=initial_guess)
+    # Its warning on stopping at max_iter is dropped: SolveInfo reports the residual.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumericalWarning)
+        x = linear_cg(matmul, column, tolerance=tolerance, max_iter=max_iter, eps=1e-300,
+                      stop_updating_after=0.0, preconditioner=preconditioner,
+                      initial_guess=initial_guess)
     iterations = len(products) - 1  # the first product is the initial residual
     residual = ((operator._matmul(x) + noise[:, None] * x - column).norm()
                 / column.norm().clamp_min(1e-300)).item()
