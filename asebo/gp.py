@@ -183,7 +183,7 @@ class EnergyForceGP:
         K = self._structure.dense(gamma, select)
         K.diagonal().add_(self._noise(m, n, gamma))
         factor, _ = _robust_cholesky(K)
-        alpha = torch.cholesky_solve(y[:, None], factor)[:, 0]
+        alpha = _cholesky_solve(factor, y[:, None])[:, 0]
         size = y.shape[0]
         outputscale = float(y @ alpha) / size
         logdet = 2.0 * torch.log(torch.diagonal(factor)).sum().item()
@@ -286,7 +286,7 @@ class EnergyForceGP:
         m = len(self._structure)
         rows = _observation_rows(select, block)  # (N',)
         subset = torch.zeros_like(y)
-        subset[rows] = torch.cholesky_solve(y[rows, None], factor)[:, 0]
+        subset[rows] = _cholesky_solve(factor, y[rows, None])[:, 0]
         if len(select) == m:
             self.solve_info_ = None
             return subset
@@ -296,7 +296,7 @@ class EnergyForceGP:
 
         def preconditioner(r):  # (N, t)
             out = inverse_diagonal[:, None] * r
-            out[rows] = torch.cholesky_solve(r[rows], factor)
+            out[rows] = _cholesky_solve(factor, r[rows])
             return out
 
         def residual(x):
@@ -356,7 +356,7 @@ class EnergyForceGP:
 
         near = geometry.take(cols=self.selected_)
         c = energy_rows(near, gamma, k[:, self.selected_])  # (b, N')
-        w = torch.cholesky_solve(c.T, self._factor)  # (N', b)
+        w = _cholesky_solve(self._factor, c.T)  # (N', b)
         variance = s2 * (1.0 - (c * w.T).sum(dim=1))
         # d(c_i . K^{-1} c_i)/dx_i = 2 (dc_i/dx_i) w_i: the gradient rows of the product
         rows = joint_matmul(near, gamma, w, k[:, self.selected_]).reshape(b, 3 * n + 1, b)
@@ -415,6 +415,12 @@ class _Posterior(torch.autograd.Function):
         grad_mean, grad_variance = ctx.saved_tensors
         return (grad_mean_out[:, None, None] * grad_mean
                 + grad_variance_out[:, None, None] * grad_variance), None
+
+
+def _cholesky_solve(factor, rhs):
+    """``(L L^T)^{-1} rhs`` by two triangular solves (faster than ``torch.cholesky_solve``)."""
+    half = torch.linalg.solve_triangular(factor, rhs, upper=False)
+    return torch.linalg.solve_triangular(factor.T, half, upper=True)
 
 
 def _observation_rows(configurations, block):

@@ -1,15 +1,20 @@
-"""Processor time of one BOOptimizer step outside the calculator, against observations.
+"""Processor time and memory of BOOptimizer steps outside the calculator, against observations.
 
-Relaxes one molecule (default: menthone, 29 atoms, from the Baker set) with GFN2-xTB
-and a force threshold it cannot reach, so that the run goes on to ``--observations``
-plus half of ``--window`` calls, and measures after every step the processor time the
-step took outside the calculator: the GP fit with its marginal likelihood and the
-LCB minimisation. One thread (``torch.set_num_threads(1)``), processor time rather
-than wall time, so that the figure does not depend on the load of a shared machine.
-Prints the time per step over the window centred on ``--observations``.
+Relaxes one molecule (default: Baker's menthone, 29 atoms; ``--smiles`` builds any
+other with RDKit, e.g. ``--smiles CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC`` for the 98-atom
+alkane C32H66) with GFN2-xTB and a force threshold it cannot reach, so that the run
+goes on to the largest of ``--observations`` plus half of ``--window`` calls, and
+measures after every step the processor time the step took outside the calculator:
+the GP fit with its marginal likelihood and the LCB minimisation. One thread
+(``torch.set_num_threads(1)``), processor time rather than wall time, so that the
+figure does not depend on the load of a shared machine. Prints, for each value of
+``--observations``, the time per step over the window centred on it, and the peak
+resident memory of the process (which includes the roughly 0.3 GB of the loaded
+libraries).
 """
 
 import os
+import resource
 import time
 
 import numpy as np
@@ -20,15 +25,17 @@ from asebo.benchmarks.baker import DEFAULT_DIR
 
 def add_arguments(parser):
     parser.add_argument("--molecule", default=str(DEFAULT_DIR / "29_menthone.xyz"),
-                        help="structure file (default: Baker's menthone)")
-    parser.add_argument("--observations", type=int, default=50,
-                        help="observations at the centre of the measured window")
+                        help="structure file")
+    parser.add_argument("--smiles", default=None,
+                        help="build the molecule from this SMILES string instead (RDKit)")
+    parser.add_argument("--observations", type=int, nargs="+", default=[50],
+                        help="observations at the centres of the measured windows")
     parser.add_argument("--window", type=int, default=10,
-                        help="steps measured around --observations")
+                        help="steps measured around each --observations")
     parser.add_argument("--calc", default="gfn2")
 
 
-def step_times(atoms, calc, steps):
+def step_times(atoms, calc, steps, marks=None):
     """Processor seconds outside the calculator of each of ``steps`` BOOptimizer steps.
 
     Parameters
@@ -38,6 +45,9 @@ def step_times(atoms, calc, steps):
     calc : str or ase calculator
         Calculator preset, or a calculator.
     steps : int
+    marks : list, optional
+        Receives ``(processor time, calculator time, peak resident bytes)`` after
+        every step.
 
     Returns
     -------
@@ -50,12 +60,26 @@ def step_times(atoms, calc, steps):
     work = atoms.copy()
     counter = CountingCalculator(get_calculator(calc) if isinstance(calc, str) else calc)
     work.calc = counter
-    marks = []  # (processor time, processor time in the calculator) after each step
+    marks = [] if marks is None else marks
     optimizer = BOOptimizer(work, logfile=None)
-    optimizer.attach(lambda: marks.append((time.process_time(), counter.cpu_time)))
+    optimizer.attach(lambda: marks.append((time.process_time(), counter.cpu_time,
+                                           peak_resident_bytes())))
     optimizer.run(fmax=1e-8, steps=steps)
-    marks = np.array(marks)  # (steps + 1, 2)
-    return np.diff(marks[:, 0]) - np.diff(marks[:, 1])
+    times = np.array([m[:2] for m in marks])  # (steps + 1, 2)
+    return np.diff(times[:, 0]) - np.diff(times[:, 1])
+
+
+def peak_resident_bytes():
+    """Peak resident memory of this process so far, bytes (Linux reports kB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _structure(args):
+    if args.smiles is None:
+        return read(args.molecule), os.path.basename(args.molecule)
+    from asebo.campaign.molecules import molecule_from_smiles
+
+    return molecule_from_smiles(args.smiles), args.smiles
 
 
 def run(args):
@@ -63,14 +87,19 @@ def run(args):
     import torch
 
     torch.set_num_threads(1)
-    first = max(1, args.observations - args.window // 2)
-    last = first + args.window
-    atoms = read(args.molecule)
-    times = step_times(atoms, args.calc, last)
-    window = times[first - 1:last - 1]
-    print(f"{os.path.basename(args.molecule)}: {len(atoms)} atoms, {args.calc}, one thread")
-    print(f"processor seconds per step outside the calculator, observations {first}-{last - 1}:"
-          f" mean {window.mean():.3f}, median {np.median(window):.3f}, max {window.max():.3f}")
-    for start in range(0, last - 1, 10):
-        print(f"  observations {start + 1:3d}-{min(start + 10, last - 1):3d}: "
-              f"mean {times[start:start + 10].mean():.3f} s")
+    atoms, name = _structure(args)
+    windows = []
+    for centre in sorted(args.observations):
+        first = max(1, centre - args.window // 2)
+        windows.append((centre, first, first + args.window))
+    marks = []
+    times = step_times(atoms, args.calc, windows[-1][2], marks)
+    peaks = np.array([m[2] for m in marks]) / 2 ** 30  # GiB after each step
+    print(f"{name}: {len(atoms)} atoms, {args.calc}, one thread")
+    print("| observations | s per step outside the calculator (mean, median, max) "
+          "| peak resident memory, GiB |")
+    print("|---|---|---|")
+    for centre, first, last in windows:
+        window = times[first - 1:last - 1]
+        print(f"| {first}-{last - 1} | {window.mean():.3f}, {np.median(window):.3f}, "
+              f"{window.max():.3f} | {peaks[last - 1]:.2f} |")

@@ -202,26 +202,49 @@ def _alignment_hessian(g):
     return hessian
 
 
+def dense_parts(geometry):
+    """The ``gamma``-free parts of the dense blocks: residuals and alignment Hessians.
+
+    Returns
+    -------
+    eX, eZ : tensors (b, m, n, 3)
+        ``X_i - Z_j G^T`` and ``Z_j - X_i G``.
+    hessian : tensor (b, m, 3n, 3n)
+        ``B (x) G + T``.
+    """
+    g = geometry
+    eX = g.rows[:, None] - g.cols[None] @ _t(g.G)
+    eZ = g.cols[None] - g.rows[:, None] @ g.G
+    return eX, eZ, _alignment_hessian(g)
+
+
+def assemble_dense(parts, k, gamma):
+    """The dense joint covariance (b (3n+1), m (3n+1)) from :func:`dense_parts` and ``k`` (b, m).
+
+    Built one block row at a time, so that beyond the result it needs only
+    ``O(m n^2)`` memory.
+    """
+    eX, eZ, hessian = parts
+    b, m, n, _ = eX.shape
+    blocks = torch.empty(b, 3 * n + 1, m, 3 * n + 1, dtype=k.dtype)
+    blocks[:, 0, :, 0] = k
+    blocks[:, 0, :, 1:] = -gamma * k[..., None] * eZ.reshape(b, m, 3 * n)
+    blocks[:, 1:, :, 0] = _t(-gamma * k[..., None] * eX.reshape(b, m, 3 * n))
+    for i in range(b):
+        mixed = eX[i].reshape(m, -1, 1) * eZ[i].reshape(m, 1, -1)  # (m, 3n, 3n)
+        mixed.mul_(gamma ** 2).add_(hessian[i], alpha=gamma).mul_(k[i, :, None, None])
+        blocks[i, 1:, :, 1:] = mixed.transpose(0, 1)
+    return blocks.reshape(b * (3 * n + 1), m * (3 * n + 1))
+
+
 def joint_dense(geometry, gamma, k=None):
     """The dense joint covariance, (b (3n+1), m (3n+1)): ``O(b m n^2)`` memory.
 
     Rows and columns are ordered per configuration: the energy, then the ``3n``
     gradient components atom-major.
     """
-    g = geometry
-    k = g.kernel(gamma) if k is None else k
-    b, m = k.shape
-    n = g.rows.shape[1]
-    eX = g.rows[:, None] - g.cols[None] @ _t(g.G)  # (b, m, n, 3)
-    eZ = g.cols[None] - g.rows[:, None] @ g.G  # (b, m, n, 3)
-    blocks = torch.empty(b, 3 * n + 1, m, 3 * n + 1, dtype=k.dtype)
-    blocks[:, 0, :, 0] = k
-    blocks[:, 0, :, 1:] = -gamma * k[..., None] * eZ.reshape(b, m, 3 * n)
-    blocks[:, 1:, :, 0] = _t(-gamma * k[..., None] * eX.reshape(b, m, 3 * n))
-    mixed = k[..., None, None] * (gamma ** 2 * eX.reshape(b, m, -1, 1) * eZ.reshape(b, m, 1, -1)
-                                  + gamma * _alignment_hessian(g))  # (b, m, 3n, 3n)
-    blocks[:, 1:, :, 1:] = mixed.transpose(1, 2)
-    return blocks.reshape(b * (3 * n + 1), m * (3 * n + 1))
+    k = geometry.kernel(gamma) if k is None else k
+    return assemble_dense(dense_parts(geometry), k, gamma)
 
 
 def joint_diagonal(geometry, gamma):

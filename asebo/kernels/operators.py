@@ -26,8 +26,8 @@ from linear_operator.operators import LinearOperator
 from linear_operator.utils.warnings import NumericalWarning
 from linear_operator.utils import linear_cg
 
-from asebo.kernels.joint import (PairGeometry, joint_dense, joint_diagonal, joint_matmul,
-                                 pair_geometry)
+from asebo.kernels.joint import (PairGeometry, assemble_dense, dense_parts, joint_dense,
+                                 joint_diagonal, joint_matmul, pair_geometry)
 from asebo.kernels.svd import _as_tensor
 
 _DENSE_CHUNK_BYTES = 2 ** 28  # intermediates of one chunk of dense block rows
@@ -134,6 +134,7 @@ class JointStructure:
         self.positions = None  # (m, n, 3), as given
         self._rows = None  # (m, n, 3), as the kernel sees them
         self._buffers = {}  # field -> (capacity, capacity, ...) tensor
+        self._dense_parts = {}  # selected configurations -> dense_parts, for a few subsets
 
     def __len__(self):
         return 0 if self.positions is None else self.positions.shape[0]
@@ -153,6 +154,7 @@ class JointStructure:
                 self._store(name, getattr(row, name)[0], getattr(column, name)[:, 0])
             self.positions = positions
             self._rows = row.cols
+        self._dense_parts.clear()
         return self
 
     def _store(self, name, row, column):
@@ -186,8 +188,18 @@ class JointStructure:
         return self._buffers["distance"][:len(self), :len(self)]
 
     def dense(self, gamma, select=None):
-        """Dense joint covariance at ``gamma`` of all or the ``select``-ed configurations."""
-        return joint_dense(self.geometry(select, select), gamma)
+        """Dense joint covariance at ``gamma`` of all or the ``select``-ed configurations.
+
+        The ``gamma``-free parts of the last two subsets asked for are kept until the
+        next :meth:`extend`, so a search over ``gamma`` builds them once.
+        """
+        key = None if select is None else tuple(select.tolist())
+        geometry = self.geometry(select, select)
+        if key not in self._dense_parts:
+            if len(self._dense_parts) == 2:
+                self._dense_parts.pop(next(iter(self._dense_parts)))
+            self._dense_parts[key] = dense_parts(geometry)
+        return assemble_dense(self._dense_parts[key], geometry.kernel(gamma), gamma)
 
     def operator(self, gamma):
         """The structured :class:`JointCovariance` of all configurations at ``gamma``."""
