@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from scipy.optimize import minimize_scalar
 
-from asebo.kernels.joint import KERNELS, energy_rows, joint_matmul
+from asebo.kernels.joint import KERNELS, block_jacobi, energy_rows, joint_matmul
 from asebo.kernels.operators import JointStructure, solve_joint
 
 
@@ -101,12 +101,15 @@ class EnergyForceGP:
     max_size : int
         Largest covariance factorised densely. Up to it the posterior is exact; beyond
         it the mean conditions on every observation through conjugate gradients with
-        the structured covariance, and the variance on the configurations nearest the
-        lowest-energy one (``selected_``).
+        the structured covariance where they converge, on the configurations nearest
+        the lowest-energy one (``selected_``) where they do not, and the variance on
+        ``selected_``.
     cg_tolerance : float
-        Relative residual at which conjugate gradients stop.
+        Relative residual at which conjugate gradients stop; a solve that does not
+        reach it falls back to the weights of ``selected_``.
     cg_max_iter : int
-        At most this many conjugate-gradient iterations per fit.
+        At most this many conjugate-gradient iterations per fit; 0 conditions the
+        mean, like the variance, on ``selected_`` only.
 
     Attributes
     ----------
@@ -124,7 +127,7 @@ class EnergyForceGP:
 
     def __init__(self, kernel="svd", gamma=6.0, fit_gamma=True, gamma_bounds=(0.05, 50.0),
                  prior="max", energy_noise=2e-3, gradient_noise=2e-3, proper=True,
-                 hyper_window=6, max_size=1500, cg_tolerance=1e-6, cg_max_iter=20):
+                 hyper_window=6, max_size=1500, cg_tolerance=1e-6, cg_max_iter=50):
         if kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
         self.kernel = kernel
@@ -274,28 +277,30 @@ class EnergyForceGP:
         """Weights ``(K + Lambda / s^2)^{-1} y`` of every observation.
 
         With every configuration in ``select`` this is the dense solve. Beyond
-        ``max_size`` rows it is at most ``cg_max_iter`` iterations of conjugate
-        gradients with the structured product, preconditioned by the dense factor on
-        ``select`` and the diagonal elsewhere, started from the better (by residual)
-        of the weights of ``select`` alone and the previous fit's weights. CG never
-        increases the error in the norm of the covariance, so even an unconverged
-        solve improves on its start; should the residual grow (an indefinite
-        covariance), the start is kept.
+        ``max_size`` rows it is conjugate gradients with the structured product,
+        preconditioned by the dense factor on ``select`` and by the configurations'
+        own blocks elsewhere (:func:`asebo.kernels.joint.block_jacobi`), started
+        from the better (by residual) of the weights of ``select`` alone and the
+        previous fit's weights. Where CG does not reach ``cg_tolerance`` within
+        ``cg_max_iter`` iterations, as happens at long length scales, where the
+        covariance is as ill-conditioned as the noise is small, the weights of
+        ``select`` alone are used: the posterior is then exact for those
+        configurations, never a half-converged mixture.
         """
         block = 3 * n_atoms + 1
         m = len(self._structure)
         rows = _observation_rows(select, block)  # (N',)
         subset = torch.zeros_like(y)
         subset[rows] = _cholesky_solve(factor, y[rows, None])[:, 0]
-        if len(select) == m:
+        if len(select) == m or self.cg_max_iter == 0:
             self.solve_info_ = None
             return subset
         operator = self._structure.operator(gamma)
         noise = self._noise(m, n_atoms, gamma) + jitter * float(factor.diagonal().square().mean())
-        inverse_diagonal = 1.0 / (operator._diagonal() + noise)  # (N,)
+        blocks = block_jacobi(operator.geometry, gamma, noise)
 
         def preconditioner(r):  # (N, t)
-            out = inverse_diagonal[:, None] * r
+            out = blocks(r)
             out[rows] = _cholesky_solve(factor, r[rows])
             return out
 
@@ -307,13 +312,12 @@ class EnergyForceGP:
         if previous is not None and len(previous) < len(y):
             starts.append(torch.cat([previous, torch.zeros(len(y) - len(previous),
                                                             dtype=y.dtype)]))
-        start_residuals = [residual(x) for x in starts]
-        best = int(np.argmin(start_residuals))
+        best = int(np.argmin([residual(x) for x in starts]))
         alpha, info = solve_joint(operator, y, noise, method="cg", tolerance=self.cg_tolerance,
                                   max_iter=self.cg_max_iter, preconditioner=preconditioner,
                                   initial_guess=starts[best])
         self.solve_info_ = info
-        return alpha if info.residual < start_residuals[best] else starts[best]
+        return alpha if info.residual <= self.cg_tolerance else subset
 
     def _factorize(self, gamma, select, n_atoms):
         """Cholesky factor of ``K + Lambda / s^2`` on ``select`` and the jitter it needed."""
