@@ -10,7 +10,8 @@ from sklearn.kernel_ridge import KernelRidge
 from asebo.benchmarks.iokr import (broadened_spectra, gaussian_gram, molecular_formula,
                                    morgan_fingerprints, pessimistic_ranks, sign_tests,
                                    tanimoto_sparse)
-from asebo.iokr import (IOKR, IOKRCV, MPIOKR, MPIOKRCV, PRECOMPUTED, loo_squared_errors)
+from asebo.iokr import IOKR, IOKRCV, PRECOMPUTED, loo_squared_errors
+from asebo.mpiokr import MPIOKR, MPIOKRCV
 from asebo.kernels import GaussianKernel, LinearKernel, TanimotoKernel
 
 LAM, GAMMA = 0.3, 0.7

@@ -49,7 +49,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.model_selection import KFold
 
-from asebo.iokr import IOKRCV, MPIOKR, MPIOKRCV, PRECOMPUTED, loo_squared_errors
+from asebo.iokr import IOKRCV, PRECOMPUTED, loo_squared_errors
+from asebo.mpiokr import MPIOKR, MPIOKRCV
 
 TOP_K = (1, 5, 10, 20)
 REFERENCE = "IOKR, lambda by ranking CV"  # IOKR with MP-IOKR's lambda criterion
