@@ -24,7 +24,7 @@ def add_arguments(parser):
                         help="file stems or substrings to run (default: all)")
     parser.add_argument("--optimizers", nargs="+", default=["bo", "bfgs", "lbfgs", "fire",
                                                             "gpmin"],
-                        help="names of asebo.compare.OPTIMIZERS; 'bo+gfn1' runs bo with a "
+                        help="names of asebo.campaign.relax.OPTIMIZERS; 'bo+gfn1' runs bo with a "
                              "GFN1-xTB prior (any calculator preset after the '+'), "
                              "'bo+max' with a constant prior instead of the Lindh model")
     parser.add_argument("--calc", default="gfn2")
@@ -47,7 +47,7 @@ def _run_one(task):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
 
-    from asebo.compare import relax
+    from asebo.campaign.relax import relax
 
     torch.set_num_threads(1)
     path, label, calc, fmax, steps = task

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from ase import Atoms
 
-from asebo.compare import OPTIMIZERS
-from asebo.optimize import MODEL_PRIORS
+from asebo.campaign.relax import OPTIMIZERS
+from asebo.priors import MODEL_PRIORS
 from calculators import calculator_key, parse_preset
 
 PRIOR_SEPARATOR = "+"
@@ -138,9 +138,9 @@ def parse_optimizer(label, prior=None):
     Parameters
     ----------
     label : str
-        A key of :data:`asebo.compare.OPTIMIZERS`, or ``'bo+NAME'`` for ``bo`` with the
+        A key of :data:`asebo.campaign.relax.OPTIMIZERS`, or ``'bo+NAME'`` for ``bo`` with the
         calculator preset ``NAME`` as prior mean (Δ-learning) or with a prior of
-        :data:`asebo.optimize.MODEL_PRIORS` (``'bo+max'``).
+        :data:`asebo.priors.MODEL_PRIORS` (``'bo+max'``).
     prior : str, optional
         Prior given to a plain ``'bo'``.
 

@@ -23,7 +23,7 @@ def run_campaign(molecules, optimizers=("bo", "lbfgs"), starts=5, noise=0.1, see
         Names, files or SMILES (see :func:`asebo.campaign.load_molecule`), or labels
         with geometries.
     optimizers : list of str
-        Keys of :data:`asebo.compare.OPTIMIZERS`, or ``'bo+NAME'`` for ``bo`` with a
+        Keys of :data:`asebo.campaign.relax.OPTIMIZERS`, or ``'bo+NAME'`` for ``bo`` with a
         calculator prior.
     starts : int
         0: the geometry as given; N: N perturbed starts (seed 003 used 40).
