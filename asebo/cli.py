@@ -25,7 +25,10 @@ def _add_module_parsers(subparsers, package, selected):
         if name != selected:
             subparsers.add_parser(name, help=f"'{name} --help' for its options")
             continue
-        module = importlib.import_module(f"{package.__name__}.{name}")
+        try:
+            module = importlib.import_module(f"{package.__name__}.{name}")
+        except ImportError as error:  # an extra that is not installed
+            raise SystemExit(f"asebo: {name}: {error}") from error
         summary = (module.__doc__ or name).strip().splitlines()[0]
         parser = subparsers.add_parser(name, help=summary, description=module.__doc__,
                                        formatter_class=argparse.RawDescriptionHelpFormatter)

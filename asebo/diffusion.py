@@ -52,13 +52,22 @@ import scipy.linalg
 import scipy.sparse
 import scipy.sparse.linalg
 from scipy.spatial.distance import cdist
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.decomposition import KernelPCA
-from sklearn.neighbors import NearestNeighbors
-from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
 
+from asebo.extras import missing_extra
 from asebo.kernels import GaussianKernel
+
+try:
+    from sklearn.base import (
+        BaseEstimator,
+        ClassNamePrefixFeaturesOutMixin,
+        TransformerMixin,
+    )
+    from sklearn.decomposition import KernelPCA
+    from sklearn.neighbors import NearestNeighbors
+    from sklearn.utils import check_random_state
+    from sklearn.utils.validation import check_is_fitted, validate_data
+except ImportError as error:
+    raise missing_extra(error, "learn", "asebo.diffusion") from error
 
 __all__ = ["DiffusionMap", "KernelPCAEmbedding", "median_knn_epsilon"]
 

@@ -95,12 +95,17 @@ import numbers
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, eigh
-from sklearn.base import BaseEstimator
-from sklearn.model_selection import KFold, check_cv
-from sklearn.preprocessing import KernelCenterer
-from sklearn.utils.validation import check_array, check_is_fitted
 
+from asebo.extras import missing_extra
 from asebo.kernels import GaussianKernel, LinearKernel
+
+try:
+    from sklearn.base import BaseEstimator
+    from sklearn.model_selection import KFold, check_cv
+    from sklearn.preprocessing import KernelCenterer
+    from sklearn.utils.validation import check_array, check_is_fitted
+except ImportError as error:
+    raise missing_extra(error, "learn", "asebo.iokr") from error
 
 __all__ = ["IOKR", "IOKRCV", "PRECOMPUTED", "loo_squared_errors"]
 

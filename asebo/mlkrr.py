@@ -44,12 +44,17 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize
 from scipy.special import softmax
-from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
 
-from asebo.kernels import GaussianKernel
+from asebo.extras import missing_extra
+from asebo.kernels import GaussianKernel, squared_distances
+
+try:
+    from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.utils import check_random_state
+    from sklearn.utils.validation import check_is_fitted, validate_data
+except ImportError as error:
+    raise missing_extra(error, "learn", "asebo.mlkrr") from error
 
 __all__ = ["MLKR", "MLKRR", "mlkr_loss", "mlkrr_loss", "pair_outer_sum"]
 
@@ -115,7 +120,7 @@ def mlkr_loss(A, X, y, sigma):
     grad : ndarray of shape (p, d)
     """
     Z = X @ A.T  # (n, p)
-    logits = -_squared_distances(Z, Z) / sigma**2  # (n, n)
+    logits = -squared_distances(Z, Z) / sigma**2  # (n, n)
     np.fill_diagonal(logits, -np.inf)
     weights = softmax(logits, axis=1)  # (n, n), k_ij / Z_i
     y_hat = weights @ y  # (n,)
@@ -166,8 +171,8 @@ def mlkrr_loss(A, X_A, y_A, X_alpha, y_alpha, sigma, krr_lambda):
     """
     Z_A = X_A @ A.T  # (n_A, p)
     Z_alpha = X_alpha @ A.T  # (n_alpha, p)
-    K = np.exp(-_squared_distances(Z_alpha, Z_alpha) / sigma**2)  # (n_alpha, n_alpha)
-    Q = np.exp(-_squared_distances(Z_A, Z_alpha) / sigma**2)  # (n_A, n_alpha)
+    K = np.exp(-squared_distances(Z_alpha, Z_alpha) / sigma**2)  # (n_alpha, n_alpha)
+    Q = np.exp(-squared_distances(Z_A, Z_alpha) / sigma**2)  # (n_A, n_alpha)
     H_factor = _cholesky(K + krr_lambda * np.eye(len(K)))
     alpha = cho_solve(H_factor, y_alpha)  # (n_alpha,)
     residual = Q @ alpha - y_A  # (n_A,)
@@ -179,13 +184,6 @@ def mlkrr_loss(A, X_A, y_A, X_alpha, y_alpha, sigma, krr_lambda):
     grad = 4.0 / sigma**2 * pair_outer_sum(W_all, np.vstack([X_A, X_alpha]),
                                            np.vstack([Z_A, Z_alpha]))  # (p, d)
     return float(residual @ residual), grad
-
-
-def _squared_distances(Z1, Z2):
-    """Squared Euclidean distances between rows by one matrix product, shape (n1, n2)."""
-    sq1 = np.einsum("ij,ij->i", Z1, Z1)  # (n1,)
-    sq2 = np.einsum("ij,ij->i", Z2, Z2)  # (n2,)
-    return np.maximum(sq1[:, None] + sq2[None, :] - 2.0 * (Z1 @ Z2.T), 0.0)
 
 
 def _cholesky(H):

@@ -9,12 +9,10 @@ implementation notes are described in :mod:`asebo.iokr`, which holds the plain I
 estimators and the helpers both share.
 """
 
-
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
-from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
 
+from asebo.extras import missing_extra
 from asebo.iokr import (
     _CandidateSets,
     _check_score,
@@ -31,6 +29,12 @@ from asebo.iokr import (
     loo_squared_errors,
 )
 from asebo.kernels import GaussianKernel, LinearKernel
+
+try:
+    from sklearn.base import BaseEstimator
+    from sklearn.utils.validation import check_is_fitted
+except ImportError as error:
+    raise missing_extra(error, "learn", "asebo.mpiokr") from error
 
 __all__ = ["MPIOKR", "MPIOKRCV"]
 

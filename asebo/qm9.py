@@ -233,7 +233,7 @@ def load_qm9():
 def _data_folder():
     spec = importlib.util.find_spec("qm9pack")
     if spec is None:
-        raise ModuleNotFoundError("QM9 needs the 'qm9pack' package: pip install qm9pack")
+        raise ModuleNotFoundError("QM9 needs the 'qm9pack' package: pip install 'asebo[learn]'")
     package = importlib.util.module_from_spec(spec)  # not executed: only its location
     return importlib.resources.files(package) / "data"
 

@@ -30,8 +30,15 @@ from pathlib import Path
 import numpy as np
 from ase.optimize import BFGS
 
-from asebo.campaign import (CampaignStore, format_summary, load_molecule, plot_best_energy,
-                            plot_runs, run_campaign, summarize)
+from asebo.campaign import (
+    CampaignStore,
+    format_summary,
+    load_molecule,
+    plot_best_energy,
+    plot_runs,
+    run_campaign,
+    summarize,
+)
 from calculators import get_calculator
 
 MOLECULES = {"water": "H2O", "ethanol": "CH3CH2OH", "glycerol": "smiles:OCC(O)CO"}

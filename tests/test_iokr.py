@@ -7,12 +7,18 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.kernel_ridge import KernelRidge
 
-from asebo.benchmarks.iokr import (broadened_spectra, gaussian_gram, molecular_formula,
-                                   morgan_fingerprints, pessimistic_ranks, sign_tests,
-                                   tanimoto_sparse)
+from asebo.benchmarks.iokr import (
+    broadened_spectra,
+    gaussian_gram,
+    molecular_formula,
+    morgan_fingerprints,
+    pessimistic_ranks,
+    sign_tests,
+    tanimoto_sparse,
+)
 from asebo.iokr import IOKR, IOKRCV, PRECOMPUTED, loo_squared_errors
-from asebo.mpiokr import MPIOKR, MPIOKRCV
 from asebo.kernels import GaussianKernel, LinearKernel, TanimotoKernel
+from asebo.mpiokr import MPIOKR, MPIOKRCV
 
 LAM, GAMMA = 0.3, 0.7
 

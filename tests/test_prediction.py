@@ -10,11 +10,21 @@ from scipy.stats import multivariate_normal
 
 from asebo.cli import main
 from asebo.kernels import svd_kernel_blocks
-from asebo.prediction import (ConfigurationSet, EigenspectrumKRR, MeanPredictor,
-                              SVDDerivativeKRR, SVDKernelKRR,
-                              configuration_folds, coulomb_eigenspectrum, dataset_filename,
-                              displaced_positions, evaluate_model, generate_dataset,
-                              load_dataset, select_hyperparameters)
+from asebo.prediction import (
+    ConfigurationSet,
+    EigenspectrumKRR,
+    MeanPredictor,
+    SVDDerivativeKRR,
+    SVDKernelKRR,
+    configuration_folds,
+    coulomb_eigenspectrum,
+    dataset_filename,
+    displaced_positions,
+    evaluate_model,
+    generate_dataset,
+    load_dataset,
+    select_hyperparameters,
+)
 from asebo.prediction.selection import _evidence_scores, _ridge_path
 
 BASE = np.array([[0.0, 0.0, 0.0], [1.1, 0.1, 0.0], [-0.3, 1.2, 0.2], [0.4, -0.2, 1.3]])

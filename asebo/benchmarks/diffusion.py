@@ -85,11 +85,11 @@ def qm9_fingerprints(n_molecules, random_state=0, radius=2, n_bits=2048):
     return fingerprint_bits(molecules.smiles, radius, n_bits), np.array(molecules.homo_lumo_gap)
 
 
-def _measure(action):
-    """Run ``action()``; return its result, wall and CPU seconds, peak traced bytes."""
+def _measure(action, *args):
+    """Run ``action(*args)``; return its result, wall and CPU seconds, peak traced bytes."""
     tracemalloc.start()
     wall, cpu = time.perf_counter(), time.process_time()
-    result = action()
+    result = action(*args)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
@@ -119,9 +119,9 @@ def run(args):
           "| transform of new (s) |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, estimator in methods:
-        _, wall, cpu, peak = _measure(lambda: estimator.fit(train))
+        _, wall, cpu, peak = _measure(estimator.fit, train)
         if len(new):
-            _, extend, _, _ = _measure(lambda: estimator.transform(new))
+            _, extend, _, _ = _measure(estimator.transform, new)
             extend_text = f"{extend:.1f} ({len(new)})"
         else:
             extend_text = "-"

@@ -71,7 +71,8 @@ def measure(n_atoms, m, repeats=5, dense_limit_gib=3.0, seed=0, threads=1):
     dense = size ** 2 * 8 / 2 ** 30 <= dense_limit_gib
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    process = context.Process(target=_measure, args=(n_atoms, m, repeats, dense, seed, threads, queue))
+    process = context.Process(target=_measure,
+                              args=(n_atoms, m, repeats, dense, seed, threads, queue))
     process.start()
     result = queue.get()
     process.join()

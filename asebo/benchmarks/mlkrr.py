@@ -25,12 +25,17 @@ from pathlib import Path
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
-from sklearn.decomposition import PCA
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics.pairwise import euclidean_distances
 
+from asebo.extras import missing_extra
+from asebo.kernels import squared_distances
 from asebo.mlkrr import MLKR, MLKRR
 from asebo.qm9 import HARTREE_TO_KCAL_PER_MOL, load_qm9
+
+try:
+    from sklearn.decomposition import PCA
+    from sklearn.exceptions import ConvergenceWarning
+except ImportError as error:
+    raise missing_extra(error, "learn", "asebo bench mlkrr") from error
 
 QM9_ELEMENTS = (1, 6, 7, 8, 9)
 SIGMA_FACTORS = 2.0 ** np.arange(0, 11)  # times the median distance in the metric
@@ -102,9 +107,9 @@ def select_and_score(Z_train, y_train, Z_test, y_test, Z_val, y_val):
     dict
         ``mae`` (validation), ``test_mae``, ``sigma``, ``lambda``.
     """
-    D_train = euclidean_distances(Z_train, squared=True)  # (N, N)
-    D_test = euclidean_distances(Z_test, Z_train, squared=True)  # (n_test, N)
-    D_val = euclidean_distances(Z_val, Z_train, squared=True)  # (n_val, N)
+    D_train = squared_distances(Z_train, Z_train)  # (N, N)
+    D_test = squared_distances(Z_test, Z_train)  # (n_test, N)
+    D_val = squared_distances(Z_val, Z_train)  # (n_val, N)
     median = float(np.sqrt(np.median(D_train[np.triu_indices_from(D_train, 1)])))
     offset = float(np.mean(y_train))
     best = None

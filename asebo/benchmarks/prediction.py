@@ -25,7 +25,8 @@ from asebo.prediction import MODELS, configuration_folds, evaluate_model, load_d
 def add_arguments(parser):
     parser.add_argument("--molecule", default="glycerol",
                         help="water, glycerol, nonanol or a SMILES string")
-    parser.add_argument("--calc", default="gfn2", help="gfn2, gpaw, gpaw-lcao, emt ...")
+    parser.add_argument("--calc", default="gfn2", help="calculator preset: gfn2, gpaw, "
+                        "gpaw:mode=lcao, emt ...")
     parser.add_argument("--configs", type=int, default=100)
     parser.add_argument("--displacement", type=float, default=None,
                         help="noise standard deviation in Å (default per molecule)")

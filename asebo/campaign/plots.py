@@ -9,17 +9,18 @@ log scale. Drawn with matplotlib's Agg canvas, without pyplot's global state.
 from pathlib import Path
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
-from asebo.campaign.summary import best_energies
+from asebo.campaign.summary import best_energies, distinct
+from asebo.extras import missing_extra
+
+try:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+except ImportError as error:
+    raise missing_extra(error, "campaign", "asebo.campaign.plots") from error
 
 FLOOR = 1e-6  # eV: gaps below are drawn at the floor of the log scale
 FORMATS = ("png", "pdf")
-
-
-def _unique(items):
-    return list(dict.fromkeys(items))
 
 
 def running_best(energies, length):
@@ -58,13 +59,13 @@ def best_energy_curves(records):
     """
     best = best_energies(records)
     curves = {}
-    for molecule in _unique(r.molecule for r in records):
+    for molecule in distinct(r.molecule for r in records):
         runs = [r for r in records if r.molecule == molecule and r.energies.size]
         if not runs:
             continue
         length = max(r.energies.size for r in runs)
         curves[molecule] = {}
-        for optimizer in _unique(r.optimizer for r in runs):
+        for optimizer in distinct(r.optimizer for r in runs):
             stack = np.array([running_best(r.energies, length)
                               for r in runs if r.optimizer == optimizer])  # (runs, K)
             curves[molecule][optimizer] = stack.mean(axis=0) - best[molecule]
@@ -101,7 +102,7 @@ def plot_best_energy(records, prefix):
     list of pathlib.Path
     """
     curves = best_energy_curves(records)
-    optimizers = _unique(r.optimizer for r in records)
+    optimizers = distinct(r.optimizer for r in records)
     colours = {o: f"C{i}" for i, o in enumerate(optimizers)}
     columns = min(len(curves), 4) or 1
     rows = -(-len(curves) // columns) or 1
@@ -136,8 +137,8 @@ def plot_runs(records, prefix):
     list of pathlib.Path
     """
     best = best_energies(records)
-    molecules = [m for m in _unique(r.molecule for r in records) if m in best]
-    optimizers = _unique(r.optimizer for r in records)
+    molecules = [m for m in distinct(r.molecule for r in records) if m in best]
+    optimizers = distinct(r.optimizer for r in records)
     figure = _figure(max(len(molecules), 1), max(len(optimizers), 1), width=2.4, height=2.0)
     for i, molecule in enumerate(molecules):
         shared = None

@@ -86,7 +86,8 @@ def _row(molecule, optimizer, records, best):
         gap_max=gaps.max() if gaps.size else np.nan)
 
 
-def _unique(items):
+def distinct(items):
+    """The distinct items in the order they first appear, as a list."""
     return list(dict.fromkeys(items))
 
 
@@ -107,8 +108,8 @@ def summarize(records, reference=REFERENCE_OPTIMIZER):
         there is more than one molecule.
     """
     best = best_energies(records)
-    molecules = _unique(r.molecule for r in records)
-    optimizers = _unique(r.optimizer for r in records)
+    molecules = distinct(r.molecule for r in records)
+    optimizers = distinct(r.optimizer for r in records)
     groups = [(m, [r for r in records if r.molecule == m]) for m in molecules]
     if len(molecules) > 1:
         groups.append((ALL, list(records)))

@@ -1,9 +1,14 @@
 """A whole campaign: molecules in, stored runs out, skipping what is already stored."""
 
-from asebo.campaign.execute import execute_runs
 from asebo.campaign.molecules import load_molecule
 from asebo.campaign.plan import Campaign, plan_runs
 from asebo.campaign.store import CampaignStore
+from asebo.extras import missing_extra
+
+try:
+    from asebo.campaign.execute import execute_runs
+except ModuleNotFoundError as error:
+    raise missing_extra(error, "campaign", "asebo.campaign") from error
 
 
 def run_campaign(molecules, optimizers=("bo", "lbfgs"), starts=5, noise=0.1, seed=0,

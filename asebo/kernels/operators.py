@@ -17,8 +17,14 @@ import torch
 from linear_operator.operators import LinearOperator
 from linear_operator.utils import linear_cg
 
-from asebo.kernels.svd import (Alignment, _as_tensor, _centre, _PairTerms, mixed_block,
-                               svd_kernel_blocks_batched)
+from asebo.kernels.svd import (
+    Alignment,
+    _as_tensor,
+    _centre,
+    _PairTerms,
+    mixed_block,
+    svd_kernel_blocks_batched,
+)
 
 
 def _t(A):

@@ -29,13 +29,11 @@ from asebo.prediction.data import (
     DISPLACEMENTS,
     MOLECULES,
     ConfigurationSet,
-    build_calculator,
     dataset_filename,
     default_cache_dir,
     displaced_positions,
     generate_dataset,
     load_dataset,
-    molecule_from_smiles,
     relax_molecule,
 )
 from asebo.prediction.evaluate import FoldResult, evaluate_model
@@ -58,8 +56,8 @@ from asebo.prediction.selection import (
 __all__ = [
     "DATA_DIR", "DEFAULT_DISPLACEMENT", "DEFAULT_GRIDS", "DISPLACEMENTS", "MODELS", "MOLECULES",
     "ConfigurationSet", "EigenspectrumKRR", "FoldResult", "MeanPredictor", "SVDDerivativeKRR",
-    "SVDKernelKRR", "Selection", "build_calculator", "configuration_folds",
+    "SVDKernelKRR", "Selection", "configuration_folds",
     "coulomb_eigenspectrum", "dataset_filename", "default_cache_dir", "displaced_positions",
-    "evaluate_model", "generate_dataset", "load_dataset", "make_model", "molecule_from_smiles",
+    "evaluate_model", "generate_dataset", "load_dataset", "make_model",
     "relax_molecule", "select_hyperparameters",
 ]

@@ -14,6 +14,9 @@ import numpy as np
 from ase import Atoms
 from ase.optimize import BFGS
 
+from asebo.smiles import molecule_from_smiles
+from calculators import get_calculator
+
 MOLECULES = {"water": "O", "glycerol": "OCC(O)CO", "nonanol": "CCCCCCCCCO"}
 """SMILES of the named molecules; any other SMILES string is accepted as well."""
 
@@ -29,49 +32,6 @@ DEFAULT_DISPLACEMENT = 0.05
 DATA_DIR = Path(__file__).parent.parent / "data"
 
 
-# ---------------------------------------------------------------------------------
-# data sets
-# ---------------------------------------------------------------------------------
-def build_calculator(spec):
-    """An ASE calculator from a spec ``NAME`` or ``NAME-MODE`` (``gpaw-lcao``).
-
-    ``NAME`` is a preset of :func:`calculators.get_calculator`; ``MODE`` is passed as
-    its ``mode`` keyword.
-    """
-    from calculators import get_calculator
-
-    name, _, mode = str(spec).partition("-")
-    return get_calculator(name, **({"mode": mode} if mode else {}))
-
-
-def molecule_from_smiles(smiles, random_state=0):
-    """A 3D molecule with hydrogens from SMILES: RDKit ETKDG embedding and MMFF relaxation.
-
-    Parameters
-    ----------
-    smiles : str
-        SMILES string, or a name of :data:`MOLECULES`.
-    random_state : int
-        Seed of the embedding.
-
-    Returns
-    -------
-    ase.Atoms
-    """
-    from rdkit import Chem
-    from rdkit.Chem import AllChem
-
-    molecule = Chem.MolFromSmiles(MOLECULES.get(smiles, smiles))
-    if molecule is None:
-        raise ValueError(f"RDKit cannot parse the SMILES {smiles!r}")
-    molecule = Chem.AddHs(molecule)
-    if AllChem.EmbedMolecule(molecule, randomSeed=int(random_state)) != 0:
-        raise ValueError(f"RDKit could not embed {smiles!r} in 3D")
-    AllChem.MMFFOptimizeMolecule(molecule)
-    numbers = [atom.GetAtomicNum() for atom in molecule.GetAtoms()]
-    return Atoms(numbers, positions=molecule.GetConformer().GetPositions())
-
-
 def relax_molecule(atoms, calculator, fmax=0.02, steps=200, prerelax=None):
     """Relax ``atoms`` with ``calculator`` by BFGS, optionally after a cheaper calculator.
 
@@ -79,7 +39,8 @@ def relax_molecule(atoms, calculator, fmax=0.02, steps=200, prerelax=None):
     ----------
     atoms : ase.Atoms
     calculator : str or ase calculator
-        Spec for :func:`build_calculator` or a calculator object.
+        A preset of :func:`calculators.get_calculator` (``'gpaw:mode=lcao'``) or a
+        calculator.
     fmax : float
         Force threshold (eV/Å).
     prerelax : str, optional
@@ -94,7 +55,7 @@ def relax_molecule(atoms, calculator, fmax=0.02, steps=200, prerelax=None):
     relaxed = atoms.copy()
     stages = ([prerelax] if prerelax else []) + [calculator]
     for stage in stages:
-        relaxed.calc = build_calculator(stage) if isinstance(stage, str) else stage
+        relaxed.calc = get_calculator(stage) if isinstance(stage, str) else stage
         BFGS(relaxed, logfile=None).run(fmax=fmax, steps=steps)
     relaxed.calc = None
     return relaxed
@@ -180,10 +141,15 @@ class ConfigurationSet:
 
 
 def dataset_filename(molecule, calculator, displacement=None, random_state=0):
-    """File name of a cached or shipped set, e.g. ``water_gpaw_d0.12_s0.npz``."""
+    """File name of a cached or shipped set, e.g. ``water_gpaw_d0.12_s0.npz``.
+
+    The calculator spec's colon becomes a hyphen: ``gpaw:mode=lcao`` gives
+    ``glycerol_gpaw-mode=lcao_d0.06_s0.npz``.
+    """
     displacement = DISPLACEMENTS.get(molecule, DEFAULT_DISPLACEMENT) if displacement is None \
         else displacement
-    return f"{molecule}_{calculator}_d{displacement:g}_s{random_state}.npz"
+    tag = str(calculator).replace(":", "-")
+    return f"{molecule}_{tag}_d{displacement:g}_s{random_state}.npz"
 
 
 def default_cache_dir():
@@ -201,7 +167,8 @@ def generate_dataset(molecule, calculator="gfn2", count=100, displacement=None,
     molecule : str
         A name of :data:`MOLECULES` or a SMILES string.
     calculator : str
-        Spec for :func:`build_calculator`: ``gfn2``, ``gpaw``, ``gpaw-lcao``, ``emt``...
+        A preset of :func:`calculators.get_calculator`, with options after a colon:
+        ``gfn2``, ``gpaw``, ``gpaw:mode=lcao``, ``emt``...
     count : int
         Number of configurations.
     displacement : float, optional
@@ -231,8 +198,8 @@ def generate_dataset(molecule, calculator="gfn2", count=100, displacement=None,
                 "random_state": int(random_state), "fmax": fmax}
     data = _resumable(path, metadata)
     if data is None:
-        atoms = relax_molecule(molecule_from_smiles(molecule, random_state),
-                               calculator, fmax=fmax, prerelax=prerelax)
+        start = molecule_from_smiles(MOLECULES.get(molecule, molecule), random_state)
+        atoms = relax_molecule(start, calculator, fmax=fmax, prerelax=prerelax)
         data = ConfigurationSet(atoms.numbers, atoms.positions, np.empty((0, len(atoms), 3)),
                                 np.empty(0), np.empty((0, len(atoms), 3)), metadata)
     done = data.n_labelled
@@ -245,7 +212,7 @@ def generate_dataset(molecule, calculator="gfn2", count=100, displacement=None,
                             metadata)
     if done < count:
         atoms = Atoms(data.numbers, positions=data.equilibrium)
-        atoms.calc = build_calculator(calculator)
+        atoms.calc = get_calculator(calculator)
         indices = range(done, count)
         if progress:
             from tqdm import tqdm

@@ -4,6 +4,7 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from asebo.prediction.models import make_model
 from asebo.prediction.selection import configuration_folds, select_hyperparameters
 

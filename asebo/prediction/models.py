@@ -3,15 +3,21 @@
 Gradients are ``-forces``; energies in eV, positions in Å, forces in eV/Å.
 """
 
-
 import numpy as np
 import scipy.linalg
 import torch
 from ase.units import Bohr
+
+from asebo.extras import missing_extra
 from asebo.kernels import GaussianKernel, SVDKernel, joint_covariance, solve_joint
 from asebo.kernels.svd import svd_distance, svd_kernel_blocks_batched
-from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
+
+try:
+    from sklearn.base import BaseEstimator
+    from sklearn.utils.validation import check_is_fitted
+except ImportError as error:
+    raise missing_extra(error, "learn", "asebo.prediction") from error
+
 
 
 def coulomb_eigenspectrum(numbers, positions):

@@ -3,9 +3,16 @@
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from asebo.extras import missing_extra
 from asebo.prediction.models import _check_labels, _check_positions, _Factor
-from sklearn.base import clone
-from sklearn.model_selection import KFold
+
+try:
+    from sklearn.base import clone
+    from sklearn.model_selection import KFold
+except ImportError as error:
+    raise missing_extra(error, "learn", "asebo.prediction") from error
+
 
 DEFAULT_GRIDS = {
     "eigenspectrum": {"gamma_factor": [0.1, 0.3, 1.0, 3.0, 10.0],
