@@ -40,7 +40,6 @@ except ImportError as error:
 QM9_ELEMENTS = (1, 6, 7, 8, 9)
 SIGMA_FACTORS = 2.0 ** np.arange(0, 11)  # times the median distance in the metric
 LAMBDAS = (1e-10, 1e-8, 1e-6, 1e-4)
-DEFAULT_OUTPUT = Path(__file__).resolve().parents[2] / "docs" / "figures"
 
 
 def add_arguments(parser):
@@ -58,8 +57,8 @@ def add_arguments(parser):
     parser.add_argument("--validation-size", type=int, default=1000,
                         help="molecules on which the MAE is reported")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT,
-                        help="folder of the figures")
+    parser.add_argument("--output", type=Path, default=Path("."),
+                        help="folder of the figures (default: the working directory)")
     parser.add_argument("--markdown", type=Path, default=None,
                         help="also write the table here")
 
