@@ -523,11 +523,10 @@ def test_qm9_retrieval_benchmark_beats_random_ranking():
     args = Namespace(molecules=80, folds=2, max_folds=None, max_set_size=200, pool_per_set=3,
                      sigmas=[20.0, 40.0], lams=[1e-2, 1.0], gammas=[1e-2, 1.0],
                      width_factors=[0.5, 2.0], inner_folds=2, seed=0, lambda_sweep=False)
-    ranks, times, _, data = run_benchmark(args, log=lambda message: None)
+    ranks, _, _, data = run_benchmark(args, log=lambda message: None)
     set_sizes = np.bincount(data.formula)[data.formula[data.library]]  # (80,)
     random_top_10 = 100 * np.mean(np.minimum(10 / set_sizes, 1.0))
-    for name, r in ranks.items():
-        assert len(r) == 80 and np.all((r >= 0) & (r < set_sizes.max()))
-        assert times[name]["test"] >= 0
+    for r in ranks.values():  # a rank lies inside the candidate set, capped at max_set_size
+        assert len(r) == 80 and np.all((r >= 0) & (r < args.max_set_size))
     assert top_k_accuracy(ranks["IOKR, lambda by ranking CV"], 10) > random_top_10
     assert top_k_accuracy(ranks["MP-IOKR joint (Prop. 4)"], 10) > random_top_10
