@@ -4,7 +4,7 @@ r"""Input Output Kernel Regression (IOKR), and what it shares with magnitude-pre
 :class:`~asebo.mpiokr.MPIOKRCV` in :mod:`asebo.mpiokr`. Both kinds of estimators learn
 a map :math:`h` from inputs to the feature space :math:`\mathcal F_y` of an output
 kernel :math:`k_y` and predict by ranking a set of candidate outputs by their distance
-to :math:`h(x)` (seed 001, eq. 3).
+to :math:`h(x)` (Brouard et al. 2017, eq. 3).
 
 * :class:`IOKR` is kernel ridge regression into :math:`\mathcal F_y`:
   :math:`h(x) = \Psi_S (\lambda I + K_{X_S})^{-1} k^x_{X_S}` (eq. 2).
@@ -85,7 +85,7 @@ each input argument is a list of such matrices, one per kernel.
 References
 ----------
 .. [1] C. Brouard, E. Bach, S. Böcker, J. Rousu, "Magnitude-preserving ranking for
-   structured outputs", Proc. ACML, PMLR 77, 407-422 (2017) (seed 001).
+   structured outputs", Proc. ACML, PMLR 77, 407-422 (2017).
 .. [2] C. Brouard, H. Shen, K. Dührkop, F. d'Alché-Buc, S. Böcker, J. Rousu, "Fast
    metabolite identification with Input Output Kernel Regression", Bioinformatics
    32(12), i28-i36 (2016).
@@ -259,7 +259,7 @@ def _combine_scores(inner, diag, score):
 def loo_squared_errors(K_in, K_out, regs, centre=False):
     r"""Closed-form leave-one-out error of kernel ridge regression into a feature space.
 
-    For :math:`h(x) = \Psi (\rho I + K_{in})^{-1} k^x` (seed 001, eq. 2 with
+    For :math:`h(x) = \Psi (\rho I + K_{in})^{-1} k^x` (Brouard et al. 2017, eq. 2 with
     :math:`\rho = \lambda`; eq. 10 with the roles of inputs and outputs swapped and
     :math:`\rho = \gamma`) the leave-one-out residual of example :math:`i` is
     :math:`(\psi_i - h(x_i)) / (1 - H_{ii})` with :math:`H = K_{in}(K_{in} + \rho I)^{-1}`,
@@ -344,7 +344,7 @@ def _iokr_coef(K, lam, centre):
 
 
 class IOKR(_RankingMixin, BaseEstimator):
-    r"""Input Output Kernel Regression with candidate ranking (seed 001, eqs. 2-3).
+    r"""Input Output Kernel Regression with candidate ranking (Brouard et al. 2017, eqs. 2-3).
 
     Parameters
     ----------

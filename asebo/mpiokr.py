@@ -185,7 +185,7 @@ def _mp_input_vectors(KX_parts, groups, centring_maps, KY_candidates_train, KX_c
 
 
 class MPIOKR(_RankingMixin, BaseEstimator):
-    r"""Magnitude-preserving IOKR (seed 001, eq. 4), in the three settings of the paper.
+    r"""Magnitude-preserving IOKR (Brouard et al. 2017, eq. 4), in the three settings of the paper.
 
     The setting follows from the arguments of :meth:`fit`: with ``candidate_inputs``
     the candidate inputs are known (Prop. 3); without, they are approximated from

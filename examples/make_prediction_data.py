@@ -2,7 +2,7 @@
 
 Each set is a molecule relaxed with the calculator (after a GFN2-xTB pre-relaxation),
 displaced by seeded Gaussian noise and labelled with energies and forces
-(seed 003, "Application to Molecular Energy Prediction"). A run that is stopped
+(Wong and Kolter, "Application to Molecular Energy Prediction"). A run that is stopped
 resumes where it left off. Without arguments it makes the shipped sets:
 
     OMP_NUM_THREADS=1 python examples/make_prediction_data.py

@@ -1,4 +1,4 @@
-"""IOKR and MP-IOKR (seed 001) against closed forms, explicit features and each other."""
+"""IOKR and MP-IOKR (Brouard et al. 2017) against closed forms, explicit features and each other."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Energy prediction with the SVD kernel (seed 003, "Application to Molecular Energy ...")."""
+"""Energy prediction with the SVD kernel (Wong and Kolter, "Application to Molecular ...")."""
 
 import json
 
@@ -161,7 +161,7 @@ def dense_reference_prediction(train, energies, forces, test, gamma, lam, lam_de
 
 @pytest.mark.parametrize("gamma, positive_definite", [(1.5, True), (0.3, False)])
 def test_derivative_prediction_equals_dense_reference(gamma, positive_definite):
-    # at gamma = 0.3 the improper kernel's joint covariance is indefinite (seed 003)
+    # at gamma = 0.3 the improper kernel's joint covariance is indefinite (Wong and Kolter)
     train, energies, forces = synthetic(6, 0)
     test = synthetic(3, 1)[0]
     model = SVDDerivativeKRR(gamma=gamma, lam=1e-5, lam_deriv=1e-3).fit(train, energies, forces)

@@ -1,6 +1,6 @@
 """IOKR and MP-IOKR on QM9: from a vibrational spectrum to the structure, among isomers.
 
-A retrieval task parallel to the metabolite identification of seed 001 (section 3.2),
+A retrieval task parallel to the metabolite identification of Brouard et al. (2017) (section 3.2),
 with no download: the input of a molecule is its spectrum of harmonic frequencies
 from QM9, broadened by Gaussians (a "stick" spectrum without intensities, which QM9
 does not give); the output is its structure, as a Morgan fingerprint (RDKit, radius 2,

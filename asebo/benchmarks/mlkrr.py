@@ -1,20 +1,21 @@
 """KRR learning curves on QM9 atomization energies: original metric against MLKR and MLKRR.
 
-Reproduces the QM9 experiment of seed 000 (Fabregat et al., "Metric learning for kernel
-ridge regression", section "Results") at a size fit for a laptop. Molecules are drawn
+Reproduces the QM9 experiment of Fabregat et al. ("Metric learning for kernel ridge
+regression: assessment of molecular similarity", Mach. Learn.: Sci. Technol. 3, 035015
+(2022), section "Results and Discussion") at a size fit for a laptop. Molecules are drawn
 from the QM9 copy shipped with ``qm9pack`` (:mod:`asebo.qm9`) and split into a training
 pool, a test set and a validation set. Each molecule is the sum over its atoms of the
 FCHL19 representation (``qmllib``, default parameters, elements H C N O F: 720
-features), as in seed 000; the target is the atomization energy in kcal/mol.
+features), as in Fabregat et al. (2022); the target is the atomization energy in kcal/mol.
 
 1. The kernel width sigma and ridge lambda of plain KRR are chosen on the test set with
-   ``--metric-size`` training molecules; MLKR and MLKRR start from them (seed 000,
+   ``--metric-size`` training molecules; MLKR and MLKRR start from them (Fabregat et al. (2022),
    "Optimization details") and learn their metric, and sigma unless ``--fixed-sigma``,
    on those training molecules, which the validation set never meets.
 2. For each metric and each training size N of ``--sizes``, sigma (2^0 ... 2^10 times
    the median distance in that metric) and lambda (1e-10 ... 1e-4) are chosen again
    on the test set, and the validation MAE is reported.
-3. Figures (prefix ``mlkrr_``) go to ``--output``: the learning curves (seed 000,
+3. Figures (prefix ``mlkrr_``) go to ``--output``: the learning curves (Fabregat et al. (2022),
    fig. 6), 2-D PCA maps of the validation molecules in each metric coloured by the
    target (fig. 7) and the learned matrices as A - I (fig. 4).
 """
@@ -66,7 +67,7 @@ def add_arguments(parser):
 def global_fchl19(numbers, positions):
     """Sum over atoms of the FCHL19 representation of each molecule, shape ``(n, 720)``.
 
-    Seed 000, section "FCHL representation": FCHL19 (``qmllib``) with default
+    Fabregat et al. (2022), section "FCHL representation": FCHL19 (``qmllib``) with default
     parameters for the elements H, C, N, O, F, atomic vectors summed into one global
     vector per molecule, so that it does not depend on the order of the atoms.
 

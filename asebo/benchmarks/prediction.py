@@ -1,6 +1,6 @@
 """Energy prediction with the SVD kernel: RMSE by nested cross-validation and learning curves.
 
-Reproduces the study of seed 003 (Tables 1-2, Fig. 1): a set of displaced
+Reproduces the study of Wong and Kolter (Tables 1-2, Fig. 1): a set of displaced
 configurations of one molecule (``asebo/data`` or the cache, computed if missing),
 outer k-fold cross-validation of the mean predictor, KRR on Coulomb eigenspectra,
 the SVD kernel on energies and the SVD kernel with derivatives, hyperparameters by

@@ -2,7 +2,7 @@
 
 A campaign relaxes molecules (ASE names, structure files or SMILES) from randomly
 perturbed starts with several optimizers and stores one ``ase.db`` row per run, the
-protocol of seed 003 (section "Bayesian optimization", Figs. 2-3). Modules:
+protocol of Wong and Kolter (section "Bayesian optimization", Figs. 2-3). Modules:
 
 - :mod:`~asebo.campaign.relax`: one counted relaxation with any optimizer;
 - :mod:`~asebo.campaign.molecules`: molecules from names, files, SMILES;
@@ -14,6 +14,11 @@ protocol of seed 003 (section "Bayesian optimization", Figs. 2-3). Modules:
 
 The names below are imported on first use, so that ``asebo.campaign.relax`` needs
 neither Dask nor Matplotlib (``pip install 'asebo[campaign]'`` for the rest).
+
+References
+----------
+.. [1] E. Wong and J. Z. Kolter, "An SVD and derivative kernel approach to learning
+   from geometric data", Carnegie Mellon University (preprint).
 """
 
 import importlib

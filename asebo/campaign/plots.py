@@ -1,6 +1,6 @@
-"""The figures of a campaign, as in seed 003's Figs. 2 and 3, in PNG and PDF.
+"""The figures of a campaign, as in Wong and Kolter's Figs. 2 and 3, in PNG and PDF.
 
-Fig. 2 of the seed paper shows, per molecule, the lowest energy found so far averaged
+Fig. 2 of Wong and Kolter shows, per molecule, the lowest energy found so far averaged
 over the runs against the number of force calls; Fig. 3 shows every run on water.
 Here energies are relative to the lowest energy any run found for the molecule, on a
 log scale. Drawn with matplotlib's Agg canvas, without pyplot's global state.
@@ -55,7 +55,7 @@ def best_energy_curves(records):
 
     References
     ----------
-    Seed 003, Fig. 2 ("the average minimum found over all 40 runs per iteration").
+    Wong and Kolter, Fig. 2 ("the average minimum found over all 40 runs per iteration").
     """
     best = best_energies(records)
     curves = {}
@@ -89,7 +89,7 @@ def _save(figure, prefix, name):
 
 
 def plot_best_energy(records, prefix):
-    """Seed 003's Fig. 2: mean best energy against force calls, one panel a molecule.
+    """Wong and Kolter's Fig. 2: mean best energy against force calls, one panel a molecule.
 
     Parameters
     ----------
@@ -124,7 +124,7 @@ def plot_best_energy(records, prefix):
 
 
 def plot_runs(records, prefix):
-    """Seed 003's Fig. 3: the energy of every call of every run, molecule by optimizer.
+    """Wong and Kolter's Fig. 3: the energy of every call of every run, molecule by optimizer.
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """The summary table of a campaign: force calls, success, energy gaps, ratio to L-BFGS.
 
-The measure of cost is the number of force calls (seed 003, section "Bayesian
+The measure of cost is the number of force calls (Wong and Kolter, section "Bayesian
 optimization": "we report results in terms of the number of (expensive) simulation
 iterations required").
 """

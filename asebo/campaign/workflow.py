@@ -31,7 +31,7 @@ def run_campaign(molecules, optimizers=("bo", "lbfgs"), starts=5, noise=0.1, see
         Keys of :data:`asebo.campaign.relax.OPTIMIZERS`, or ``'bo+NAME'`` for ``bo`` with a
         calculator prior.
     starts : int
-        0: the geometry as given; N: N perturbed starts (seed 003 used 40).
+        0: the geometry as given; N: N perturbed starts (Wong and Kolter used 40).
     noise : float
         Standard deviation of the perturbation of every coordinate, Å.
     seed : int

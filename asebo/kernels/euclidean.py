@@ -76,7 +76,7 @@ class GaussianKernel(Kernel):
         ``gamma = 1 / epsilon`` in the diffusion-map convention.
     A : array of shape (p, d), optional
         Linear map applied to both arguments: the Mahalanobis form that MLKR and
-        MLKRR learn (seed 000, eq. 2). The identity when omitted.
+        MLKRR learn (Fabregat et al. 2022, eq. 2). The identity when omitted.
     """
 
     def __init__(self, gamma=1.0, A=None):

@@ -23,7 +23,7 @@ MOLECULES = {"water": "O", "glycerol": "OCC(O)CO", "nonanol": "CCCCCCCCCO"}
 DISPLACEMENTS = {"water": 0.12, "glycerol": 0.06, "nonanol": 0.05}
 """Default standard deviation (Å) of the noise added to each coordinate.
 
-Seed 003 does not state it; these values give, with GFN2-xTB, energy standard
+Wong and Kolter do not state it; these values give, with GFN2-xTB, energy standard
 deviations (the mean predictor's RMSE) near the paper's: 2.4 eV for water and
 0.74 eV for glycerol.
 """
@@ -160,7 +160,7 @@ def default_cache_dir():
 
 def generate_dataset(molecule, calculator="gfn2", count=100, displacement=None,
                      random_state=0, path=None, fmax=0.02, prerelax=None, progress=False):
-    """Relax a molecule, displace it and label the configurations (seed 003, Tables 1-2).
+    """Relax a molecule, displace it and label the configurations (Wong and Kolter, Tables 1-2).
 
     Parameters
     ----------

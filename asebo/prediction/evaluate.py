@@ -36,7 +36,8 @@ def _clock():
 def evaluate_model(data, name, selection="cv", folds=None, training_size=None, n_folds=5,
                    inner_folds=4, grid=None, search_configs=None, screen=None, random_state=0,
                    **model_params):
-    """Outer cross-validation of one model (seed 003, Tables 1-2; Fig. 1 with ``training_size``).
+    """Outer cross-validation of one model (Wong and Kolter, Tables 1-2; Fig. 1 by
+    ``training_size``).
 
     For every outer fold the hyperparameters are chosen on the training part
     (:func:`select_hyperparameters`), the model is refitted on it and the RMSE of the

@@ -91,7 +91,7 @@ def _median_scale(distances):
 class _Factor:
     """Factors of a symmetric matrix ``A`` for solves: Cholesky, or LU when ``A`` is indefinite.
 
-    The SVD kernel is improper (seed 003): its joint covariance can have small
+    The SVD kernel is improper (Wong and Kolter): its joint covariance can have small
     negative eigenvalues. The KRR predictor of eq. 34 only needs ``K + Lambda`` to be
     invertible, so an indefinite matrix is solved by LU; the log-determinant (for the
     marginal likelihood) exists only when ``positive_definite``.
@@ -118,7 +118,7 @@ class _Factor:
 
 
 class MeanPredictor(BaseEstimator):
-    """Predicts the mean training energy (the baseline of seed 003, Tables 1-2)."""
+    """Predicts the mean training energy (the baseline of Wong and Kolter, Tables 1-2)."""
 
     name = "mean"
     uses_forces = False
@@ -137,7 +137,7 @@ class MeanPredictor(BaseEstimator):
 
 
 class _KernelRidge(BaseEstimator):
-    """Kernel ridge regression on per-configuration observation blocks (seed 003, eq. 34).
+    """Kernel ridge regression on per-configuration observation blocks (Wong and Kolter, eq. 34).
 
     The prior mean is the mean training energy; ``lam`` regularises energies. After
     ``fit``, ``positive_definite_`` tells whether ``K + Lambda`` was positive definite
@@ -212,7 +212,7 @@ class EigenspectrumKRR(_KernelRidge):
     gamma : float
         Gaussian kernel parameter (atomic units of the eigenvalues, squared, inverse).
     lam : float
-        Ridge regularisation ``lambda`` (seed 003, eq. 34).
+        Ridge regularisation ``lambda`` (Wong and Kolter, eq. 34).
     """
 
     name = "eigenspectrum"
@@ -239,7 +239,7 @@ class EigenspectrumKRR(_KernelRidge):
 
 
 class SVDKernelKRR(_KernelRidge):
-    """KRR with the SVD kernel on energies only (seed 003, eqs. 10 and 34).
+    """KRR with the SVD kernel on energies only (Wong and Kolter, eqs. 10 and 34).
 
     Parameters
     ----------
@@ -270,7 +270,9 @@ class SVDKernelKRR(_KernelRidge):
 
 
 class SVDDerivativeKRR(SVDKernelKRR):
-    """The SVD kernel with derivatives: trained on energies and forces (seed 003, eqs. 11-14, 34).
+    """The SVD kernel with derivatives, trained on energies and forces (Wong and Kolter, eq. 34).
+
+    The joint covariance of energies and gradients is that of Wong and Kolter, eqs. 11-14.
 
     The observations of a configuration are its energy and the ``3n`` components of
     its gradient ``-F``; their joint covariance is :func:`asebo.kernels.joint_covariance`.
@@ -290,7 +292,7 @@ class SVDDerivativeKRR(SVDKernelKRR):
     solver : {'cholesky', 'cg'}
         Dense factorisation (Cholesky, LU where the improper kernel makes the matrix
         indefinite), or conjugate gradients with the structured ``O(m^2 n)`` product
-        of seed 003 eqs. 32-33 (the dense matrix is never formed).
+        of Wong and Kolter, eqs. 32-33 (the dense matrix is never formed).
     cg_tolerance : float
         Relative residual at which CG stops.
     cg_max_iter : int
@@ -358,7 +360,7 @@ MODELS = {
     "svd": SVDKernelKRR,
     "svd_deriv": SVDDerivativeKRR,
 }
-"""Model names of the benchmark (rows of seed 003, Tables 1-2)."""
+"""Model names of the benchmark (rows of Wong and Kolter, Tables 1-2)."""
 
 
 def make_model(name, numbers=None, **params):

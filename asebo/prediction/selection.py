@@ -105,7 +105,7 @@ def _evidence_scores(model, K, energies, forces, noise, lams, block):
     r"""``-log p(y)`` per observation for each ``lam``, GP covariance ``s^2 (K + Lambda)``.
 
     The signal variance is profiled out, ``s^2 = y^T (K + Lambda)^{-1} y / N``, so
-    ``-log p = N/2 log s^2 + 1/2 log|K + Lambda| + const`` (seed 004, eq. 27): the
+    ``-log p = N/2 log s^2 + 1/2 log|K + Lambda| + const`` (Rasmussen and Williams, eq. 2.30): the
     ridge regularisations of eq. 34 are noise variances relative to ``s^2``.
     """
     A = K.copy()
@@ -210,11 +210,11 @@ def _finite(values):
 
 def select_hyperparameters(model, positions, energies, forces=None, grid=None, method="cv",
                            n_folds=4, random_state=0, screen=None):
-    """Choose a kernel model's hyperparameters on a grid (seed 003, "Application ...").
+    """Choose a kernel model's hyperparameters on a grid (Wong and Kolter, "Application ...").
 
     ``method='cv'``: the smallest RMSE of an inner ``n_folds``-fold cross-validation
     on the given configurations, as in the paper; ``method='ml'``: the largest
-    marginal likelihood (seed 004, eq. 27) of the same configurations. The
+    marginal likelihood (Rasmussen and Williams, eq. 2.30) of the same configurations. The
     covariance is computed once per ``gamma`` and sliced for every fold; one
     Cholesky factorisation per fold serves every ``lam`` (:func:`_ridge_path`).
 
