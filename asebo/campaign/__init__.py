@@ -37,6 +37,8 @@ _HOMES = {
     "CampaignMismatchError": "store",
     "CampaignStore": "store",
     "RunRecord": "store",
+    "format_legend": "summary",
+    "format_result": "summary",
     "format_summary": "summary",
     "summarize": "summary",
     "run_campaign": "workflow",
