@@ -22,7 +22,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
     @staticmethod
     def _shows_default(action):
         return (bool(action.option_strings) and "default" not in (action.help or "").lower()
-                and action.default not in (None, False, argparse.SUPPRESS))
+                and not any(action.default is value for value in (None, False, argparse.SUPPRESS)))
 
     def _format_action(self, action):
         if self._shows_default(action):

@@ -32,3 +32,11 @@ def test_optimize_help_shows_the_defaults(capsys):
     assert "--fmax FMAX eV/Å (default: 0.05)" in text
     assert "calculator preset (default: gfn2, GFN2-xTB)" in text  # stated once, not twice
     assert "(default: None)" not in text
+
+
+def test_a_zero_default_is_shown_and_a_flag_is_not(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--seed SEED seed of the perturbations (default: 0)" in text
+    assert "--report run nothing: summarise (and plot) every run stored in --db --" in text
