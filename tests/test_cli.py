@@ -1,5 +1,6 @@
 """The asebo command: start-up without the heavy imports, defaults in --help."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ def test_help_imports_neither_torch_nor_any_subcommand():
             "print(sorted(m for m in ('torch', 'botorch', 'dask', 'sklearn', 'rdkit', "
             "'asebo.optimize', 'asebo.campaign.workflow') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=ROOT, env={"PYTHONPATH": str(ROOT)}, timeout=60)
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "optimize" in done.stdout and "compare" in done.stdout and "bench" in done.stdout
     assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -1,5 +1,6 @@
 """The core install runs without the extras, and each extra's absence is named."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +19,8 @@ def run_without_extras(code):
     prelude = (f"import sys\nfor name in {EXTRA_PACKAGES!r}:\n"
                "    sys.modules[name] = None\n")
     return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True,
-                          text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT),
-                                                    "OMP_NUM_THREADS": "1"}, timeout=120)
+                          text=True, cwd=ROOT, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"})
 
 
 def test_boptimizer_relaxes_and_the_command_answers_without_any_extra():
