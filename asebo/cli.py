@@ -7,12 +7,28 @@ asked for is imported.
 """
 
 import argparse
+import copy
 import importlib
 import pkgutil
 import sys
 
 import asebo.benchmarks
 import asebo.commands
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the module docstring's layout and shows every option's default value."""
+
+    @staticmethod
+    def _shows_default(action):
+        return (bool(action.option_strings) and "default" not in (action.help or "").lower()
+                and not any(action.default is value for value in (None, False, argparse.SUPPRESS)))
+
+    def _format_action(self, action):
+        if self._shows_default(action):
+            action = copy.copy(action)
+            action.help = f"{action.help or ''} (default: %(default)s)".strip()
+        return super()._format_action(action)
 
 
 def _module_names(package):
@@ -25,10 +41,13 @@ def _add_module_parsers(subparsers, package, selected):
         if name != selected:
             subparsers.add_parser(name, help=f"'{name} --help' for its options")
             continue
-        module = importlib.import_module(f"{package.__name__}.{name}")
+        try:
+            module = importlib.import_module(f"{package.__name__}.{name}")
+        except ImportError as error:  # an extra that is not installed
+            raise SystemExit(f"asebo: {name}: {error}") from error
         summary = (module.__doc__ or name).strip().splitlines()[0]
         parser = subparsers.add_parser(name, help=summary, description=module.__doc__,
-                                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                                       formatter_class=_HelpFormatter)
         module.add_arguments(parser)
         parser.set_defaults(func=module.run)
 

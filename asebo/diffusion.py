@@ -1,9 +1,9 @@
 """Diffusion maps: a renormalised kernel PCA, with the landmark (Nyström) approximation.
 
-Seed 002 ("Scaling Kernel Embeddings, Pt. 1") presents diffusion maps as kernel PCA on
+The blog post "Scaling Kernel Embeddings, Pt. 1" (2025) presents diffusion maps as kernel PCA on
 a renormalised affinity matrix. With affinities ``A`` (a Gaussian kernel, any kernel of
 :mod:`asebo.kernels`, or a symmetrised k-nearest-neighbour graph), the algorithm of
-the seed is
+the blog post is
 
 1. ``q_i = sum_j A_ij``,
 2. ``A_ij <- A_ij / (q_i^alpha q_j^alpha)`` (the density correction),
@@ -12,13 +12,13 @@ the seed is
 5. the leading eigenvectors of ``P``, the trivial one dropped, scaled by
    ``eigenvalue^t``.
 
-Two corrections to the code printed in the seed are made here, and tested:
+Two corrections to the code printed in the blog post are made here, and tested:
 
 * the coordinates are the right eigenvectors of the Markov matrix ``D^{-1} A``,
   ``psi = D^{-1/2} u`` for an eigenvector ``u`` of ``P`` (Coifman & Lafon 2006,
-  sec. 2.1). The seed returns ``u`` itself, which carries a factor ``sqrt(d)``, a
+  sec. 2.1). The blog post returns ``u`` itself, which carries a factor ``sqrt(d)``, a
   function of the sampling density that ``alpha = 1`` was meant to remove;
-* the Nyström embedding of the seed (``dm_nystrom_embed``) applies neither the
+* the Nyström embedding of the blog post (``dm_nystrom_embed``) applies neither the
   ``alpha`` correction nor drops the trivial eigenvector, and projects on the
   eigenvectors without the ``1 / sqrt(eigenvalue)`` that makes them unit vectors.
 
@@ -33,7 +33,7 @@ training points it returns the fitted coordinates exactly.
 
 References
 ----------
-.. [1] Seed 002, "Scaling Kernel Embeddings, Pt. 1" (2025): the diffusion-map algorithm
+.. [1] "Scaling Kernel Embeddings, Pt. 1" (2025): the diffusion-map algorithm
    (steps 1-6 of its "final algorithm"), the biased swiss roll, and the
    Nyström-approximated Tanimoto embeddings of molecules (``nystrom``,
    ``dm_nystrom_embed``).
@@ -52,13 +52,22 @@ import scipy.linalg
 import scipy.sparse
 import scipy.sparse.linalg
 from scipy.spatial.distance import cdist
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.decomposition import KernelPCA
-from sklearn.neighbors import NearestNeighbors
-from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
 
+from asebo.extras import missing_extra
 from asebo.kernels import GaussianKernel
+
+try:
+    from sklearn.base import (
+        BaseEstimator,
+        ClassNamePrefixFeaturesOutMixin,
+        TransformerMixin,
+    )
+    from sklearn.decomposition import KernelPCA
+    from sklearn.neighbors import NearestNeighbors
+    from sklearn.utils import check_random_state
+    from sklearn.utils.validation import check_is_fitted, validate_data
+except ImportError as error:
+    raise missing_extra(error, "learn", "asebo.diffusion") from error
 
 __all__ = ["DiffusionMap", "KernelPCAEmbedding", "median_knn_epsilon"]
 
@@ -296,7 +305,7 @@ class _KernelEmbedding(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
 
         ``R = U mu^{-1/2}`` over the retained eigenpairs ``(mu, U)`` of the landmark
         Gram matrix ``W``, so that ``phi(x) . phi(y) = k(x, L) W^+ k(L, y)``, the
-        Nyström approximation of ``k(x, y)`` (ref. [3], the seed's ``nystrom``).
+        Nyström approximation of ``k(x, y)`` (ref. [3], the blog post's ``nystrom``).
         Returns ``R`` of shape (m, r), r <= m.
         """
         m = min(self.n_landmarks, len(X))
@@ -363,8 +372,8 @@ class DiffusionMap(_KernelEmbedding):
 
     References
     ----------
-    Seed 002 (final algorithm, steps 1-6; ``nystrom``) and refs. [1]-[4] of
-    :mod:`asebo.diffusion`.
+    "Scaling Kernel Embeddings, Pt. 1" (final algorithm, steps 1-6; ``nystrom``) and
+    refs. [1]-[4] of :mod:`asebo.diffusion`.
     """
 
     def __init__(self, n_components=2, alpha=1.0, t=1, kernel="gaussian", epsilon=None,
@@ -459,7 +468,7 @@ class DiffusionMap(_KernelEmbedding):
         return A.maximum(A.T).tocsr()
 
     def _fit_graph(self, X, random_state):
-        """Steps 1-6 of the seed on the dense or sparse affinity matrix; returns psi."""
+        """Steps 1-6 of the blog post on the dense or sparse affinity matrix; returns psi."""
         self.kernel_, self.epsilon_ = self._resolve_kernel(
             X, EPSILON_NEIGHBORS if self.n_neighbors is None else self.n_neighbors)
         A = self._affinity(X)  # (n, n)
@@ -560,12 +569,12 @@ def _check_reachable(denominator, rows):
 class KernelPCAEmbedding(_KernelEmbedding):
     """Kernel PCA on the same affinities as :class:`DiffusionMap`, for comparison.
 
-    The centred kernel matrix is diagonalised: seed 002's baseline, which the diffusion
-    map renormalises. Dense mode delegates to :class:`sklearn.decomposition.KernelPCA`
-    with ``kernel='precomputed'``; landmark mode is the seed's ``kpca_nystrom_embed``:
-    PCA of the Nyström features ``phi(x) = k(x, L) W^{-1/2}``. Coordinates are the
-    principal scores ``sqrt(eigenvalue) u`` (scikit-learn's convention), with the entry
-    of largest magnitude of each column positive.
+    The centred kernel matrix is diagonalised: the baseline of "Scaling Kernel Embeddings,
+    Pt. 1", which the diffusion map renormalises. Dense mode delegates to
+    :class:`sklearn.decomposition.KernelPCA` with ``kernel='precomputed'``; landmark mode is
+    the blog post's ``kpca_nystrom_embed``: PCA of the Nyström features ``phi(x) = k(x, L)
+    W^{-1/2}``. Coordinates are the principal scores ``sqrt(eigenvalue) u`` (scikit-learn's
+    convention), with the entry of largest magnitude of each column positive.
 
     Parameters
     ----------
@@ -588,7 +597,8 @@ class KernelPCAEmbedding(_KernelEmbedding):
 
     References
     ----------
-    Seed 002 (``kpca_nystrom_embed``) and ref. [3] of :mod:`asebo.diffusion`.
+    "Scaling Kernel Embeddings, Pt. 1" (``kpca_nystrom_embed``) and ref. [3] of
+    :mod:`asebo.diffusion`.
     """
 
     def __init__(self, n_components=2, kernel="gaussian", epsilon=None, n_landmarks=None,

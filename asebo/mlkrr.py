@@ -5,20 +5,20 @@ kernel of the transformed features,
 
 .. math:: k(x, x') = \exp\!\left(-\lVert A (x - x') \rVert^2 / \sigma^2\right),
 
-predicts a target well (seed 000, eq. 2, without its constant prefactor
+predicts a target well (Fabregat et al. 2022, eq. 2, without its constant prefactor
 :math:`1/(\sqrt{2\pi}\sigma)`, which for kernel ridge regression only rescales
 :math:`\lambda`: the paper's :math:`\lambda` is ours times that prefactor).
 
 * :class:`MLKR` (Weinberger and Tesauro) minimises the leave-one-out error of the
   Nadaraya-Watson estimator, eq. 3, by the gradient of eq. 5.
-* :class:`MLKRR` (seed 000) splits the training set into an alpha-half, which gives
+* :class:`MLKRR` (Fabregat et al. 2022) splits the training set into an alpha-half, which gives
   the kernel ridge regression coefficients :math:`\alpha = (K + \lambda I)^{-1} y^{(\alpha)}`
   (eq. 8), and an A-half, on which the squared error of the KRR predictions (eq. 9) is
   minimised with the gradient of eq. 10. The halves are drawn anew every
   ``shuffle_every`` iterations (section "Optimization details").
 
 Both gradients are sums over pairs, :math:`\sum_{ij} W_{ij} x_{ij} x_{ij}^\top`; the
-appendix lemma of seed 000 writes them as matrix products (:func:`pair_outer_sum`), so
+appendix lemma of Fabregat et al. (2022) writes them as matrix products (:func:`pair_outer_sum`), so
 one gradient costs a few matrix products and, for MLKRR, one Cholesky factorisation.
 For L-BFGS both losses are divided by their value at the start of a run, so that
 tolerances do not depend on the units of ``y``. Predictions of both estimators
@@ -30,7 +30,7 @@ References
 ----------
 .. [1] R. Fabregat, P. van Gerwen, M. Haeberle, F. Eisenbrand, C. Corminboeuf,
    "Metric learning for kernel ridge regression: assessment of molecular similarity",
-   Mach. Learn.: Sci. Technol. 3, 035015 (2022) (seed 000).
+   Mach. Learn.: Sci. Technol. 3, 035015 (2022).
 .. [2] K. Q. Weinberger, G. Tesauro, "Metric learning for kernel regression",
    AISTATS 2007.
 """
@@ -44,12 +44,17 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize
 from scipy.special import softmax
-from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
 
-from asebo.kernels import GaussianKernel
+from asebo.extras import missing_extra
+from asebo.kernels import GaussianKernel, squared_distances
+
+try:
+    from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.utils import check_random_state
+    from sklearn.utils.validation import check_is_fitted, validate_data
+except ImportError as error:
+    raise missing_extra(error, "learn", "asebo.mlkrr") from error
 
 __all__ = ["MLKR", "MLKRR", "mlkr_loss", "mlkrr_loss", "pair_outer_sum"]
 
@@ -57,7 +62,7 @@ __all__ = ["MLKR", "MLKRR", "mlkr_loss", "mlkrr_loss", "pair_outer_sum"]
 def pair_outer_sum(W, X, Z=None):
     r"""Sum over pairs :math:`\sum_{ij} W_{ij} (z_i - z_j)(x_i - x_j)^\top` by matrix products.
 
-    This is the lemma of the appendix of seed 000 with both sets of rows equal: with
+    This is the lemma of the appendix of Fabregat et al. (2022) with both sets of rows equal: with
     :math:`R = \mathrm{diag}(W 1)` and :math:`S = \mathrm{diag}(W^\top 1)`,
 
     .. math:: \sum_{ij} W_{ij} x_{ij} x_{ij}^\top = X^\top (R + S - W - W^\top) X.
@@ -87,7 +92,7 @@ def pair_outer_sum(W, X, Z=None):
 
 
 def mlkr_loss(A, X, y, sigma):
-    r"""Leave-one-out Nadaraya-Watson error of MLKR and its gradient (seed 000, eqs. 3-5).
+    r"""Leave-one-out Nadaraya-Watson error of MLKR and its gradient (Fabregat et al., eqs. 3-5).
 
     .. math::
         \hat y_i = \frac{\sum_{j \ne i} k_{ij} y_j}{\sum_{j \ne i} k_{ij}},\qquad
@@ -115,7 +120,7 @@ def mlkr_loss(A, X, y, sigma):
     grad : ndarray of shape (p, d)
     """
     Z = X @ A.T  # (n, p)
-    logits = -_squared_distances(Z, Z) / sigma**2  # (n, n)
+    logits = -squared_distances(Z, Z) / sigma**2  # (n, n)
     np.fill_diagonal(logits, -np.inf)
     weights = softmax(logits, axis=1)  # (n, n), k_ij / Z_i
     y_hat = weights @ y  # (n,)
@@ -128,7 +133,7 @@ def mlkr_loss(A, X, y, sigma):
 def mlkrr_loss(A, X_A, y_A, X_alpha, y_alpha, sigma, krr_lambda):
     r"""KRR error on the A-half with coefficients from the alpha-half, and its gradient.
 
-    Seed 000, eqs. 8-10: with :math:`K = k(X^{(\alpha)}, X^{(\alpha)})`,
+    Fabregat et al. (2022), eqs. 8-10: with :math:`K = k(X^{(\alpha)}, X^{(\alpha)})`,
     :math:`Q = k(X^{(A)}, X^{(\alpha)})`, :math:`H = K + \lambda I`,
     :math:`\alpha = H^{-1} y^{(\alpha)}`, :math:`\hat y = Q \alpha` and
     :math:`r = \hat y - y^{(A)}`,
@@ -166,8 +171,8 @@ def mlkrr_loss(A, X_A, y_A, X_alpha, y_alpha, sigma, krr_lambda):
     """
     Z_A = X_A @ A.T  # (n_A, p)
     Z_alpha = X_alpha @ A.T  # (n_alpha, p)
-    K = np.exp(-_squared_distances(Z_alpha, Z_alpha) / sigma**2)  # (n_alpha, n_alpha)
-    Q = np.exp(-_squared_distances(Z_A, Z_alpha) / sigma**2)  # (n_A, n_alpha)
+    K = np.exp(-squared_distances(Z_alpha, Z_alpha) / sigma**2)  # (n_alpha, n_alpha)
+    Q = np.exp(-squared_distances(Z_A, Z_alpha) / sigma**2)  # (n_A, n_alpha)
     H_factor = _cholesky(K + krr_lambda * np.eye(len(K)))
     alpha = cho_solve(H_factor, y_alpha)  # (n_alpha,)
     residual = Q @ alpha - y_A  # (n_A,)
@@ -179,13 +184,6 @@ def mlkrr_loss(A, X_A, y_A, X_alpha, y_alpha, sigma, krr_lambda):
     grad = 4.0 / sigma**2 * pair_outer_sum(W_all, np.vstack([X_A, X_alpha]),
                                            np.vstack([Z_A, Z_alpha]))  # (p, d)
     return float(residual @ residual), grad
-
-
-def _squared_distances(Z1, Z2):
-    """Squared Euclidean distances between rows by one matrix product, shape (n1, n2)."""
-    sq1 = np.einsum("ij,ij->i", Z1, Z1)  # (n1,)
-    sq2 = np.einsum("ij,ij->i", Z2, Z2)  # (n2,)
-    return np.maximum(sq1[:, None] + sq2[None, :] - 2.0 * (Z1 @ Z2.T), 0.0)
 
 
 def _cholesky(H):
@@ -237,7 +235,7 @@ class _MetricLearningRegressor(RegressorMixin, TransformerMixin, BaseEstimator):
         return X @ self.components_.T
 
     def predict(self, X):
-        """Kernel ridge regression with the learned metric (seed 000, eq. 7).
+        """Kernel ridge regression with the learned metric (Fabregat et al. 2022, eq. 7).
 
         Parameters
         ----------
@@ -296,7 +294,7 @@ class _MetricLearningRegressor(RegressorMixin, TransformerMixin, BaseEstimator):
                         options={"maxiter": max_iter})
 
     def _initial_parameters(self, n_features):
-        A = np.eye(n_features).ravel()  # identity, as in seed 000
+        A = np.eye(n_features).ravel()  # identity, as in Fabregat et al. (2022)
         return np.append(A, math.log(self.sigma)) if self.learn_sigma else A
 
     def _unpack(self, params, n_features):
@@ -309,9 +307,9 @@ class MLKR(_MetricLearningRegressor):
     """Metric learning for kernel regression with the Nadaraya-Watson estimator.
 
     Minimises the leave-one-out error of the Nadaraya-Watson estimator in the metric
-    ``A`` (seed 000, eqs. 3-5, after Weinberger and Tesauro) by L-BFGS from the
+    ``A`` (Fabregat et al. 2022, eqs. 3-5, after Weinberger and Tesauro) by L-BFGS from the
     identity; :meth:`predict` then uses kernel ridge regression with that metric, the
-    comparison made in seed 000.
+    comparison made in Fabregat et al. (2022).
 
     Parameters
     ----------
@@ -346,7 +344,7 @@ class MLKR(_MetricLearningRegressor):
 
     References
     ----------
-    Seed 000 (Fabregat et al., Mach. Learn.: Sci. Technol. 3, 035015 (2022)), eqs. 3-5
+    Fabregat et al., Mach. Learn.: Sci. Technol. 3, 035015 (2022), eqs. 3-5
     and the appendix; K. Q. Weinberger, G. Tesauro, AISTATS 2007.
     """
 
@@ -367,7 +365,7 @@ class MLKR(_MetricLearningRegressor):
 
 
 class MLKRR(_MetricLearningRegressor):
-    """Metric learning for kernel ridge regression (seed 000).
+    """Metric learning for kernel ridge regression (Fabregat et al. 2022).
 
     The training set is split at random into an alpha-half, whose KRR coefficients
     ``alpha = (K + lambda I)^{-1} y_alpha`` define the model, and an A-half, on which the
@@ -380,17 +378,18 @@ class MLKRR(_MetricLearningRegressor):
     Parameters
     ----------
     sigma : float, default=1.0
-        Width of the Gaussian kernel ``exp(-|A(x - x')|^2 / sigma^2)``; seed 000 takes
+        Width of the Gaussian kernel ``exp(-|A(x - x')|^2 / sigma^2)``; Fabregat et al. (2022) take
         the best width of plain KRR.
     krr_lambda : float, default=1e-6
-        Ridge parameter, in the loss and in :meth:`predict`. Seed 000's ``1e-9`` with
-        its kernel prefactor ``1 / (sqrt(2 pi) sigma)`` is ``1e-9 sqrt(2 pi) sigma`` here.
+        Ridge parameter, in the loss and in :meth:`predict`. The ``1e-9`` of Fabregat et al.
+        (2022) with its kernel prefactor ``1 / (sqrt(2 pi) sigma)`` is ``1e-9 sqrt(2 pi)
+        sigma`` here.
     learn_sigma : bool, default=False
         Optimise ``log sigma`` together with ``A`` (see :class:`MLKR`).
     shuffle_every : int, default=30
-        Iterations between two random splits, 30 in seed 000.
+        Iterations between two random splits, 30 in Fabregat et al. (2022).
     alpha_fraction : float, default=0.5
-        Fraction of the training set in the alpha-half (seed 000: half).
+        Fraction of the training set in the alpha-half (Fabregat et al. 2022: half).
     max_iter : int, default=500
         Most L-BFGS iterations in all.
     tol : float, default=1e-6
@@ -417,7 +416,7 @@ class MLKRR(_MetricLearningRegressor):
 
     References
     ----------
-    Seed 000 (Fabregat et al., Mach. Learn.: Sci. Technol. 3, 035015 (2022)), eqs. 7-10,
+    Fabregat et al., Mach. Learn.: Sci. Technol. 3, 035015 (2022), eqs. 7-10,
     the appendix lemma, and the section "Optimization details".
     """
 

@@ -25,7 +25,7 @@ References
    structures and properties of 134 kilo molecules", Sci. Data 1, 140022 (2014).
 .. [2] R. Fabregat, P. van Gerwen, M. Haeberle, F. Eisenbrand, C. Corminboeuf,
    "Metric learning for kernel ridge regression: assessment of molecular similarity",
-   Mach. Learn.: Sci. Technol. 3, 035015 (2022) (seed 000), section "Dataset".
+   Mach. Learn.: Sci. Technol. 3, 035015 (2022), section "Dataset".
 """
 
 import csv
@@ -145,7 +145,7 @@ class QM9:
         """U0 minus the U0 of the free atoms (:data:`ATOMIC_REFERENCE_U0`), in Hartree.
 
         Negative for bound molecules; shape ``(n,)``. Multiply by
-        :data:`HARTREE_TO_KCAL_PER_MOL` for kcal/mol, the unit of seed 000.
+        :data:`HARTREE_TO_KCAL_PER_MOL` for kcal/mol, the unit of Fabregat et al. (2022).
         """
         atoms_energy = np.array([sum(ATOMIC_REFERENCE_U0[int(z)] for z in numbers)
                                  for numbers in self.numbers])  # (n,)
@@ -233,7 +233,7 @@ def load_qm9():
 def _data_folder():
     spec = importlib.util.find_spec("qm9pack")
     if spec is None:
-        raise ModuleNotFoundError("QM9 needs the 'qm9pack' package: pip install qm9pack")
+        raise ModuleNotFoundError("QM9 needs the 'qm9pack' package: pip install 'asebo[learn]'")
     package = importlib.util.module_from_spec(spec)  # not executed: only its location
     return importlib.resources.files(package) / "data"
 

@@ -1,13 +1,13 @@
 """Nyström diffusion maps against kernel PCA on QM9 fingerprints, judged by a classifier.
 
-The molecule experiment of seed 002, on QM9 instead of MoleculeNet's HIV set: Morgan
-fingerprints (RDKit, radius 2, 2048 bits) under the Tanimoto kernel, approximated by
-Nyström with 2000 landmarks drawn uniformly; embeddings by diffusion maps (alpha = 1
-and alpha = 0, t = 1) and by kernel PCA on the same landmarks; a logistic regression
-on the first d coordinates (standardised) predicts whether the HOMO-LUMO gap is above
-the median of the training molecules; test ROC AUC for each d.
+The molecule experiment of the blog post "Scaling Kernel Embeddings, Pt. 1" (2025), on QM9
+instead of MoleculeNet's HIV set: Morgan fingerprints (RDKit, radius 2, 2048 bits) under the
+Tanimoto kernel, approximated by Nyström with 2000 landmarks drawn uniformly; embeddings by
+diffusion maps (alpha = 1 and alpha = 0, t = 1) and by kernel PCA on the same landmarks; a
+logistic regression on the first d coordinates (standardised) predicts whether the HOMO-LUMO
+gap is above the median of the training molecules; test ROC AUC for each d.
 
-Unlike the seed, which embeds training and test molecules together, the embedding is
+Unlike the blog post, which embeds training and test molecules together, the embedding is
 fitted on the training molecules only and the test molecules are placed by the
 Nyström extension (``transform``).
 

@@ -36,7 +36,7 @@ def paths(optimizer, starts):
         atoms.calc = get_calculator("gfn2")
         frames = []
         opt = optimizer(atoms, logfile=None)
-        opt.attach(lambda: frames.append(atoms.get_positions()))
+        opt.attach(lambda frames=frames, atoms=atoms: frames.append(atoms.get_positions()))
         opt.run(fmax=0.05, steps=100)
         runs.append(np.array(frames))
     return runs

@@ -1,11 +1,11 @@
-"""Kernel PCA against diffusion maps on the biased swiss roll of seed 002.
+"""Kernel PCA against diffusion maps on the biased swiss roll of "Scaling Kernel Embeddings, Pt. 1".
 
-The roll of seed 002: 3069 draws of the roll parameter t in [0, 9 pi] and height h in
-[0, 21], thinned so that inner coils and low heights are over-represented, with
-Gaussian noise 0.25 (1731 points remain). Both methods get the same Gaussian
-affinities ``exp(-|x - y|^2 / epsilon)``; the first coordinate is compared with t by
-Spearman's rank correlation, for a range of widths epsilon, among them the seed's
-(the median squared distance, 404) and the k-NN median default of
+The roll of the blog post "Scaling Kernel Embeddings, Pt. 1" (2025): 3069 draws of the roll
+parameter t in [0, 9 pi] and height h in [0, 21], thinned so that inner coils and low
+heights are over-represented, with Gaussian noise 0.25 (1731 points remain). Both methods
+get the same Gaussian affinities ``exp(-|x - y|^2 / epsilon)``; the first coordinate is
+compared with t by Spearman's rank correlation, for a range of widths epsilon, among them
+the blog post's (the median squared distance, 404) and the k-NN median default of
 :func:`asebo.diffusion.median_knn_epsilon` (13).
 
 Writes ``docs/figures/diffusion_swiss_roll.png`` and
@@ -28,7 +28,7 @@ SHOWN_EPSILON = 3.0
 
 
 def biased_roll(random_state=69):
-    """The biased swiss roll of seed 002: points (n, 3) and roll parameter t (n,)."""
+    """The biased swiss roll of the blog post: points (n, 3) and roll parameter t (n,)."""
     rng = np.random.RandomState(random_state)
     inner_frac, height_frac, n, noise = 0.7, 0.7, 3069, 0.25
     t_max = 9 * np.pi
@@ -61,7 +61,7 @@ def main():
     rho = {name: [first_coordinate_rho(make(e), X, t) for e in epsilons]
            for name, make in methods.items()}
 
-    print(f"{len(X)} points; seed's epsilon {seed_epsilon:.1f}, "
+    print(f"{len(X)} points; blog post's epsilon {seed_epsilon:.1f}, "
           f"k-NN median default {default_epsilon:.1f}\n")
     print("| epsilon | " + " | ".join(methods) + " |")
     print("|---:|" + "---:|" * len(methods))

@@ -1,7 +1,7 @@
 """Relax water, ethanol and glycerol with GPAW: BOOptimizer with its three kinds of
 prior mean against ASE's L-BFGS.
 
-Seed 003's comparison (Figs. 2-3) on a real DFT calculator: each molecule is first
+Wong and Kolter's comparison (Figs. 2-3) on a real DFT calculator: each molecule is first
 relaxed with GFN2-xTB (glycerol is built from its SMILES by RDKit), then 5 copies
 perturbed by Gaussian noise of sigma = 0.1 Å on every coordinate (seed 0) are relaxed
 with GPAW (PBE; LCAO with the dzp basis and grid spacing ``--h`` by default, or
@@ -30,8 +30,15 @@ from pathlib import Path
 import numpy as np
 from ase.optimize import BFGS
 
-from asebo.campaign import (CampaignStore, format_summary, load_molecule, plot_best_energy,
-                            plot_runs, run_campaign, summarize)
+from asebo.campaign import (
+    CampaignStore,
+    format_summary,
+    load_molecule,
+    plot_best_energy,
+    plot_runs,
+    run_campaign,
+    summarize,
+)
 from calculators import get_calculator
 
 MOLECULES = {"water": "H2O", "ethanol": "CH3CH2OH", "glycerol": "smiles:OCC(O)CO"}

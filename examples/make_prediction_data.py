@@ -2,7 +2,7 @@
 
 Each set is a molecule relaxed with the calculator (after a GFN2-xTB pre-relaxation),
 displaced by seeded Gaussian noise and labelled with energies and forces
-(seed 003, "Application to Molecular Energy Prediction"). A run that is stopped
+(Wong and Kolter, "Application to Molecular Energy Prediction"). A run that is stopped
 resumes where it left off. Without arguments it makes the shipped sets:
 
     OMP_NUM_THREADS=1 python examples/make_prediction_data.py
@@ -22,7 +22,7 @@ from asebo.prediction import DATA_DIR, dataset_filename, generate_dataset
 
 SHIPPED = [
     ("water", "gpaw", 100),
-    ("glycerol", "gpaw-lcao", 100),
+    ("glycerol", "gpaw:mode=lcao", 100),
     ("glycerol", "gfn2", 100),
     ("water", "gfn2", 100),
 ]
@@ -41,7 +41,8 @@ def make(molecule, calculator, count, out, seed):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--molecule", help="name (water, glycerol, nonanol) or SMILES")
-    parser.add_argument("--calc", default="gpaw", help="gfn2, gpaw, gpaw-lcao, emt ...")
+    parser.add_argument("--calc", default="gpaw", help="calculator preset: gfn2, gpaw, "
+                        "gpaw:mode=lcao, emt ...")
     parser.add_argument("--configs", type=int, default=100)
     parser.add_argument("--out", default=str(DATA_DIR))
     parser.add_argument("--seed", type=int, default=0)

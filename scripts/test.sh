@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs everything the tests need on a fresh Debian machine and runs the default tests.
+# Installs everything the tests need on a fresh Debian machine, runs the linter and the
+# default tests. Arguments go to pytest; '--all' runs the slow tests too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,5 +14,12 @@ if ! dpkg -s $packages >/dev/null 2>&1; then
     $sudo_cmd apt-get install -y -qq $packages
 fi
 python3 -m pip install -q torch==2.13.0
-GPAW_CONFIG="$PWD/scripts/gpaw-siteconfig.py" CC=g++ python3 -m pip install -q -e '.[test,gpaw]'
-python3 -m pytest -m "not slow" "$@"
+GPAW_CONFIG="$PWD/scripts/gpaw-siteconfig.py" CC=g++ \
+    python3 -m pip install -q -e '.[test,learn,campaign,gpaw,sella]'
+python3 -m ruff check .
+markers="not slow"
+if [ "${1:-}" = "--all" ]; then
+    markers=""
+    shift
+fi
+python3 -m pytest -m "$markers" "$@"

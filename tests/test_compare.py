@@ -17,6 +17,7 @@ from asebo.campaign import (
     CampaignMismatchError,
     CampaignStore,
     best_energy_curves,
+    format_result,
     load_molecule,
     molecule_from_smiles,
     perturbed_start,
@@ -281,6 +282,11 @@ def test_summary_against_hand_computation_on_stored_rows(tmp_path):
         assert s.gap_max == pytest.approx(max(gaps))
         assert min(gaps) >= 0.0
         assert s.ratio == pytest.approx(np.mean(calls) / np.mean(lbfgs))
+    fire = np.mean([r.calls for r in rows if r.converged and r.optimizer == "fire"])
+    lbfgs = np.mean([r.calls for r in rows if r.converged and r.optimizer == "lbfgs"])
+    assert format_result(list(summary.values())) == (
+        f"Result: fire needed {fire / lbfgs:.2f} of lbfgs's force calls (mean calls over all "
+        "molecules).")
 
 
 def test_best_energy_curve_is_the_mean_running_minimum(tmp_path):
@@ -319,8 +325,14 @@ def test_command_line_runs_bo_prints_table_and_refuses_bad_input(tmp_path, capsy
     out = capsys.readouterr().out
     assert "| molecule | optimizer |" in out and "| H2O | bo | 1 | 100% |" in out
     assert (tmp_path / "cli_best.png").exists() and (tmp_path / "cli_runs.pdf").exists()
+    ratio = next(r.ratio for r in summarize(CampaignStore(db).records()) if r.optimizer == "bo")
+    legend = "Calculator emt; a run converges when the largest force is below 0.05 eV/Å."
+    result = f"Result: bo needed {ratio:.2f} of lbfgs's force calls (mean calls on H2O)."
+    assert legend in out and out.rstrip().endswith(result)
     assert main(["compare", "--report", "--db", str(db)]) == 0
-    assert "| H2O | lbfgs | 1 | 100% |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "| H2O | lbfgs | 1 | 100% |" in out
+    assert legend in out and out.rstrip().endswith(result)
 
     for bad, message in [(["--molecules", "H2O", "--fmax", "0.01"], "another campaign"),
                          (["--molecules", "C1CC"], "unknown molecule 'C1CC'"),

@@ -1,4 +1,8 @@
-"""Tests of asebo.diffusion: diffusion maps (seed 002) and the kernel PCA beside them."""
+"""Tests of asebo.diffusion: diffusion maps and the kernel PCA beside them.
+
+Diffusion maps: Coifman and Lafon (2006), in the form of the blog post "Scaling Kernel
+Embeddings, Pt. 1" (2025).
+"""
 
 import numpy as np
 import pytest
@@ -36,7 +40,7 @@ def aligned(Z, reference):
 
 
 def reference_diffusion_map(A, alpha, t, k):
-    """The seed's algorithm on a dense affinity matrix, written out with numpy.
+    """The blog post's algorithm on a dense affinity matrix, written out with numpy.
 
     Returns the coordinates lambda^t psi with psi = D^{-1/2} u normalised to
     sum_i pi_i psi_i^2 = 1, the eigenvalues, and the stationary distribution pi.
@@ -101,7 +105,7 @@ def test_circle_harmonics_under_nonuniform_sampling(alpha, recovered):
         assert log_ratios[1] > 1.1
 
 
-# agreement with a plain implementation of the seed's algorithm
+# agreement with a plain implementation of the blog post's algorithm
 
 
 @pytest.mark.parametrize("alpha, t", [(0.0, 1), (0.5, 2), (1.0, 0.5)])

@@ -1,4 +1,4 @@
-"""IOKR and MP-IOKR (seed 001) against closed forms, explicit features and each other."""
+"""IOKR and MP-IOKR (Brouard et al. 2017) against closed forms, explicit features and each other."""
 
 import numpy as np
 import pytest
@@ -7,11 +7,18 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.kernel_ridge import KernelRidge
 
-from asebo.benchmarks.iokr import (broadened_spectra, gaussian_gram, molecular_formula,
-                                   morgan_fingerprints, pessimistic_ranks, sign_tests,
-                                   tanimoto_sparse)
-from asebo.iokr import (IOKR, IOKRCV, MPIOKR, MPIOKRCV, PRECOMPUTED, loo_squared_errors)
+from asebo.benchmarks.iokr import (
+    broadened_spectra,
+    gaussian_gram,
+    molecular_formula,
+    morgan_fingerprints,
+    pessimistic_ranks,
+    sign_tests,
+    tanimoto_sparse,
+)
+from asebo.iokr import IOKR, IOKRCV, PRECOMPUTED, loo_squared_errors
 from asebo.kernels import GaussianKernel, LinearKernel, TanimotoKernel
+from asebo.mpiokr import MPIOKR, MPIOKRCV
 
 LAM, GAMMA = 0.3, 0.7
 
@@ -516,11 +523,10 @@ def test_qm9_retrieval_benchmark_beats_random_ranking():
     args = Namespace(molecules=80, folds=2, max_folds=None, max_set_size=200, pool_per_set=3,
                      sigmas=[20.0, 40.0], lams=[1e-2, 1.0], gammas=[1e-2, 1.0],
                      width_factors=[0.5, 2.0], inner_folds=2, seed=0, lambda_sweep=False)
-    ranks, times, _, data = run_benchmark(args, log=lambda message: None)
+    ranks, _, _, data = run_benchmark(args, log=lambda message: None)
     set_sizes = np.bincount(data.formula)[data.formula[data.library]]  # (80,)
     random_top_10 = 100 * np.mean(np.minimum(10 / set_sizes, 1.0))
-    for name, r in ranks.items():
-        assert len(r) == 80 and np.all((r >= 0) & (r < set_sizes.max()))
-        assert times[name]["test"] >= 0
+    for r in ranks.values():  # a rank lies inside the candidate set, capped at max_set_size
+        assert len(r) == 80 and np.all((r >= 0) & (r < args.max_set_size))
     assert top_k_accuracy(ranks["IOKR, lambda by ranking CV"], 10) > random_top_10
     assert top_k_accuracy(ranks["MP-IOKR joint (Prop. 4)"], 10) > random_top_10

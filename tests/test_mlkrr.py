@@ -1,4 +1,4 @@
-"""Tests of MLKR and MLKRR (seed 000): losses, gradients, invariances, estimator API."""
+"""Tests of MLKR and MLKRR (Fabregat et al. 2022): losses, gradients, invariances, estimator API."""
 
 import copy
 import math

@@ -1,4 +1,4 @@
-"""Energy prediction with the SVD kernel (seed 003, "Application to Molecular Energy ...")."""
+"""Energy prediction with the SVD kernel (Wong and Kolter, "Application to Molecular ...")."""
 
 import json
 
@@ -10,11 +10,22 @@ from scipy.stats import multivariate_normal
 
 from asebo.cli import main
 from asebo.kernels import svd_kernel_blocks
-from asebo.prediction import (ConfigurationSet, EigenspectrumKRR, MeanPredictor,
-                              SVDDerivativeKRR, SVDKernelKRR, _evidence_scores, _ridge_path,
-                              configuration_folds, coulomb_eigenspectrum, dataset_filename,
-                              displaced_positions, evaluate_model, generate_dataset,
-                              load_dataset, select_hyperparameters)
+from asebo.prediction import (
+    ConfigurationSet,
+    EigenspectrumKRR,
+    MeanPredictor,
+    SVDDerivativeKRR,
+    SVDKernelKRR,
+    configuration_folds,
+    coulomb_eigenspectrum,
+    dataset_filename,
+    displaced_positions,
+    evaluate_model,
+    generate_dataset,
+    load_dataset,
+    select_hyperparameters,
+)
+from asebo.prediction.selection import _evidence_scores, _ridge_path
 
 BASE = np.array([[0.0, 0.0, 0.0], [1.1, 0.1, 0.0], [-0.3, 1.2, 0.2], [0.4, -0.2, 1.3]])
 
@@ -36,18 +47,6 @@ def synthetic(count, seed, scale=0.15):
     return positions, energies, forces
 
 
-def test_pair_energy_forces_match_finite_differences():
-    positions, _, forces = synthetic(1, 0)
-    step = 1e-6
-    for atom, axis in [(0, 0), (2, 1), (3, 2)]:
-        shifted = positions.copy()
-        shifted[0, atom, axis] += step
-        plus = pair_energy(shifted)[0][0]
-        shifted[0, atom, axis] -= 2 * step
-        minus = pair_energy(shifted)[0][0]
-        assert -(plus - minus) / (2 * step) == pytest.approx(forces[0, atom, axis], abs=1e-7)
-
-
 # ---- data ------------------------------------------------------------------------
 def test_displacements_are_seeded_and_extend_smaller_sets():
     first = displaced_positions(BASE, 6, 0.1, random_state=3)
@@ -55,6 +54,26 @@ def test_displacements_are_seeded_and_extend_smaller_sets():
     assert np.array_equal(first[:4], displaced_positions(BASE, 4, 0.1, random_state=3))
     assert not np.allclose(first, displaced_positions(BASE, 6, 0.1, random_state=4))
     assert np.std(first - BASE) == pytest.approx(0.1, rel=0.5)
+
+
+def test_stored_forces_are_minus_the_gradient_of_the_stored_energies():
+    from ase import Atoms
+    from ase.calculators.emt import EMT
+
+    data = generate_dataset("water", "emt", count=2, random_state=1)
+    atoms = Atoms(data.numbers, positions=data.positions[1], calculator=EMT())
+    assert atoms.get_potential_energy() == pytest.approx(data.energies[1], abs=1e-10)
+    step = 1e-5
+    for atom, axis in [(0, 0), (1, 2), (2, 1)]:
+        shifted = data.positions[1].copy()
+        shifted[atom, axis] += step
+        atoms.positions = shifted
+        plus = atoms.get_potential_energy()
+        shifted[atom, axis] -= 2 * step
+        atoms.positions = shifted
+        minus = atoms.get_potential_energy()
+        assert -(plus - minus) / (2 * step) == pytest.approx(data.forces[1, atom, axis],
+                                                              abs=1e-6)
 
 
 def test_generation_is_reproducible_with_the_seed():
@@ -142,7 +161,7 @@ def dense_reference_prediction(train, energies, forces, test, gamma, lam, lam_de
 
 @pytest.mark.parametrize("gamma, positive_definite", [(1.5, True), (0.3, False)])
 def test_derivative_prediction_equals_dense_reference(gamma, positive_definite):
-    # at gamma = 0.3 the improper kernel's joint covariance is indefinite (seed 003)
+    # at gamma = 0.3 the improper kernel's joint covariance is indefinite (Wong and Kolter)
     train, energies, forces = synthetic(6, 0)
     test = synthetic(3, 1)[0]
     model = SVDDerivativeKRR(gamma=gamma, lam=1e-5, lam_deriv=1e-3).fit(train, energies, forces)

@@ -1,120 +1,21 @@
 """Force calls to relax the 30 Baker molecules: BOOptimizer against ASE's optimizers.
 
 Runs every molecule of the Baker set (J. Baker, J. Comput. Chem. 14, 1085 (1993);
-``shared/benchmarks/baker``) with each optimizer to ``--fmax`` with GFN2-xTB, side by
-side in one run, and prints the force calls per molecule, the totals, the ratio of
-each total to BFGS's, failures, and energies that end more than 0.01 eV above the
-best one found.
+shipped in ``asebo/data/baker``) with each optimizer to ``--fmax`` with GFN2-xTB,
+side by side in one run, and prints the force calls per molecule, the totals, the
+ratio of each total to BFGS's, failures, and energies that end more than 0.01 eV
+above the best one found.
 """
 
-import os
-from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
+from asebo.benchmarks import _relaxation_table
 
-import numpy as np
-from ase.io import read
-
-DEFAULT_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "baker"
+DEFAULT_DIR = _relaxation_table.DATA_DIR / "baker"
+OPTIMIZERS = ["bo", "bfgs", "lbfgs", "fire", "gpmin"]
 
 
 def add_arguments(parser):
-    parser.add_argument("--dir", type=Path, default=DEFAULT_DIR,
-                        help="folder of the Baker xyz files")
-    parser.add_argument("--molecules", nargs="+", default=None,
-                        help="file stems or substrings to run (default: all)")
-    parser.add_argument("--optimizers", nargs="+", default=["bo", "bfgs", "lbfgs", "fire",
-                                                            "gpmin"],
-                        help="names of asebo.compare.OPTIMIZERS; 'bo+gfn1' runs bo with a "
-                             "GFN1-xTB prior (any calculator preset after the '+'), "
-                             "'bo+max' with a constant prior instead of the Lindh model")
-    parser.add_argument("--calc", default="gfn2")
-    parser.add_argument("--fmax", type=float, default=0.05)
-    parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--markdown", type=Path, default=None, help="also write the table here")
-
-
-def _files(folder, wanted):
-    if not folder.is_dir():
-        raise SystemExit(f"no Baker folder at {folder}: pass --dir")
-    files = sorted(folder.glob("*.xyz"))
-    if wanted:
-        files = [f for f in files if any(w in f.stem for w in wanted)]
-    return files
-
-
-def _run_one(task):
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    import torch
-
-    from asebo.compare import relax
-
-    torch.set_num_threads(1)
-    path, label, calc, fmax, steps = task
-    optimizer, _, prior = label.partition("+")
-    atoms = read(path)
-    try:
-        result = relax(atoms, optimizer, calc, fmax, steps, prior=prior or None)
-    except Exception as error:  # a failed run is reported, the others go on
-        return path.stem, label, {"error": f"{type(error).__name__}: {error}"}
-    result.pop("positions")
-    return path.stem, label, result
+    _relaxation_table.add_arguments(parser, DEFAULT_DIR, OPTIMIZERS)
 
 
 def run(args):
-    files = _files(args.dir, args.molecules)
-    tasks = [(f, o, args.calc, args.fmax, args.steps)
-             for f in files for o in args.optimizers]
-    results = {}
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for stem, label, result in pool.map(_run_one, tasks):
-            results.setdefault(stem, {})[label] = result
-    labels = list(next(iter(results.values())))
-    lines = [_table(results, labels)]
-    print(lines[0])
-    if args.markdown:
-        args.markdown.write_text(lines[0] + "\n")
-
-
-def _table(results, labels):
-    header = "| molecule | " + " | ".join(labels) + " |"
-    lines = [header, "|" + "---|" * (len(labels) + 1)]
-    totals = dict.fromkeys(labels, 0)
-    failures = {label: [] for label in labels}
-    high = {label: [] for label in labels}
-    outside = {label: [] for label in labels}
-    for stem, row in results.items():
-        finite = [r["energy"] for r in row.values() if "energy" in r]
-        best = min(finite) if finite else np.nan
-        cells = []
-        for label in labels:
-            r = row[label]
-            if "error" in r:
-                failures[label].append(f"{stem} ({r['error'][:60]})")
-                cells.append("error")
-                continue
-            totals[label] += r["calls"]
-            mark = "" if r["converged"] else "*"
-            if r["energy"] > best + 0.01:
-                high[label].append(f"{stem} (+{r['energy'] - best:.3f} eV)")
-                mark += "^"
-            if not r["converged"]:
-                failures[label].append(f"{stem} (not converged)")
-            outside[label].append(r["seconds_outside"] / max(r["steps"], 1))
-            cells.append(f"{r['calls']}{mark}")
-        lines.append(f"| {stem} | " + " | ".join(cells) + " |")
-    lines.append("| **total** | " + " | ".join(str(totals[label]) for label in labels) + " |")
-    if "bfgs" in totals and totals["bfgs"]:
-        lines.append("| **/ BFGS** | " + " | ".join(f"{totals[label] / totals['bfgs']:.2f}"
-                                                 for label in labels) + " |")
-    lines.append("| **s/step outside calc (mean)** | "
-                 + " | ".join(f"{np.mean(outside[label]):.3f}" if outside[label] else "-"
-                              for label in labels) + " |")
-    lines.append("")
-    lines.append("`*` not converged, `^` final energy more than 0.01 eV above the best found.")
-    for label in labels:
-        if failures[label]:
-            lines.append(f"- {label} failures: " + "; ".join(failures[label]))
-        if high[label]:
-            lines.append(f"- {label} higher minima: " + "; ".join(high[label]))
-    return "\n".join(lines)
+    _relaxation_table.run(args)

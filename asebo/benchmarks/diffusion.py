@@ -2,10 +2,11 @@
 
 Draws ``--molecules`` molecules of QM9 (:mod:`asebo.qm9`), computes their Morgan
 fingerprints (RDKit, radius 2, 2048 bits, stored as uint8), and fits
-:class:`asebo.diffusion.DiffusionMap` with the Tanimoto kernel and ``--landmarks``
-landmarks (the Nyström approximation of seed 002). It reports the wall and CPU time of
-the fit, the peak memory allocated during the fit (``tracemalloc``, which sees numpy's
-buffers) and the process's peak resident memory, then the time to place
+:class:`asebo.diffusion.DiffusionMap` with the Tanimoto kernel and ``--landmarks`` landmarks
+(the Nyström approximation of the blog post "Scaling Kernel Embeddings, Pt. 1", 2025). It
+reports the wall and CPU time of the fit, the peak memory allocated during the fit
+(``tracemalloc``, which sees numpy's buffers) and the process's peak resident memory, then
+the time to place
 ``--new-molecules`` further molecules by the Nyström extension (``transform``).
 With ``--kpca`` it also times :class:`asebo.diffusion.KernelPCAEmbedding` on the same
 data. The kernel is evaluated a block of rows at a time; the n x m landmark kernel
@@ -47,7 +48,7 @@ def fingerprint_bits(smiles, radius=2, n_bits=2048):
     ----------
     smiles : sequence of str
     radius : int
-        Morgan radius (2 is ECFP4, as in seed 002).
+        Morgan radius (2 is ECFP4, as in "Scaling Kernel Embeddings, Pt. 1").
     n_bits : int
 
     Returns
@@ -85,11 +86,11 @@ def qm9_fingerprints(n_molecules, random_state=0, radius=2, n_bits=2048):
     return fingerprint_bits(molecules.smiles, radius, n_bits), np.array(molecules.homo_lumo_gap)
 
 
-def _measure(action):
-    """Run ``action()``; return its result, wall and CPU seconds, peak traced bytes."""
+def _measure(action, *args):
+    """Run ``action(*args)``; return its result, wall and CPU seconds, peak traced bytes."""
     tracemalloc.start()
     wall, cpu = time.perf_counter(), time.process_time()
-    result = action()
+    result = action(*args)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
@@ -119,9 +120,9 @@ def run(args):
           "| transform of new (s) |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, estimator in methods:
-        _, wall, cpu, peak = _measure(lambda: estimator.fit(train))
+        _, wall, cpu, peak = _measure(estimator.fit, train)
         if len(new):
-            _, extend, _, _ = _measure(lambda: estimator.transform(new))
+            _, extend, _, _ = _measure(estimator.transform, new)
             extend_text = f"{extend:.1f} ({len(new)})"
         else:
             extend_text = "-"

@@ -1,6 +1,6 @@
 """IOKR and MP-IOKR on QM9: from a vibrational spectrum to the structure, among isomers.
 
-A retrieval task parallel to the metabolite identification of seed 001 (section 3.2),
+A retrieval task parallel to the metabolite identification of Brouard et al. (2017) (section 3.2),
 with no download: the input of a molecule is its spectrum of harmonic frequencies
 from QM9, broadened by Gaussians (a "stick" spectrum without intensities, which QM9
 does not give); the output is its structure, as a Morgan fingerprint (RDKit, radius 2,
@@ -47,9 +47,16 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.model_selection import KFold
 
-from asebo.iokr import IOKRCV, MPIOKR, MPIOKRCV, PRECOMPUTED, loo_squared_errors
+from asebo.extras import missing_extra
+from asebo.iokr import IOKRCV, PRECOMPUTED, loo_squared_errors
+from asebo.kernels import squared_distances
+from asebo.mpiokr import MPIOKR, MPIOKRCV
+
+try:
+    from sklearn.model_selection import KFold
+except ImportError as error:
+    raise missing_extra(error, "learn", "asebo bench iokr") from error
 
 TOP_K = (1, 5, 10, 20)
 REFERENCE = "IOKR, lambda by ranking CV"  # IOKR with MP-IOKR's lambda criterion
@@ -127,12 +134,6 @@ def broadened_spectra(frequencies, sigma, step=None, upper=4200.0):
     for i, f in enumerate(frequencies):
         spectra[i] = np.exp(-0.5 * ((grid[None, :] - f[:, None]) / sigma) ** 2).sum(axis=0)
     return spectra
-
-
-def squared_distances(A, B):
-    """Squared Euclidean distances between rows by one matrix product, clipped at 0."""
-    sq = (A * A).sum(axis=1)[:, None] + (B * B).sum(axis=1)[None, :] - 2.0 * A @ B.T
-    return np.clip(sq, 0.0, None)
 
 
 def gaussian_gram(A, B, gamma):

@@ -2,9 +2,9 @@
 
 For each size, a fresh process builds the joint covariance of ``m`` configurations
 of an ``n``-atom molecule, times the structured product with one vector through the
-public ``op @ v`` that callers use (median of repeats) and, where the dense matrix fits in ``--dense-limit-gib``, the dense
-product with the same vector; it reports the peak resident memory of the
-structured run and of the dense run.
+public ``op @ v`` that callers use (median of repeats) and, where the dense matrix
+fits in ``--dense-limit-gib``, the dense product with the same vector; it reports
+the peak resident memory of the structured run and of the dense run.
 """
 
 import multiprocessing
@@ -71,7 +71,8 @@ def measure(n_atoms, m, repeats=5, dense_limit_gib=3.0, seed=0, threads=1):
     dense = size ** 2 * 8 / 2 ** 30 <= dense_limit_gib
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    process = context.Process(target=_measure, args=(n_atoms, m, repeats, dense, seed, threads, queue))
+    process = context.Process(target=_measure,
+                              args=(n_atoms, m, repeats, dense, seed, threads, queue))
     process.start()
     result = queue.get()
     process.join()

@@ -1,20 +1,21 @@
 """KRR learning curves on QM9 atomization energies: original metric against MLKR and MLKRR.
 
-Reproduces the QM9 experiment of seed 000 (Fabregat et al., "Metric learning for kernel
-ridge regression", section "Results") at a size fit for a laptop. Molecules are drawn
+Reproduces the QM9 experiment of Fabregat et al. ("Metric learning for kernel ridge
+regression: assessment of molecular similarity", Mach. Learn.: Sci. Technol. 3, 035015
+(2022), section "Results and Discussion") at a size fit for a laptop. Molecules are drawn
 from the QM9 copy shipped with ``qm9pack`` (:mod:`asebo.qm9`) and split into a training
 pool, a test set and a validation set. Each molecule is the sum over its atoms of the
 FCHL19 representation (``qmllib``, default parameters, elements H C N O F: 720
-features), as in seed 000; the target is the atomization energy in kcal/mol.
+features), as in Fabregat et al. (2022); the target is the atomization energy in kcal/mol.
 
 1. The kernel width sigma and ridge lambda of plain KRR are chosen on the test set with
-   ``--metric-size`` training molecules; MLKR and MLKRR start from them (seed 000,
+   ``--metric-size`` training molecules; MLKR and MLKRR start from them (Fabregat et al. (2022),
    "Optimization details") and learn their metric, and sigma unless ``--fixed-sigma``,
    on those training molecules, which the validation set never meets.
 2. For each metric and each training size N of ``--sizes``, sigma (2^0 ... 2^10 times
    the median distance in that metric) and lambda (1e-10 ... 1e-4) are chosen again
    on the test set, and the validation MAE is reported.
-3. Figures (prefix ``mlkrr_``) go to ``--output``: the learning curves (seed 000,
+3. Figures (prefix ``mlkrr_``) go to ``--output``: the learning curves (Fabregat et al. (2022),
    fig. 6), 2-D PCA maps of the validation molecules in each metric coloured by the
    target (fig. 7) and the learned matrices as A - I (fig. 4).
 """
@@ -25,17 +26,21 @@ from pathlib import Path
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
-from sklearn.decomposition import PCA
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics.pairwise import euclidean_distances
 
+from asebo.extras import missing_extra
+from asebo.kernels import squared_distances
 from asebo.mlkrr import MLKR, MLKRR
 from asebo.qm9 import HARTREE_TO_KCAL_PER_MOL, load_qm9
+
+try:
+    from sklearn.decomposition import PCA
+    from sklearn.exceptions import ConvergenceWarning
+except ImportError as error:
+    raise missing_extra(error, "learn", "asebo bench mlkrr") from error
 
 QM9_ELEMENTS = (1, 6, 7, 8, 9)
 SIGMA_FACTORS = 2.0 ** np.arange(0, 11)  # times the median distance in the metric
 LAMBDAS = (1e-10, 1e-8, 1e-6, 1e-4)
-DEFAULT_OUTPUT = Path(__file__).resolve().parents[2] / "docs" / "figures"
 
 
 def add_arguments(parser):
@@ -53,8 +58,8 @@ def add_arguments(parser):
     parser.add_argument("--validation-size", type=int, default=1000,
                         help="molecules on which the MAE is reported")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT,
-                        help="folder of the figures")
+    parser.add_argument("--output", type=Path, default=Path("."),
+                        help="folder of the figures (default: the working directory)")
     parser.add_argument("--markdown", type=Path, default=None,
                         help="also write the table here")
 
@@ -62,7 +67,7 @@ def add_arguments(parser):
 def global_fchl19(numbers, positions):
     """Sum over atoms of the FCHL19 representation of each molecule, shape ``(n, 720)``.
 
-    Seed 000, section "FCHL representation": FCHL19 (``qmllib``) with default
+    Fabregat et al. (2022), section "FCHL representation": FCHL19 (``qmllib``) with default
     parameters for the elements H, C, N, O, F, atomic vectors summed into one global
     vector per molecule, so that it does not depend on the order of the atoms.
 
@@ -102,9 +107,9 @@ def select_and_score(Z_train, y_train, Z_test, y_test, Z_val, y_val):
     dict
         ``mae`` (validation), ``test_mae``, ``sigma``, ``lambda``.
     """
-    D_train = euclidean_distances(Z_train, squared=True)  # (N, N)
-    D_test = euclidean_distances(Z_test, Z_train, squared=True)  # (n_test, N)
-    D_val = euclidean_distances(Z_val, Z_train, squared=True)  # (n_val, N)
+    D_train = squared_distances(Z_train, Z_train)  # (N, N)
+    D_test = squared_distances(Z_test, Z_train)  # (n_test, N)
+    D_val = squared_distances(Z_val, Z_train)  # (n_val, N)
     median = float(np.sqrt(np.median(D_train[np.triu_indices_from(D_train, 1)])))
     offset = float(np.mean(y_train))
     best = None

@@ -1,6 +1,6 @@
 """Energy prediction with the SVD kernel: RMSE by nested cross-validation and learning curves.
 
-Reproduces the study of seed 003 (Tables 1-2, Fig. 1): a set of displaced
+Reproduces the study of Wong and Kolter (Tables 1-2, Fig. 1): a set of displaced
 configurations of one molecule (``asebo/data`` or the cache, computed if missing),
 outer k-fold cross-validation of the mean predictor, KRR on Coulomb eigenspectra,
 the SVD kernel on energies and the SVD kernel with derivatives, hyperparameters by
@@ -25,7 +25,8 @@ from asebo.prediction import MODELS, configuration_folds, evaluate_model, load_d
 def add_arguments(parser):
     parser.add_argument("--molecule", default="glycerol",
                         help="water, glycerol, nonanol or a SMILES string")
-    parser.add_argument("--calc", default="gfn2", help="gfn2, gpaw, gpaw-lcao, emt ...")
+    parser.add_argument("--calc", default="gfn2", help="calculator preset: gfn2, gpaw, "
+                        "gpaw:mode=lcao, emt ...")
     parser.add_argument("--configs", type=int, default=100)
     parser.add_argument("--displacement", type=float, default=None,
                         help="noise standard deviation in Å (default per molecule)")

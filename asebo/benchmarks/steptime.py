@@ -77,7 +77,7 @@ def peak_resident_bytes():
 def _structure(args):
     if args.smiles is None:
         return read(args.molecule), os.path.basename(args.molecule)
-    from asebo.campaign.molecules import molecule_from_smiles
+    from asebo.smiles import molecule_from_smiles
 
     return molecule_from_smiles(args.smiles), args.smiles
 
@@ -88,18 +88,16 @@ def run(args):
 
     torch.set_num_threads(1)
     atoms, name = _structure(args)
-    windows = []
-    for centre in sorted(args.observations):
-        first = max(1, centre - args.window // 2)
-        windows.append((centre, first, first + args.window))
+    firsts = [max(1, centre - args.window // 2) for centre in sorted(args.observations)]
+    windows = [(first, first + args.window) for first in firsts]
     marks = []
-    times = step_times(atoms, args.calc, windows[-1][2], marks)
+    times = step_times(atoms, args.calc, windows[-1][1], marks)
     peaks = np.array([m[2] for m in marks]) / 2 ** 30  # GiB after each step
     print(f"{name}: {len(atoms)} atoms, {args.calc}, one thread")
     print("| observations | s per step outside the calculator (mean, median, max) "
           "| peak resident memory, GiB |")
     print("|---|---|---|")
-    for centre, first, last in windows:
+    for first, last in windows:
         window = times[first - 1:last - 1]
         print(f"| {first}-{last - 1} | {window.mean():.3f}, {np.median(window):.3f}, "
               f"{window.max():.3f} | {peaks[last - 1]:.2f} |")

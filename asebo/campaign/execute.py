@@ -19,7 +19,7 @@ from dask.distributed import Client, LocalCluster, as_completed
 from tqdm.auto import tqdm
 
 from asebo.campaign.plan import parse_optimizer
-from asebo.compare import relax
+from asebo.campaign.relax import relax
 from calculators import CountingCalculator, get_calculator
 
 SERIAL = "serial"
@@ -72,7 +72,7 @@ def run_one(run, calc, fmax, steps):
     Returns
     -------
     dict
-        The result of :func:`asebo.compare.relax` with ``energies`` replaced by the
+        The result of :func:`asebo.campaign.relax.relax` with ``energies`` replaced by the
         energy after every force call and ``forces`` added (the final forces); or,
         when the run raised, ``error`` (the exception, one line), ``calls`` and
         ``energies`` up to the failure.

@@ -12,7 +12,6 @@ from difflib import get_close_matches
 from functools import cache
 from pathlib import Path
 
-import numpy as np
 from ase import Atoms
 from ase.build import molecule as ase_molecule
 from ase.build.molecule import extra
@@ -21,8 +20,9 @@ from ase.data import g2_1, g2_2
 from ase.io import read
 from ase.io.formats import ioformats
 
+from asebo.smiles import molecule_from_smiles
+
 SMILES_PREFIX = "smiles:"
-EMBEDDING_SEED = 0  # RDKit's randomSeed: a SMILES always gives the same 3D structure
 
 
 @cache
@@ -53,60 +53,6 @@ def common_names():
 def ase_names():
     """Every molecule name :func:`ase.build.molecule` knows (G2 and its extras)."""
     return [*g2.names, *extra]
-
-
-def molecule_from_smiles(smiles, random_state=EMBEDDING_SEED):
-    """A 3D structure of a SMILES string, built by RDKit.
-
-    Hydrogens are added, one conformer is embedded by ETKDG (version 3) with the
-    fixed ``random_state`` and optimized with the MMFF94 force field (UFF where MMFF
-    has no parameters). Formal charges become the atoms' initial charges, from which
-    calculators such as tblite take the total charge.
-
-    Parameters
-    ----------
-    smiles : str
-        The SMILES string, e.g. ``'CCO'`` for ethanol.
-    random_state : int
-        Seed of the embedding: the same seed gives the same coordinates.
-
-    Returns
-    -------
-    ase.Atoms
-
-    Raises
-    ------
-    ValueError
-        When RDKit cannot parse the string or cannot embed the molecule in 3D.
-
-    References
-    ----------
-    S. Riniker, G. A. Landrum, J. Chem. Inf. Model. 55, 2562 (2015) (ETKDG).
-    T. A. Halgren, J. Comput. Chem. 17, 490 (1996) (MMFF94).
-    """
-    from rdkit import Chem, rdBase
-    from rdkit.Chem import AllChem
-
-    with rdBase.BlockLogs():
-        parsed = Chem.MolFromSmiles(smiles)
-    if parsed is None:
-        raise ValueError(f"invalid SMILES {smiles!r}: RDKit cannot parse it. Check the "
-                         "ring closures, brackets and element symbols (e.g. 'CCO' is ethanol)")
-    mol = Chem.AddHs(parsed)
-    params = AllChem.ETKDGv3()
-    params.randomSeed = int(random_state)
-    if AllChem.EmbedMolecule(mol, params) != 0:
-        raise ValueError(f"RDKit could not build a 3D structure for SMILES {smiles!r}: "
-                         "give the molecule as a structure file (xyz, sdf, ...) instead")
-    if AllChem.MMFFHasAllMoleculeParams(mol):
-        AllChem.MMFFOptimizeMolecule(mol, maxIters=2000)
-    elif AllChem.UFFHasAllMoleculeParams(mol):
-        AllChem.UFFOptimizeMolecule(mol, maxIters=2000)
-    positions = np.array(mol.GetConformer().GetPositions(), dtype=np.float64)  # (n, 3)
-    atoms = Atoms(numbers=[atom.GetAtomicNum() for atom in mol.GetAtoms()],
-                  positions=positions)
-    atoms.set_initial_charges([float(atom.GetFormalCharge()) for atom in mol.GetAtoms()])
-    return atoms
 
 
 def _read_file(path):

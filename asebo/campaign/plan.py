@@ -1,7 +1,7 @@
 """What a comparison campaign runs: its settings, its key, its perturbed starts.
 
 A campaign relaxes every molecule from every start with every optimizer, as in the
-seed paper's comparison of Bayesian optimization with L-BFGS (seed 003, section
+comparison of Bayesian optimization with L-BFGS by Wong and Kolter (section
 "Bayesian optimization", Figs. 2-3: 40 randomly perturbed starts per molecule). The
 settings that change results (calculator, force threshold, step limit, noise,
 seed) make the campaign's key, stored with every run so that runs of two campaigns
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from ase import Atoms
 
-from asebo.compare import OPTIMIZERS
-from asebo.optimize import MODEL_PRIORS
+from asebo.campaign.relax import OPTIMIZERS
+from asebo.priors import MODEL_PRIORS
 from calculators import calculator_key, parse_preset
 
 PRIOR_SEPARATOR = "+"
@@ -138,9 +138,9 @@ def parse_optimizer(label, prior=None):
     Parameters
     ----------
     label : str
-        A key of :data:`asebo.compare.OPTIMIZERS`, or ``'bo+NAME'`` for ``bo`` with the
+        A key of :data:`asebo.campaign.relax.OPTIMIZERS`, or ``'bo+NAME'`` for ``bo`` with the
         calculator preset ``NAME`` as prior mean (Δ-learning) or with a prior of
-        :data:`asebo.optimize.MODEL_PRIORS` (``'bo+max'``).
+        :data:`asebo.priors.MODEL_PRIORS` (``'bo+max'``).
     prior : str, optional
         Prior given to a plain ``'bo'``.
 
@@ -218,7 +218,7 @@ def perturbed_start(atoms, molecule, start, noise, seed):
     standard deviation ``noise`` to each of the ``3n`` coordinates, drawn from a
     generator seeded by ``(seed, CRC-32 of molecule, i)``: the same start every time
     and for every optimizer, and a start that does not change when more starts are
-    added to a campaign (seed 003, section "Bayesian optimization": "the optimization
+    added to a campaign (Wong and Kolter, section "Bayesian optimization": "the optimization
     is repeated for 40 randomly perturbed starting configurations").
 
     Parameters

@@ -1,6 +1,6 @@
-"""The figures of a campaign, as in seed 003's Figs. 2 and 3, in PNG and PDF.
+"""The figures of a campaign, as in Wong and Kolter's Figs. 2 and 3, in PNG and PDF.
 
-Fig. 2 of the seed paper shows, per molecule, the lowest energy found so far averaged
+Fig. 2 of Wong and Kolter shows, per molecule, the lowest energy found so far averaged
 over the runs against the number of force calls; Fig. 3 shows every run on water.
 Here energies are relative to the lowest energy any run found for the molecule, on a
 log scale. Drawn with matplotlib's Agg canvas, without pyplot's global state.
@@ -9,17 +9,18 @@ log scale. Drawn with matplotlib's Agg canvas, without pyplot's global state.
 from pathlib import Path
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
-from asebo.campaign.summary import best_energies
+from asebo.campaign.summary import best_energies, distinct
+from asebo.extras import missing_extra
+
+try:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+except ImportError as error:
+    raise missing_extra(error, "campaign", "asebo.campaign.plots") from error
 
 FLOOR = 1e-6  # eV: gaps below are drawn at the floor of the log scale
 FORMATS = ("png", "pdf")
-
-
-def _unique(items):
-    return list(dict.fromkeys(items))
 
 
 def running_best(energies, length):
@@ -54,17 +55,17 @@ def best_energy_curves(records):
 
     References
     ----------
-    Seed 003, Fig. 2 ("the average minimum found over all 40 runs per iteration").
+    Wong and Kolter, Fig. 2 ("the average minimum found over all 40 runs per iteration").
     """
     best = best_energies(records)
     curves = {}
-    for molecule in _unique(r.molecule for r in records):
+    for molecule in distinct(r.molecule for r in records):
         runs = [r for r in records if r.molecule == molecule and r.energies.size]
         if not runs:
             continue
         length = max(r.energies.size for r in runs)
         curves[molecule] = {}
-        for optimizer in _unique(r.optimizer for r in runs):
+        for optimizer in distinct(r.optimizer for r in runs):
             stack = np.array([running_best(r.energies, length)
                               for r in runs if r.optimizer == optimizer])  # (runs, K)
             curves[molecule][optimizer] = stack.mean(axis=0) - best[molecule]
@@ -88,7 +89,7 @@ def _save(figure, prefix, name):
 
 
 def plot_best_energy(records, prefix):
-    """Seed 003's Fig. 2: mean best energy against force calls, one panel a molecule.
+    """Wong and Kolter's Fig. 2: mean best energy against force calls, one panel a molecule.
 
     Parameters
     ----------
@@ -101,7 +102,7 @@ def plot_best_energy(records, prefix):
     list of pathlib.Path
     """
     curves = best_energy_curves(records)
-    optimizers = _unique(r.optimizer for r in records)
+    optimizers = distinct(r.optimizer for r in records)
     colours = {o: f"C{i}" for i, o in enumerate(optimizers)}
     columns = min(len(curves), 4) or 1
     rows = -(-len(curves) // columns) or 1
@@ -123,7 +124,7 @@ def plot_best_energy(records, prefix):
 
 
 def plot_runs(records, prefix):
-    """Seed 003's Fig. 3: the energy of every call of every run, molecule by optimizer.
+    """Wong and Kolter's Fig. 3: the energy of every call of every run, molecule by optimizer.
 
     Parameters
     ----------
@@ -136,8 +137,8 @@ def plot_runs(records, prefix):
     list of pathlib.Path
     """
     best = best_energies(records)
-    molecules = [m for m in _unique(r.molecule for r in records) if m in best]
-    optimizers = _unique(r.optimizer for r in records)
+    molecules = [m for m in distinct(r.molecule for r in records) if m in best]
+    optimizers = distinct(r.optimizer for r in records)
     figure = _figure(max(len(molecules), 1), max(len(optimizers), 1), width=2.4, height=2.0)
     for i, molecule in enumerate(molecules):
         shared = None

@@ -1,6 +1,6 @@
 """The summary table of a campaign: force calls, success, energy gaps, ratio to L-BFGS.
 
-The measure of cost is the number of force calls (seed 003, section "Bayesian
+The measure of cost is the number of force calls (Wong and Kolter, section "Bayesian
 optimization": "we report results in terms of the number of (expensive) simulation
 iterations required").
 """
@@ -86,7 +86,8 @@ def _row(molecule, optimizer, records, best):
         gap_max=gaps.max() if gaps.size else np.nan)
 
 
-def _unique(items):
+def distinct(items):
+    """The distinct items in the order they first appear, as a list."""
     return list(dict.fromkeys(items))
 
 
@@ -107,8 +108,8 @@ def summarize(records, reference=REFERENCE_OPTIMIZER):
         there is more than one molecule.
     """
     best = best_energies(records)
-    molecules = _unique(r.molecule for r in records)
-    optimizers = _unique(r.optimizer for r in records)
+    molecules = distinct(r.molecule for r in records)
+    optimizers = distinct(r.optimizer for r in records)
     groups = [(m, [r for r in records if r.molecule == m]) for m in molecules]
     if len(molecules) > 1:
         groups.append((ALL, list(records)))
@@ -154,6 +155,59 @@ def format_summary(rows, reference=REFERENCE_OPTIMIZER):
             cells[:2] = [f"**{cells[0]}**", f"**{cells[1]}**"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def format_legend(calc, fmax, reference=REFERENCE_OPTIMIZER):
+    """What the columns of :func:`format_summary` mean, and the campaign's settings.
+
+    Parameters
+    ----------
+    calc : str
+        The calculator preset of the campaign.
+    fmax : float
+        Its force threshold, eV/Å.
+    reference : str
+
+    Returns
+    -------
+    str
+    """
+    return "\n".join([
+        f"Calculator {calc}; a run converges when the largest force is below {fmax:g} eV/Å.",
+        "runs: perturbed starts; converged: share of runs that reached fmax in the step "
+        "limit;",
+        "calls mean, median, max: force calls (one energy and forces evaluation each) of "
+        "the converged runs;",
+        "ΔE: final energy minus the lowest energy any run found on the molecule, meV;",
+        f"calls / {reference}: mean calls over {reference}'s mean calls on the same "
+        "molecule(s).",
+    ])
+
+
+def format_result(rows, reference=REFERENCE_OPTIMIZER):
+    """One line that states the result: each optimizer's calls as a share of ``reference``'s.
+
+    Parameters
+    ----------
+    rows : list of SummaryRow
+        As :func:`summarize` returns them; the pooled rows are used when there are any.
+    reference : str
+
+    Returns
+    -------
+    str
+        E.g. ``"Result: bo needed 0.72 of lbfgs's force calls (mean calls over all
+        molecules)."``;
+        empty without runs of ``reference`` or of another optimizer.
+    """
+    pooled = [row for row in rows if row.molecule == ALL]
+    scope = "mean calls over all molecules"
+    if not pooled:
+        pooled = rows
+        scope = f"mean calls on {rows[0].molecule}" if rows else ""
+    parts = [f"{row.optimizer} needed {row.ratio:.2f} of {reference}'s force calls"
+             for row in pooled if row.optimizer != reference and np.isfinite(row.ratio)]
+    return f"Result: {'; '.join(parts)} ({scope})." if parts else ""
 
 
 def format_failures(records):

@@ -1,9 +1,14 @@
 """A whole campaign: molecules in, stored runs out, skipping what is already stored."""
 
-from asebo.campaign.execute import execute_runs
 from asebo.campaign.molecules import load_molecule
 from asebo.campaign.plan import Campaign, plan_runs
 from asebo.campaign.store import CampaignStore
+from asebo.extras import missing_extra
+
+try:
+    from asebo.campaign.execute import execute_runs
+except ModuleNotFoundError as error:
+    raise missing_extra(error, "campaign", "asebo.campaign") from error
 
 
 def run_campaign(molecules, optimizers=("bo", "lbfgs"), starts=5, noise=0.1, seed=0,
@@ -23,10 +28,10 @@ def run_campaign(molecules, optimizers=("bo", "lbfgs"), starts=5, noise=0.1, see
         Names, files or SMILES (see :func:`asebo.campaign.load_molecule`), or labels
         with geometries.
     optimizers : list of str
-        Keys of :data:`asebo.compare.OPTIMIZERS`, or ``'bo+NAME'`` for ``bo`` with a
+        Keys of :data:`asebo.campaign.relax.OPTIMIZERS`, or ``'bo+NAME'`` for ``bo`` with a
         calculator prior.
     starts : int
-        0: the geometry as given; N: N perturbed starts (seed 003 used 40).
+        0: the geometry as given; N: N perturbed starts (Wong and Kolter used 40).
     noise : float
         Standard deviation of the perturbation of every coordinate, Å.
     seed : int

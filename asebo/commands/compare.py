@@ -14,9 +14,17 @@ example:
 
 import sys
 
+import ase.db
+
 from asebo.campaign.plots import plot_best_energy, plot_runs
 from asebo.campaign.store import CampaignStore
-from asebo.campaign.summary import format_failures, format_summary, summarize
+from asebo.campaign.summary import (
+    format_failures,
+    format_legend,
+    format_result,
+    format_summary,
+    summarize,
+)
 from asebo.campaign.workflow import run_campaign
 
 
@@ -69,6 +77,14 @@ def _log(line):
     print(line, file=sys.stderr, flush=True)
 
 
+def _settings(args):
+    """The calculator and force threshold of the runs: stored ones for --report."""
+    if not args.report:
+        return args.calc, args.fmax
+    row = next(ase.db.connect(args.db).select(limit=1))
+    return row.get("calc", "?"), row.get("target_fmax", float("nan"))
+
+
 def _records(args):
     if args.report:
         records = CampaignStore(args.db).records()
@@ -96,8 +112,13 @@ def run(args):
         print(f"\nasebo compare: interrupted; the finished runs are in {args.db}: run the "
               "same command again to do the rest", file=sys.stderr)
         return 130
-    table = format_summary(summarize(records))
-    print(table)
+    rows = summarize(records)
+    table = format_summary(rows)
+    calc, fmax = _settings(args)
+    print(f"{table}\n\n{format_legend(calc, fmax)}")
+    result = format_result(rows)
+    if result:
+        print(result)
     failures = format_failures(records)
     if failures:
         print("\nfailed runs (stored; --retry-failed runs them again):\n" + failures)

@@ -1,13 +1,25 @@
 """The kernel core shared by the GP optimizer, MLKRR, IOKR and diffusion maps."""
 
-from asebo.kernels.euclidean import (GaussianKernel, Kernel, LaplacianKernel, LinearKernel,
-                                     TanimotoKernel)
+from asebo.kernels.euclidean import (
+    GaussianKernel,
+    Kernel,
+    LaplacianKernel,
+    LinearKernel,
+    TanimotoKernel,
+    squared_distances,
+)
 from asebo.kernels.operators import JointCovariance, joint_covariance, solve_joint
-from asebo.kernels.svd import (SVDKernel, optimal_alignment, svd_distance, svd_kernel_blocks,
-                               svd_kernel_blocks_batched)
+from asebo.kernels.svd import (
+    SVDKernel,
+    optimal_alignment,
+    svd_distance,
+    svd_kernel_blocks,
+    svd_kernel_blocks_batched,
+)
 
 __all__ = [
     "Kernel", "GaussianKernel", "LaplacianKernel", "LinearKernel", "TanimotoKernel",
-    "SVDKernel", "svd_kernel_blocks", "svd_kernel_blocks_batched", "svd_distance",
-    "optimal_alignment", "JointCovariance", "joint_covariance", "solve_joint",
+    "squared_distances", "SVDKernel", "svd_kernel_blocks", "svd_kernel_blocks_batched",
+    "svd_distance", "optimal_alignment", "JointCovariance", "joint_covariance",
+    "solve_joint",
 ]

@@ -23,11 +23,18 @@ from dataclasses import dataclass
 
 import torch
 from linear_operator.operators import LinearOperator
-from linear_operator.utils.warnings import NumericalWarning
 from linear_operator.utils import linear_cg
+from linear_operator.utils.warnings import NumericalWarning
 
-from asebo.kernels.joint import (PairGeometry, assemble_dense, dense_parts, joint_dense,
-                                 joint_diagonal, joint_matmul, pair_geometry)
+from asebo.kernels.joint import (
+    PairGeometry,
+    assemble_dense,
+    dense_parts,
+    joint_dense,
+    joint_diagonal,
+    joint_matmul,
+    pair_geometry,
+)
 from asebo.kernels.svd import _as_tensor
 
 _DENSE_CHUNK_BYTES = 2 ** 28  # intermediates of one chunk of dense block rows
@@ -211,7 +218,7 @@ class JointStructure:
 
 
 def joint_covariance(positions, gamma, proper=True, kernel="svd"):
-    """The structured joint covariance of energies and gradients (Wong and Kolter, eqs. 11-13, 32-33).
+    """The structured joint covariance of energies and gradients (Wong and Kolter, eqs. 11-13).
 
     Parameters
     ----------

@@ -1,0 +1,372 @@
+"""Energy models: the mean predictor, eigenspectrum KRR and KRR with the SVD kernel.
+
+Gradients are ``-forces``; energies in eV, positions in Å, forces in eV/Å.
+"""
+
+import numpy as np
+import scipy.linalg
+import torch
+from ase.units import Bohr
+
+from asebo.extras import missing_extra
+from asebo.kernels import GaussianKernel, SVDKernel, joint_covariance, solve_joint
+from asebo.kernels.svd import svd_distance, svd_kernel_blocks_batched
+
+try:
+    from sklearn.base import BaseEstimator
+    from sklearn.utils.validation import check_is_fitted
+except ImportError as error:
+    raise missing_extra(error, "learn", "asebo.prediction") from error
+
+
+
+def coulomb_eigenspectrum(numbers, positions):
+    r"""Sorted eigenvalues of the Coulomb matrix (Rupp et al. 2012), in atomic units.
+
+    ``C_ii = Z_i^2.4 / 2`` and ``C_ij = Z_i Z_j / |R_i - R_j|`` with distances in
+    bohr; the eigenvalues, largest first, do not change under rotation, translation
+    or a permutation of the atoms.
+
+    Parameters
+    ----------
+    numbers : int array (n,)
+    positions : array (m, n, 3) or (n, 3), Å
+
+    Returns
+    -------
+    array (m, n) or (n,)
+    """
+    positions = np.asarray(positions, dtype=np.float64)
+    single = positions.ndim == 2
+    positions = positions[None] if single else positions
+    charges = np.asarray(numbers, dtype=np.float64)  # (n,)
+    if positions.ndim != 3 or positions.shape[1:] != (len(charges), 3):
+        raise ValueError(f"positions must have shape (m, {len(charges)}, 3), "
+                         f"got {positions.shape}")
+    distances = np.linalg.norm(positions[:, :, None] - positions[:, None], axis=-1) / Bohr
+    n = len(charges)
+    off_diagonal = ~np.eye(n, dtype=bool)
+    coulomb = np.empty_like(distances)  # (m, n, n)
+    coulomb[:, off_diagonal] = (np.outer(charges, charges)[off_diagonal]
+                                / distances[:, off_diagonal])
+    coulomb[:, ~off_diagonal] = 0.5 * charges ** 2.4
+    spectrum = np.linalg.eigvalsh(coulomb)[:, ::-1]  # (m, n), largest first
+    return spectrum[0] if single else spectrum
+
+
+def _check_positions(positions):
+    positions = np.asarray(positions, dtype=np.float64)
+    if positions.ndim != 3 or positions.shape[-1] != 3:
+        raise ValueError(f"positions must have shape (m, n_atoms, 3), got {positions.shape}")
+    if not np.isfinite(positions).all():
+        raise ValueError("positions contain NaN or inf: remove those configurations")
+    return positions
+
+
+def _check_labels(positions, energies, forces):
+    energies = np.asarray(energies, dtype=np.float64)
+    if energies.shape != positions.shape[:1]:
+        raise ValueError(f"expected {len(positions)} energies, got shape {energies.shape}")
+    if not np.isfinite(energies).all():
+        raise ValueError("energies contain NaN or inf: remove those configurations")
+    if forces is not None:
+        forces = np.asarray(forces, dtype=np.float64)
+        if forces.shape != positions.shape:
+            raise ValueError(f"forces must have the shape of positions {positions.shape}, "
+                             f"got {forces.shape}")
+        if not np.isfinite(forces).all():
+            raise ValueError("forces contain NaN or inf: remove those configurations")
+    return energies, forces
+
+
+def _median_scale(distances):
+    """Median of the off-diagonal squared distances, a data scale for ``gamma``."""
+    off = distances[~np.eye(len(distances), dtype=bool)]
+    return float(np.median(off)) if off.size else 1.0
+
+
+# ---------------------------------------------------------------------------------
+# models
+# ---------------------------------------------------------------------------------
+class _Factor:
+    """Factors of a symmetric matrix ``A`` for solves: Cholesky, or LU when ``A`` is indefinite.
+
+    The SVD kernel is improper (Wong and Kolter): its joint covariance can have small
+    negative eigenvalues. The KRR predictor of eq. 34 only needs ``K + Lambda`` to be
+    invertible, so an indefinite matrix is solved by LU; the log-determinant (for the
+    marginal likelihood) exists only when ``positive_definite``.
+    """
+
+    def __init__(self, A):
+        try:
+            self._cholesky = scipy.linalg.cho_factor(A, lower=True, check_finite=False)
+            self.positive_definite = True
+        except np.linalg.LinAlgError:
+            self._lu = scipy.linalg.lu_factor(A, check_finite=False)
+            self.positive_definite = False
+
+    def solve(self, b):
+        if self.positive_definite:
+            return scipy.linalg.cho_solve(self._cholesky, b, check_finite=False)
+        return scipy.linalg.lu_solve(self._lu, b, check_finite=False)
+
+    def logdet(self):
+        """``log|A|``, NaN unless ``A`` is positive definite."""
+        if not self.positive_definite:
+            return np.nan
+        return 2.0 * np.log(np.diag(self._cholesky[0])).sum()
+
+
+class MeanPredictor(BaseEstimator):
+    """Predicts the mean training energy (the baseline of Wong and Kolter, Tables 1-2)."""
+
+    name = "mean"
+    uses_forces = False
+
+    def fit(self, positions, energies, forces=None):
+        """Store the mean of ``energies`` (m,); returns self."""
+        positions = _check_positions(positions)
+        energies, _ = _check_labels(positions, energies, None)
+        self.mean_ = float(np.mean(energies))
+        return self
+
+    def predict(self, positions):
+        """The mean energy for each configuration, (b,)."""
+        check_is_fitted(self, "mean_")
+        return np.full(len(_check_positions(positions)), self.mean_)
+
+
+class _KernelRidge(BaseEstimator):
+    """Kernel ridge regression on per-configuration observation blocks (Wong and Kolter, eq. 34).
+
+    The prior mean is the mean training energy; ``lam`` regularises energies. After
+    ``fit``, ``positive_definite_`` tells whether ``K + Lambda`` was positive definite
+    (the improper SVD kernel need not be; the predictor only needs it invertible).
+    Subclasses give the covariance of the observations (one block of ``block_size``
+    rows per configuration, the energy first), the covariance of new energies with
+    them, and the regularisation of each row.
+    """
+
+    uses_forces = False
+
+    def block_size(self, n_atoms):
+        """Observations per configuration."""
+        return 1
+
+    def covariance(self, positions):
+        """Covariance of all observations of ``positions`` (m, n, 3), (m b, m b)."""
+        raise NotImplementedError
+
+    def cross_covariance(self, positions, training):
+        """Covariance of the energies at ``positions`` with the training observations, (b, m b)."""
+        raise NotImplementedError
+
+    def regularisation(self, m, n_atoms):
+        """Diagonal added to the covariance, (m b,)."""
+        return np.full(m * self.block_size(n_atoms), float(self.lam))
+
+    def gamma_scale(self, positions):
+        """The ``gamma`` that puts the median pair at ``k = exp(-1)``."""
+        raise NotImplementedError
+
+    def observations(self, energies, forces, offset):
+        """Targets ``[E - offset, -F]`` per configuration, (m b,)."""
+        return np.asarray(energies, dtype=np.float64) - offset
+
+    def fit(self, positions, energies, forces=None):
+        """Solve ``(K + Lambda) alpha = y`` on the training observations; returns self."""
+        positions = _check_positions(positions)
+        energies, forces = _check_labels(positions, energies, forces)
+        if self.uses_forces and forces is None:
+            raise ValueError(f"{type(self).__name__} learns from forces: pass forces (m, n, 3)")
+        self.offset_ = float(np.mean(energies))
+        y = self.observations(energies, forces, self.offset_)  # (m b,)
+        self.training_ = positions
+        self.alpha_ = self._solve(positions, y)  # (m b,)
+        return self
+
+    def _solve(self, positions, y):
+        K = self.covariance(positions)  # (N, N)
+        K[np.diag_indices_from(K)] += self.regularisation(*positions.shape[:2])
+        factor = _Factor(K)
+        self.positive_definite_ = factor.positive_definite
+        return factor.solve(y)
+
+    def predict(self, positions):
+        """Predicted energies (b,) by eq. 34, ``mu = k(X', X) (K + Lambda)^{-1} y``."""
+        check_is_fitted(self, "alpha_")
+        positions = _check_positions(positions)
+        if positions.shape[1:] != self.training_.shape[1:]:
+            raise ValueError(f"positions have {positions.shape[1]} atoms; the model was "
+                             f"trained on {self.training_.shape[1]}")
+        return self.offset_ + self.cross_covariance(positions, self.training_) @ self.alpha_
+
+
+class EigenspectrumKRR(_KernelRidge):
+    """KRR on Coulomb-matrix eigenspectra with ``exp(-gamma |e - e'|^2)`` (Rupp et al. 2012).
+
+    Parameters
+    ----------
+    numbers : int array (n,)
+        Atomic numbers of the molecule.
+    gamma : float
+        Gaussian kernel parameter (atomic units of the eigenvalues, squared, inverse).
+    lam : float
+        Ridge regularisation ``lambda`` (Wong and Kolter, eq. 34).
+    """
+
+    name = "eigenspectrum"
+
+    def __init__(self, numbers=None, gamma=1e-3, lam=1e-6):
+        self.numbers = numbers
+        self.gamma = gamma
+        self.lam = lam
+
+    def _features(self, positions):
+        if self.numbers is None:
+            raise ValueError("EigenspectrumKRR needs the atomic numbers: pass numbers=...")
+        return coulomb_eigenspectrum(self.numbers, positions)  # (m, n)
+
+    def covariance(self, positions):
+        return GaussianKernel(self.gamma)(self._features(positions))
+
+    def cross_covariance(self, positions, training):
+        return GaussianKernel(self.gamma)(self._features(positions), self._features(training))
+
+    def gamma_scale(self, positions):
+        features = self._features(positions)  # (m, n)
+        return 1.0 / _median_scale(((features[:, None] - features[None]) ** 2).sum(-1))
+
+
+class SVDKernelKRR(_KernelRidge):
+    """KRR with the SVD kernel on energies only (Wong and Kolter, eqs. 10 and 34).
+
+    Parameters
+    ----------
+    gamma : float
+        ``k = exp(-gamma d / 2)``, Å⁻².
+    lam : float
+        Ridge regularisation ``lambda``.
+    proper : bool
+        Align by proper rotations only (see :mod:`asebo.kernels.svd`).
+    """
+
+    name = "svd"
+
+    def __init__(self, gamma=1.0, lam=1e-6, proper=True):
+        self.gamma = gamma
+        self.lam = lam
+        self.proper = proper
+
+    def covariance(self, positions):
+        return SVDKernel(self.gamma, self.proper)(positions)
+
+    def cross_covariance(self, positions, training):
+        return SVDKernel(self.gamma, self.proper)(positions, training)
+
+    def gamma_scale(self, positions):
+        return 2.0 / _median_scale(svd_distance(positions[:, None], positions[None],
+                                                proper=self.proper))
+
+
+class SVDDerivativeKRR(SVDKernelKRR):
+    """The SVD kernel with derivatives, trained on energies and forces (Wong and Kolter, eq. 34).
+
+    The joint covariance of energies and gradients is that of Wong and Kolter, eqs. 11-14.
+
+    The observations of a configuration are its energy and the ``3n`` components of
+    its gradient ``-F``; their joint covariance is :func:`asebo.kernels.joint_covariance`.
+    The energy at new configurations is predicted by eq. 34 with
+    ``k(X', X) = [k, dk/dZ]`` per training configuration.
+
+    Parameters
+    ----------
+    gamma : float
+        ``k = exp(-gamma d / 2)``, Å⁻².
+    lam : float
+        Regularisation of the energies, ``lambda`` (eV² relative to unit kernel variance).
+    lam_deriv : float
+        Regularisation of the gradient components, ``lambda_deriv``.
+    proper : bool
+        Align by proper rotations only.
+    solver : {'cholesky', 'cg'}
+        Dense factorisation (Cholesky, LU where the improper kernel makes the matrix
+        indefinite), or conjugate gradients with the structured ``O(m^2 n)`` product
+        of Wong and Kolter, eqs. 32-33 (the dense matrix is never formed).
+    cg_tolerance : float
+        Relative residual at which CG stops.
+    cg_max_iter : int
+        At most this many CG iterations (``linear_cg`` warns if it stops above
+        ``cg_tolerance``).
+
+    Attributes
+    ----------
+    solve_info_ : asebo.kernels.operators.SolveInfo
+        How the last CG fit solved (iterations and residual).
+    positive_definite_ : bool
+        Whether ``K + Lambda`` of the last dense fit was positive definite.
+    """
+
+    name = "svd_deriv"
+    uses_forces = True
+
+    def __init__(self, gamma=1.0, lam=1e-6, lam_deriv=1e-4, proper=True, solver="cholesky",
+                 cg_tolerance=1e-8, cg_max_iter=5000):
+        self.gamma = gamma
+        self.lam = lam
+        self.lam_deriv = lam_deriv
+        self.proper = proper
+        self.solver = solver
+        self.cg_tolerance = cg_tolerance
+        self.cg_max_iter = cg_max_iter
+
+    def block_size(self, n_atoms):
+        return 3 * n_atoms + 1
+
+    def regularisation(self, m, n_atoms):
+        per_configuration = np.concatenate([[self.lam], np.full(3 * n_atoms, self.lam_deriv)])
+        return np.tile(per_configuration, m).astype(np.float64)  # (m (3n+1),)
+
+    def observations(self, energies, forces, offset):
+        m = len(energies)
+        return np.concatenate([(np.asarray(energies) - offset)[:, None],
+                               -np.asarray(forces).reshape(m, -1)], axis=1).ravel()
+
+    def covariance(self, positions):
+        return joint_covariance(positions, self.gamma, self.proper).to_dense().numpy()
+
+    def cross_covariance(self, positions, training):
+        k, _, dk_dZ = svd_kernel_blocks_batched(positions, training, self.gamma, self.proper,
+                                                second=False)  # (b, m), _, (b, m, n, 3)
+        b, m = k.shape
+        return np.concatenate([k[..., None], dk_dZ.reshape(b, m, -1)], axis=-1).reshape(b, -1)
+
+    def _solve(self, positions, y):
+        if self.solver == "cholesky":
+            return super()._solve(positions, y)
+        if self.solver != "cg":
+            raise ValueError(f"solver must be 'cholesky' or 'cg', got {self.solver!r}")
+        operator = joint_covariance(positions, self.gamma, self.proper)
+        noise = torch.as_tensor(self.regularisation(*positions.shape[:2]))
+        alpha, self.solve_info_ = solve_joint(operator, torch.as_tensor(y), noise,
+                                              method="cg", tolerance=self.cg_tolerance,
+                                              max_iter=self.cg_max_iter)
+        return alpha.numpy()
+
+
+MODELS = {
+    "mean": MeanPredictor,
+    "eigenspectrum": EigenspectrumKRR,
+    "svd": SVDKernelKRR,
+    "svd_deriv": SVDDerivativeKRR,
+}
+"""Model names of the benchmark (rows of Wong and Kolter, Tables 1-2)."""
+
+
+def make_model(name, numbers=None, **params):
+    """A model of :data:`MODELS` by name; ``numbers`` is used by the eigenspectrum model."""
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
+    if name == "eigenspectrum":
+        params["numbers"] = numbers
+    return MODELS[name](**params)

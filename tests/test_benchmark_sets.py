@@ -1,0 +1,46 @@
+"""The molecule sets shipped with asebo and the relaxation tables run on them."""
+
+import pytest
+from ase.calculators.emt import EMT
+from ase.io import read
+
+from asebo.benchmarks import baker, druglike
+from asebo.campaign.relax import relax
+from asebo.cli import main
+
+
+def test_the_baker_and_druglike_sets_are_shipped_and_readable():
+    baker_files = sorted(baker.DEFAULT_DIR.glob("*.xyz"))
+    druglike_files = sorted(druglike.DEFAULT_DIR.glob("*.xyz"))
+    assert len(baker_files) == 30 and len(druglike_files) == 12
+    sizes = [len(read(f)) for f in baker_files]
+    assert min(sizes) == 3 and max(sizes) == 29  # water ... menthone
+    assert [len(read(f)) for f in druglike_files if f.stem == "sildenafil"] == [63]
+
+
+def test_baker_table_counts_the_calls_of_each_optimizer(tmp_path, capsys):
+    table = tmp_path / "baker.md"
+    main(["bench", "baker", "--molecules", "00_water", "--optimizers", "lbfgs", "fire",
+          "--calc", "emt", "--jobs", "1", "--markdown", str(table)])
+    printed = capsys.readouterr().out
+    assert table.read_text().strip() == printed.strip()
+    start = read(baker.DEFAULT_DIR / "00_water.xyz")
+    calls = [relax(start, name, EMT(), fmax=0.05, steps=300)["calls"]
+             for name in ("lbfgs", "fire")]
+    assert f"| 00_water | {calls[0]} | {calls[1]} |" in printed
+    assert f"| **total** | {calls[0]} | {calls[1]} |" in printed
+
+
+def test_druglike_table_marks_unconverged_runs(capsys):
+    main(["bench", "druglike", "--molecules", "nicotine", "--optimizers", "bfgs",
+          "--calc", "lj", "--steps", "3", "--jobs", "1"])
+    printed = capsys.readouterr().out
+    assert "| nicotine | 4* |" in printed  # 3 steps: 4 calls, not converged
+    assert "- bfgs failures: nicotine (not converged)" in printed
+
+
+def test_relaxation_tables_refuse_unknown_optimizers_and_empty_selections():
+    with pytest.raises(SystemExit, match="unknown optimizer 'newton': choose among bo, bfgs"):
+        main(["bench", "baker", "--optimizers", "newton"])
+    with pytest.raises(SystemExit, match="no xyz file in .* matches nothing-like-this"):
+        main(["bench", "druglike", "--molecules", "nothing-like-this"])
