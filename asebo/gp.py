@@ -30,6 +30,13 @@ from scipy.optimize import minimize_scalar
 
 from asebo.kernels.joint import KERNELS, block_jacobi, energy_rows, joint_matmul
 from asebo.kernels.operators import JointStructure, solve_joint
+from asebo.regression import (
+    SymmetricFactor,
+    noise_vector,
+    observation_rows,
+    observation_vector,
+    profiled_nll,
+)
 
 
 class CalculatorPrior:
@@ -165,19 +172,18 @@ class EnergyForceGP:
         return np.full(m, constant), np.zeros_like(forces)
 
     def _targets(self, energies, gradients, prior_energies, prior_gradients):
-        m = len(energies)
-        residual_e = energies - prior_energies  # (m,)
-        residual_g = (gradients - prior_gradients).reshape(m, -1)  # (m, 3n)
-        return torch.as_tensor(np.concatenate([residual_e[:, None], residual_g], axis=1).ravel())
+        """Residuals of the observations to the prior, (m (3n+1),)."""
+        return torch.as_tensor(observation_vector(energies - prior_energies,
+                                                  gradients - prior_gradients))
 
     def _noise(self, m, n, gamma):
-        per_config = torch.cat([torch.tensor([self.energy_noise ** 2]),
-                                torch.full((3 * n,), self.gradient_noise ** 2 * gamma)])
-        return per_config.repeat(m).to(torch.float64)  # (m (3n+1),), relative to s^2
+        """Noise variances relative to ``s^2``, (m (3n+1),)."""
+        return torch.as_tensor(noise_vector(m, n, self.energy_noise ** 2,
+                                            self.gradient_noise ** 2 * gamma))
 
     # ---- marginal likelihood --------------------------------------------------------
     def _profile_nll(self, log_gamma, select, y):
-        """Negative log marginal likelihood per datum with ``s^2`` profiled out (seed 004, eq. 28).
+        """Negative log marginal likelihood per datum with ``s^2`` profiled out.
 
         ``select`` indexes the configurations of the structure that ``y`` belongs to.
         """
@@ -185,12 +191,9 @@ class EnergyForceGP:
         m, n = len(select), self._structure.positions.shape[1]
         K = self._structure.dense(gamma, select)
         K.diagonal().add_(self._noise(m, n, gamma))
-        factor, _ = _robust_cholesky(K)
-        alpha = _cholesky_solve(factor, y[:, None])[:, 0]
-        size = y.shape[0]
-        outputscale = float(y @ alpha) / size
-        logdet = 2.0 * torch.log(torch.diagonal(factor)).sum().item()
-        return 0.5 * (np.log(max(outputscale, 1e-300)) + logdet / size)
+        factor = SymmetricFactor(K.numpy())
+        y = y.numpy()
+        return profiled_nll(y, factor.solve(y), factor.logdet())
 
     def _fit_gamma(self, y, m, n_atoms):
         window = min(self.hyper_window, m, max(2, self.max_size // (3 * n_atoms + 1)))
@@ -212,6 +215,7 @@ class EnergyForceGP:
         if (structure is None or seen > len(P) or structure.positions.shape[1:] != P.shape[1:]
                 or not torch.equal(structure.positions, P[:seen])):
             structure, seen = JointStructure(self.kernel, self.proper), 0
+            self._cg_failed_gamma = 0.0
         self._structure = structure.extend(P[seen:])
 
     def _select(self, energies, n_atoms):
@@ -269,11 +273,11 @@ class EnergyForceGP:
         self.gamma_, self.jitter_ = gamma, jitter
         self.selected_ = select  # (m',): the configurations the variance conditions on
         self._factor = factor  # (N', N'): Cholesky factor of K + Lambda / s^2 on them
-        self._alpha = self._solve(y, gamma, select, factor, jitter, n)  # (m (3n+1),)
+        self._alpha = self._solve(y, gamma, select, factor, n)  # (m (3n+1),)
         self.outputscale_ = max(float(y @ self._alpha) / y.shape[0], 1e-12)
         return self
 
-    def _solve(self, y, gamma, select, factor, jitter, n_atoms):
+    def _solve(self, y, gamma, select, factor, n_atoms):
         """Weights ``(K + Lambda / s^2)^{-1} y`` of every observation.
 
         With every configuration in ``select`` this is the dense solve. Beyond
@@ -285,18 +289,22 @@ class EnergyForceGP:
         ``cg_max_iter`` iterations, as happens at long length scales, where the
         covariance is as ill-conditioned as the noise is small, the weights of
         ``select`` alone are used: the posterior is then exact for those
-        configurations, never a half-converged mixture.
+        configurations, never a half-converged mixture; and later fits at that
+        ``gamma`` or below (longer length scales) skip CG.
         """
         block = 3 * n_atoms + 1
         m = len(self._structure)
-        rows = _observation_rows(select, block)  # (N',)
+        rows = torch.as_tensor(observation_rows(select.numpy(), block))  # (N',)
         subset = torch.zeros_like(y)
         subset[rows] = _cholesky_solve(factor, y[rows, None])[:, 0]
-        if len(select) == m or self.cg_max_iter == 0:
+        # CG converges less well the longer the length scale: once it failed at some
+        # gamma, it is not tried again at that gamma or below
+        failed = getattr(self, "_cg_failed_gamma", 0.0)
+        if len(select) == m or self.cg_max_iter == 0 or gamma <= failed:
             self.solve_info_ = None
             return subset
         operator = self._structure.operator(gamma)
-        noise = self._noise(m, n_atoms, gamma) + jitter * float(factor.diagonal().square().mean())
+        noise = self._noise(m, n_atoms, gamma) + self._jitter_absolute
         blocks = block_jacobi(operator.geometry, gamma, noise)
 
         def preconditioner(r):  # (N, t)
@@ -317,13 +325,22 @@ class EnergyForceGP:
                                   max_iter=self.cg_max_iter, preconditioner=preconditioner,
                                   initial_guess=starts[best])
         self.solve_info_ = info
-        return alpha if info.residual <= self.cg_tolerance else subset
+        if info.residual <= self.cg_tolerance:
+            return alpha
+        self._cg_failed_gamma = max(failed, gamma)
+        return subset
 
     def _factorize(self, gamma, select, n_atoms):
-        """Cholesky factor of ``K + Lambda / s^2`` on ``select`` and the jitter it needed."""
+        """Cholesky factor of ``K + Lambda / s^2`` on ``select`` and the jitter it needed.
+
+        The jitter is relative to the mean diagonal; ``_jitter_absolute`` keeps it in
+        absolute terms for the covariance of every observation.
+        """
         K = self._structure.dense(gamma, select)
         K.diagonal().add_(self._noise(len(select), n_atoms, gamma))
-        return _robust_cholesky(K)
+        factor = SymmetricFactor(K.numpy())
+        self._jitter_absolute = factor.jitter * float(K.diagonal().mean())
+        return torch.from_numpy(factor.lower), factor.jitter
 
     def _prior_mean_and_gradient(self, x):
         """Prior mean (b,) and its gradient (b, n, 3) at configurations x (b, n, 3)."""
@@ -425,35 +442,3 @@ def _cholesky_solve(factor, rhs):
     """``(L L^T)^{-1} rhs`` by two triangular solves (faster than ``torch.cholesky_solve``)."""
     half = torch.linalg.solve_triangular(factor, rhs, upper=False)
     return torch.linalg.solve_triangular(factor.T, half, upper=True)
-
-
-def _observation_rows(configurations, block):
-    """Rows of the observations of ``configurations`` (m',) in a per-configuration layout."""
-    return (configurations[:, None] * block + torch.arange(block)).reshape(-1)
-
-
-def _robust_cholesky(matrix, max_tries=12):
-    """Cholesky factor of a symmetric matrix, adding diagonal jitter until it exists.
-
-    The improper SVD kernel can make the covariance indefinite (seed 003). The
-    jitter starts at ``1e-6`` of the mean diagonal and triples until the
-    factorisation succeeds: a uniform shift keeps the solve well conditioned, where
-    raising only the negative eigenvalues to a floor would amplify the data along
-    them. Returns the lower factor and the jitter relative to the mean diagonal
-    (0 when none was needed). ``matrix`` is not modified.
-    """
-    factor, info = torch.linalg.cholesky_ex(matrix)
-    if info.item() == 0:
-        return factor, 0.0
-    diagonal = matrix.diagonal().clone()
-    scale = float(diagonal.mean())
-    work = matrix.clone()
-    for attempt in range(max_tries):
-        relative = 1e-6 * 3.0 ** attempt
-        work.diagonal().copy_(diagonal + relative * scale)
-        factor, info = torch.linalg.cholesky_ex(work)
-        if info.item() == 0:
-            return factor, relative
-    relative = float(-torch.linalg.eigvalsh(matrix).min()) / scale + 1e-6
-    work.diagonal().copy_(diagonal + relative * scale)
-    return torch.linalg.cholesky(work), relative

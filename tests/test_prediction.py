@@ -4,7 +4,6 @@ import json
 
 import numpy as np
 import pytest
-from linear_operator.utils.warnings import NumericalWarning
 from scipy.spatial.transform import Rotation
 from scipy.stats import multivariate_normal
 
@@ -180,8 +179,7 @@ def test_cg_and_cholesky_agree():
     assert cg.solve_info_.residual < 1e-9
     np.testing.assert_allclose(cg.predict(test), dense.predict(test), rtol=0, atol=1e-8)
     capped = SVDDerivativeKRR(solver="cg", cg_tolerance=1e-10, cg_max_iter=20, **params)
-    with pytest.warns(NumericalWarning):
-        capped.fit(train, energies, forces)
+    capped.fit(train, energies, forces)
     assert capped.solve_info_.iterations < cg.solve_info_.iterations
     assert capped.solve_info_.residual > 1e-6
 

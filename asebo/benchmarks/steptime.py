@@ -13,6 +13,7 @@ resident memory of the process (which includes the roughly 0.3 GB of the loaded
 libraries).
 """
 
+import json
 import os
 import resource
 import time
@@ -33,6 +34,9 @@ def add_arguments(parser):
     parser.add_argument("--window", type=int, default=10,
                         help="steps measured around each --observations")
     parser.add_argument("--calc", default="gfn2")
+    parser.add_argument("--json", default=None,
+                        help="also write every step's time and peak memory to this file "
+                             "(examples/plot_steptime.py draws them)")
 
 
 def step_times(atoms, calc, steps, marks=None):
@@ -93,6 +97,11 @@ def run(args):
     marks = []
     times = step_times(atoms, args.calc, windows[-1][1], marks)
     peaks = np.array([m[2] for m in marks]) / 2 ** 30  # GiB after each step
+    if args.json:
+        with open(args.json, "w") as fd:
+            json.dump({"molecule": name, "atoms": len(atoms), "calc": args.calc,
+                       "observations": list(range(1, len(times) + 1)),
+                       "seconds": times.tolist(), "peak_gib": peaks[1:].tolist()}, fd)
     print(f"{name}: {len(atoms)} atoms, {args.calc}, one thread")
     print("| observations | s per step outside the calculator (mean, median, max) "
           "| peak resident memory, GiB |")

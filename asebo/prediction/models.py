@@ -4,13 +4,14 @@ Gradients are ``-forces``; energies in eV, positions in Å, forces in eV/Å.
 """
 
 import numpy as np
-import scipy.linalg
 import torch
 from ase.units import Bohr
 
 from asebo.extras import missing_extra
 from asebo.kernels import GaussianKernel, SVDKernel, joint_covariance, solve_joint
-from asebo.kernels.svd import svd_distance, svd_kernel_blocks_batched
+from asebo.kernels.joint import energy_rows, pair_geometry
+from asebo.kernels.svd import svd_distance
+from asebo.regression import SymmetricFactor, noise_vector, observation_vector
 
 try:
     from sklearn.base import BaseEstimator
@@ -88,35 +89,6 @@ def _median_scale(distances):
 # ---------------------------------------------------------------------------------
 # models
 # ---------------------------------------------------------------------------------
-class _Factor:
-    """Factors of a symmetric matrix ``A`` for solves: Cholesky, or LU when ``A`` is indefinite.
-
-    The SVD kernel is improper (Wong and Kolter): its joint covariance can have small
-    negative eigenvalues. The KRR predictor of eq. 34 only needs ``K + Lambda`` to be
-    invertible, so an indefinite matrix is solved by LU; the log-determinant (for the
-    marginal likelihood) exists only when ``positive_definite``.
-    """
-
-    def __init__(self, A):
-        try:
-            self._cholesky = scipy.linalg.cho_factor(A, lower=True, check_finite=False)
-            self.positive_definite = True
-        except np.linalg.LinAlgError:
-            self._lu = scipy.linalg.lu_factor(A, check_finite=False)
-            self.positive_definite = False
-
-    def solve(self, b):
-        if self.positive_definite:
-            return scipy.linalg.cho_solve(self._cholesky, b, check_finite=False)
-        return scipy.linalg.lu_solve(self._lu, b, check_finite=False)
-
-    def logdet(self):
-        """``log|A|``, NaN unless ``A`` is positive definite."""
-        if not self.positive_definite:
-            return np.nan
-        return 2.0 * np.log(np.diag(self._cholesky[0])).sum()
-
-
 class MeanPredictor(BaseEstimator):
     """Predicts the mean training energy (the baseline of Wong and Kolter, Tables 1-2)."""
 
@@ -188,7 +160,7 @@ class _KernelRidge(BaseEstimator):
     def _solve(self, positions, y):
         K = self.covariance(positions)  # (N, N)
         K[np.diag_indices_from(K)] += self.regularisation(*positions.shape[:2])
-        factor = _Factor(K)
+        factor = SymmetricFactor(K, indefinite="lu")
         self.positive_definite_ = factor.positive_definite
         return factor.solve(y)
 
@@ -296,8 +268,7 @@ class SVDDerivativeKRR(SVDKernelKRR):
     cg_tolerance : float
         Relative residual at which CG stops.
     cg_max_iter : int
-        At most this many CG iterations (``linear_cg`` warns if it stops above
-        ``cg_tolerance``).
+        At most this many CG iterations; ``solve_info_`` tells the residual reached.
 
     Attributes
     ----------
@@ -324,22 +295,18 @@ class SVDDerivativeKRR(SVDKernelKRR):
         return 3 * n_atoms + 1
 
     def regularisation(self, m, n_atoms):
-        per_configuration = np.concatenate([[self.lam], np.full(3 * n_atoms, self.lam_deriv)])
-        return np.tile(per_configuration, m).astype(np.float64)  # (m (3n+1),)
+        return noise_vector(m, n_atoms, self.lam, self.lam_deriv)  # (m (3n+1),)
 
     def observations(self, energies, forces, offset):
-        m = len(energies)
-        return np.concatenate([(np.asarray(energies) - offset)[:, None],
-                               -np.asarray(forces).reshape(m, -1)], axis=1).ravel()
+        return observation_vector(np.asarray(energies) - offset, -np.asarray(forces))
 
     def covariance(self, positions):
         return joint_covariance(positions, self.gamma, self.proper).to_dense().numpy()
 
     def cross_covariance(self, positions, training):
-        k, _, dk_dZ = svd_kernel_blocks_batched(positions, training, self.gamma, self.proper,
-                                                second=False)  # (b, m), _, (b, m, n, 3)
-        b, m = k.shape
-        return np.concatenate([k[..., None], dk_dZ.reshape(b, m, -1)], axis=-1).reshape(b, -1)
+        geometry = pair_geometry(torch.as_tensor(positions), torch.as_tensor(training),
+                                 proper=self.proper)
+        return energy_rows(geometry, self.gamma).numpy()  # (b, m (3n+1))
 
     def _solve(self, positions, y):
         if self.solver == "cholesky":

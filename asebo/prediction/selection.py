@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from asebo.extras import missing_extra
-from asebo.prediction.models import _check_labels, _check_positions, _Factor
+from asebo.prediction.models import _check_labels, _check_positions
+from asebo.regression import SymmetricFactor, observation_rows, profiled_nll
 
 try:
     from sklearn.base import clone
@@ -37,11 +38,6 @@ def configuration_folds(n_configurations, n_folds, random_state=0):
     return list(splitter.split(np.arange(n_configurations)))
 
 
-def _observation_rows(configurations, block):
-    """Rows of the observations of ``configurations`` in a per-configuration layout."""
-    return (np.asarray(configurations)[:, None] * block + np.arange(block)).ravel()
-
-
 def _ridge_path(A, energy_rows, y, increments):
     r"""Solutions and log-determinants of ``A + delta P P^T`` for several ``delta``.
 
@@ -56,7 +52,7 @@ def _ridge_path(A, energy_rows, y, increments):
     list of (alpha (N,), logdet) per increment; ``logdet`` is NaN where ``A`` is not
     positive definite, and ``alpha`` is NaN where a matrix is singular.
     """
-    factor = _Factor(A)
+    factor = SymmetricFactor(A, indefinite="lu")
     alpha = factor.solve(y)  # (N,)
     unit = np.zeros((len(y), len(energy_rows)))
     unit[energy_rows, np.arange(len(energy_rows))] = 1.0
@@ -67,7 +63,7 @@ def _ridge_path(A, energy_rows, y, increments):
         if delta == 0:
             path.append((alpha, factor.logdet()))
             continue
-        inner = _Factor(np.eye(len(energy_rows)) / delta + C)
+        inner = SymmetricFactor(np.eye(len(energy_rows)) / delta + C, indefinite="lu")
         updated = alpha - B @ inner.solve(alpha[energy_rows])
         path.append((updated, factor.logdet() + len(energy_rows) * np.log(delta)
                      + inner.logdet()))
@@ -88,7 +84,7 @@ def _cv_squared_errors(model, K, energies, forces, noise, lams, folds, block):
     squared = np.zeros(len(lams))
     increments = np.asarray(lams) - lams[0]
     for train, test in folds:
-        rows = _observation_rows(train, block)
+        rows = observation_rows(train, block)
         A = K[np.ix_(rows, rows)]
         A[np.diag_indices_from(A)] += noise[rows]
         offset = np.mean(energies[train])
@@ -117,8 +113,7 @@ def _evidence_scores(model, K, energies, forces, noise, lams, block):
         if not np.isfinite(logdet):
             scores.append(np.inf)
             continue
-        outputscale = max(float(y @ alpha) / len(y), 1e-300)
-        scores.append(0.5 * np.log(outputscale) + 0.5 * logdet / len(y))
+        scores.append(profiled_nll(y, alpha, logdet))
     return np.array(scores)
 
 
