@@ -1,6 +1,6 @@
 r"""The lower confidence bound on the GP's energy, minimised in a trust box through BoTorch.
 
-``LCB(x) = mu(x) - kappa sigma(x)`` (seed 003, eq. 35) is BoTorch's
+``LCB(x) = mu(x) - kappa sigma(x)`` (Wong and Kolter, eq. 35) is BoTorch's
 ``UpperConfidenceBound(model, beta=kappa**2, maximize=False)``, which returns
 ``-LCB``; ``optimize_acqf`` maximises it with L-BFGS-B inside box bounds: a trust box
 around the best configuration, on the free coordinates only.

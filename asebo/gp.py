@@ -2,7 +2,8 @@ r"""Gaussian process regression on energies and forces of one molecule.
 
 The GP models the energy ``E(x)`` of configurations ``x`` (``(n, 3)`` positions) with
 a derivative kernel, so each observation contributes its energy and its ``3n``
-gradient components ``-F`` (seed 003, eqs. 11 and 34; seed 004, the GP equations).
+gradient components ``-F`` (Wong and Kolter, eqs. 11 and 34; Rasmussen and Williams,
+ch. 2 and sec. 9.4).
 With the signal variance ``s^2`` and the kernel's joint covariance ``K``,
 
 .. math:: \mu(x) = m(x) + s^2 c(x)^\top (s^2 K + \Lambda)^{-1} (y - m), \qquad
@@ -10,16 +11,16 @@ With the signal variance ``s^2`` and the kernel's joint covariance ``K``,
 
 where ``c(x)`` is the covariance of ``E(x)`` with the observed energies and
 gradients, ``\Lambda`` holds the noise variances (``lambda`` for energies,
-``lambda_deriv`` for gradients, seed 003) and ``m`` is the prior mean: a constant
+``lambda_deriv`` for gradients, Wong and Kolter) and ``m`` is the prior mean: a constant
 (the largest or the mean observed energy) or an ASE calculator, whose energy and
-forces the GP then corrects (Δ-learning, seed 004's last slides). A calculator
+forces the GP then corrects (Δ-learning, Ramakrishnan et al. 2015). A calculator
 prior is shifted by the mean difference of observed and prior energies: two methods
 differ by hundreds of eV in their reference states, and left in the residual that
 constant would set ``s`` and, through it, the noise.
 
 Hyperparameters: the kernel's ``gamma`` maximises the log marginal likelihood
-(seed 004, eqs. 27-29) with ``s^2`` profiled out in closed form; noise is set
-relative to ``s``. The SVD kernel is improper (seed 003): when the covariance is not
+(Rasmussen and Williams, eq. 2.30) with ``s^2`` profiled out in closed form; noise is set
+relative to ``s``. The SVD kernel is improper (Wong and Kolter): when the covariance is not
 positive definite, jitter grows on its diagonal until a Cholesky factor exists, and
 ``jitter_`` reports how much was needed.
 """
@@ -40,7 +41,7 @@ from asebo.regression import (
 
 
 class CalculatorPrior:
-    """An ASE calculator as the GP's prior mean (Δ-learning, seed 004).
+    """An ASE calculator as the GP's prior mean (Δ-learning, Ramakrishnan et al. 2015).
 
     Parameters
     ----------
@@ -99,7 +100,7 @@ class EnergyForceGP:
         ``E - E_prior`` over the observations (``prior_offset_``).
     energy_noise, gradient_noise : float
         Noise standard deviations relative to the signal scale ``s`` (energies) and
-        ``s sqrt(gamma)`` (gradients): ``lambda`` and ``lambda_deriv`` of seed 003.
+        ``s sqrt(gamma)`` (gradients): ``lambda`` and ``lambda_deriv`` of Wong and Kolter.
     proper : bool
         SVD kernel aligned by proper rotations only.
     hyper_window : int

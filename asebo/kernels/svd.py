@@ -2,7 +2,7 @@ r"""The rotation- and translation-invariant SVD kernel and its derivative blocks
 
 For two configurations of the same ``n`` atoms, ASE-style positions ``X, Z`` of shape
 ``(n, 3)``, centred as ``Xc, Zc``, and the cross moment ``M = Xc^T Zc = U S V^T``
-(seed 003, eq. 2 in ``(n, 3)`` layout), the squared distance after the best rigid
+(Wong and Kolter, eq. 2 in ``(n, 3)`` layout), the squared distance after the best rigid
 alignment is
 
 .. math:: d(X, Z) = \lVert X_c\rVert^2 + \lVert Z_c\rVert^2 - 2 f(M),
@@ -124,8 +124,8 @@ def optimal_alignment(M, proper=True, alignment=None):
     """Optimal alignment ``G`` of cross moments ``M`` (..., 3, 3), differentiable by autograd.
 
     ``G`` is the rotation ``R`` that minimises ``|Xc - Zc R^T|`` for ``M = Xc^T Zc``
-    (seed 003, Theorem 1, with ``R = U V^T`` as its proof shows). The backward pass
-    divides only by sums of singular values (seed 003, eq. 15). ``alignment``, the
+    (Wong and Kolter, Theorem 1, with ``R = U V^T`` as its proof shows). The backward pass
+    divides only by sums of singular values (Wong and Kolter, eq. 15). ``alignment``, the
     :class:`Alignment` of ``M`` when already computed, saves a second SVD.
     """
     if alignment is None:
@@ -232,7 +232,7 @@ def _output(tensors, as_numpy):
 
 
 def svd_kernel_blocks(X, Z, gamma, proper=True):
-    """The SVD kernel of two configurations with its derivative blocks (seed 003, eqs. 10-14).
+    """The SVD kernel of two configurations with its derivative blocks (Wong and Kolter, eqs. 10-14).
 
     Parameters
     ----------
@@ -255,8 +255,9 @@ def svd_kernel_blocks(X, Z, gamma, proper=True):
 
     References
     ----------
-    Seed 003 (Wong and Kolter), eqs. 1-3, 10, 13-31, with the corrections in the
-    module docstring.
+    E. Wong and J. Z. Kolter, "An SVD and derivative kernel approach to learning from
+    geometric data", Carnegie Mellon University (preprint), eqs. 1-3, 10, 13-31, with the
+    corrections in the module docstring.
     """
     X, Z, as_numpy = _prepare_pair(X, Z)
     if X.ndim != 2 or Z.ndim != 2:
@@ -293,7 +294,7 @@ def svd_kernel_blocks_batched(Xs, Zs, gamma, proper=True, second=True):
 
 
 def svd_distance(X, Z, proper=True):
-    """Squared distance after optimal alignment, ``d(X, Z)`` of seed 003 eq. 3, (...)."""
+    """Squared distance after optimal alignment, ``d(X, Z)`` of Wong and Kolter, eq. 3, (...)."""
     X, Z, as_numpy = _prepare_pair(X, Z)
     Xc, Zc = _centre(X), _centre(Z)
     M = Xc.transpose(-1, -2) @ Zc
@@ -303,7 +304,7 @@ def svd_distance(X, Z, proper=True):
 
 
 class SVDKernel(Kernel):
-    r"""SVD kernel on molecular geometries, ``k = exp(-gamma d(X, Z) / 2)`` (seed 003, eq. 10).
+    r"""SVD kernel on molecular geometries, ``k = exp(-gamma d(X, Z) / 2)`` (Wong and Kolter, eq. 10).
 
     ``kernel(X, Y)`` takes arrays of shape ``(m, n_atoms, 3)`` (or ``(m, 3 n_atoms)``,
     flattened atom-major) and returns the ``(m, m')`` Gram matrix, so the estimators
