@@ -27,6 +27,8 @@ bond lengths. It is an ASE calculator, so :class:`asebo.gp.CalculatorPrior` take
 it unchanged.
 """
 
+from itertools import combinations
+
 import numpy as np
 from ase.calculators.calculator import Calculator, all_changes
 from ase.units import Bohr, Hartree
@@ -41,6 +43,8 @@ BEND_CONSTANT = 0.15 * Hartree  # k_phi, eV/rad²
 TORSION_CONSTANT = 0.005 * Hartree  # k_tau, eV/rad²
 # torsions fade out as one of their bends straightens: full below, none above (rad)
 TORSION_FADE = (np.radians(165.0), np.radians(175.0))
+# a centre with three neighbours counts as planar within this angle of the plane (rad)
+PLANAR_TOLERANCE = np.radians(30.0)
 
 
 def _row(number):
@@ -135,6 +139,40 @@ def _torsion_quadruples(rho, cutoff):
     return np.concatenate(rows), np.concatenate(weights)
 
 
+def _out_of_plane_quadruples(rho, cutoff):
+    """Rows ``(i, j, k, l)`` (o, 4) of a centre ``j`` and three of its neighbours,
+    each trio once, whose weight ``rho_ji rho_jk rho_jl`` exceeds ``cutoff``, with the
+    weights (o,). The dihedral of ``i-j-k-l`` measures ``l`` leaving the plane ``i-j-k``."""
+    rows, weights = [], []
+    for j in range(len(rho)):
+        for i, k, l in combinations(np.nonzero(rho[j] > cutoff)[0], 3):
+            weight = rho[j, i] * rho[j, k] * rho[j, l]
+            if weight > cutoff:
+                rows.append([i, j, k, l])
+                weights.append(weight)
+    return np.array(rows, dtype=int).reshape(-1, 4), np.array(weights)
+
+
+def _add_dihedral_terms(positions, quadruples, constants, reference, forces):
+    """Energy of harmonic dihedrals (t,) of ``quadruples`` (t, 4) around ``reference``
+    (t,), each faded by its two bends; adds their forces (n, 3) to ``forces``."""
+    angle, d_angle = _dihedrals(positions, quadruples)  # (t,), (t, 4, 3)
+    twist = _wrap(angle - reference)  # (t,)
+    fades = []
+    for bends in (quadruples[:, :3], quadruples[:, 1:]):
+        theta, d_i, d_k = _bend_angles(positions, bends)
+        fade, slope = _torsion_fade(theta)
+        fades.append((fade, slope, np.stack([d_i, -d_i - d_k, d_k], axis=1)))  # (t, 3, 3)
+    (g1, s1, b1), (g2, s2, b2) = fades
+    half = 0.5 * constants * twist ** 2  # (t,)
+    gradient = (constants * twist * g1 * g2)[:, None, None] * d_angle  # (t, 4, 3)
+    gradient[:, :3] += (half * s1 * g2)[:, None, None] * b1
+    gradient[:, 1:] += (half * g1 * s2)[:, None, None] * b2
+    for column in range(4):
+        np.add.at(forces, quadruples[:, column], -gradient[:, column])
+    return np.sum(half * g1 * g2)
+
+
 class LindhModel(Calculator):
     """Harmonic stretches, bends and torsions with Lindh's model force constants around ``x0``.
 
@@ -167,7 +205,8 @@ class LindhModel(Calculator):
     implemented_properties = ["energy", "forces"]
 
     def __init__(self, reference, numbers, cutoff=1e-2, stretch_constant=STRETCH_CONSTANT,
-                 bend_constant=BEND_CONSTANT, torsion_constant=TORSION_CONSTANT):
+                 bend_constant=BEND_CONSTANT, torsion_constant=TORSION_CONSTANT,
+                 out_of_plane_constant=0.0):
         super().__init__()
         reference = np.array(reference, dtype=np.float64)  # (n, 3)
         numbers = np.asarray(numbers)
@@ -187,10 +226,13 @@ class LindhModel(Calculator):
         self.bend_constants = bend_constant * triples[i[keep], j[keep], k[keep]]  # (b,)
         self.torsions, self.torsion_constants = self._choose_torsions(
             reference, rho, cutoff, torsion_constant)
+        self.out_of_plane, self.out_of_plane_constants = self._choose_out_of_plane(
+            reference, rho, cutoff, out_of_plane_constant)
         self.reference = reference
         self._reference_lengths = self._lengths(reference)[0]
         self._reference_angles = _bend_angles(reference, self.bends)[0]
         self._reference_dihedrals = _dihedrals(reference, self.torsions)[0]
+        self._reference_out_of_plane = _dihedrals(reference, self.out_of_plane)[0]
 
     @staticmethod
     def _choose_torsions(reference, rho, cutoff, torsion_constant):
@@ -203,6 +245,19 @@ class LindhModel(Calculator):
             _bend_angles(reference, torsions[:, 1:])[0]
         defined = (first < TORSION_FADE[1]) & (second < TORSION_FADE[1])
         return torsions[defined], torsion_constant * weights[defined]
+
+    @staticmethod
+    def _choose_out_of_plane(reference, rho, cutoff, out_of_plane_constant):
+        """Out-of-plane dihedrals (o, 4) of centres planar at ``reference`` and above
+        ``cutoff``, and their force constants (o,)."""
+        if out_of_plane_constant == 0:
+            return np.zeros((0, 4), dtype=int), np.zeros(0)
+        quadruples, weights = _out_of_plane_quadruples(rho, cutoff)
+        if len(quadruples) == 0:
+            return quadruples, weights
+        angle = _dihedrals(reference, quadruples)[0]
+        planar = np.abs(np.sin(angle)) < np.sin(PLANAR_TOLERANCE)
+        return quadruples[planar], out_of_plane_constant * weights[planar]
 
     def _lengths(self, positions):
         """Bond lengths (p,) and their unit vectors (p, 3) from atom j to atom i."""
@@ -229,24 +284,6 @@ class LindhModel(Calculator):
         np.add.at(forces, self.bends[:, 1], torque * (d_i + d_k))
         return 0.5 * np.sum(self.bend_constants * bend ** 2)
 
-    def _add_torsions(self, positions, forces):
-        """Torsion energy, faded by the two bends; adds its forces (n, 3) to ``forces``."""
-        angle, d_angle = _dihedrals(positions, self.torsions)  # (t,), (t, 4, 3)
-        twist = _wrap(angle - self._reference_dihedrals)  # (t,)
-        fades, gradient = [], np.einsum("t,tai->tai", self.torsion_constants * twist, d_angle)
-        for bends in (self.torsions[:, :3], self.torsions[:, 1:]):
-            theta, d_i, d_k = _bend_angles(positions, bends)
-            fade, slope = _torsion_fade(theta)
-            fades.append((fade, slope, np.stack([d_i, -d_i - d_k, d_k], axis=1)))  # (t, 3, 3)
-        (g1, s1, b1), (g2, s2, b2) = fades
-        gradient *= (g1 * g2)[:, None, None]
-        half = 0.5 * self.torsion_constants * twist ** 2  # (t,)
-        gradient[:, :3] += (half * s1 * g2)[:, None, None] * b1
-        gradient[:, 1:] += (half * g1 * s2)[:, None, None] * b2
-        for column in range(4):
-            np.add.at(forces, self.torsions[:, column], -gradient[:, column])
-        return np.sum(half * g1 * g2)
-
     def energy_and_forces(self, positions):
         """Model energy (eV) and forces (n, 3) (eV/Å) at positions (n, 3)."""
         positions = np.asarray(positions, dtype=np.float64)
@@ -255,7 +292,12 @@ class LindhModel(Calculator):
         if len(self.bends):
             energy += self._add_bends(positions, forces)
         if len(self.torsions):
-            energy += self._add_torsions(positions, forces)
+            energy += _add_dihedral_terms(positions, self.torsions, self.torsion_constants,
+                                          self._reference_dihedrals, forces)
+        if len(self.out_of_plane):
+            energy += _add_dihedral_terms(positions, self.out_of_plane,
+                                          self.out_of_plane_constants,
+                                          self._reference_out_of_plane, forces)
         return float(energy), forces
 
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):

@@ -50,7 +50,10 @@ def test_minimum_at_the_reference_and_invariant_to_rigid_motion():
     np.testing.assert_allclose(forces.sum(axis=0), 0.0, atol=1e-10)  # no net force
 
 
-def hydrogen_peroxide(dihedral, oxygen_angle=np.radians(100.0)):
+PEROXIDE_ANGLE = np.radians(100.0)  # O-O-H
+
+
+def hydrogen_peroxide(dihedral, oxygen_angle=PEROXIDE_ANGLE):
     """H-O-O-H with O-O 1.45 Å, O-H 0.97 Å, both O-O-H angles ``oxygen_angle`` and
     the dihedral ``dihedral`` (rad); the O-O bond on the z axis."""
     oo, oh = 1.45, 0.97
@@ -105,6 +108,33 @@ def test_torsion_fades_smoothly_as_a_bend_straightens():
         energy, forces = model.energy_and_forces(straight)
         assert np.isfinite(forces).all()
         assert energy == pytest.approx(full.energy_and_forces(straight)[0], rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["H2CO", "C6H6", "CH3CONH2"])
+def test_out_of_plane_forces_are_minus_the_gradient(name):
+    atoms = molecule(name)
+    model = LindhModel(atoms.positions, atoms.numbers, out_of_plane_constant=1.0)
+    assert len(model.out_of_plane) > 0
+    moved = atoms.positions + 0.08 * np.random.default_rng(4).normal(size=atoms.positions.shape)
+    np.testing.assert_allclose(model.energy_and_forces(moved)[1],
+                               numerical_forces(model, moved), atol=1e-6)
+
+
+def test_out_of_plane_term_makes_a_planar_centre_harmonic():
+    # bends alone hold a planar centre to fourth order only: lifting the oxygen of
+    # formaldehyde off the plane by 2 eps costs 16 times what eps costs; with the
+    # out-of-plane term it costs 4 times, harmonic
+    atoms = molecule("H2CO")
+    carbon, first, second = atoms.positions[1:]  # oxygen first
+    normal = np.cross(first - carbon, second - carbon)
+    lift = np.zeros_like(atoms.positions)
+    lift[0] = 1e-3 * normal / np.linalg.norm(normal)
+    for constant, ratio in ((0.0, 16.0), (1.0, 4.0)):
+        model = LindhModel(atoms.positions, atoms.numbers, torsion_constant=0,
+                           out_of_plane_constant=constant)
+        small = model.energy_and_forces(atoms.positions + lift)[0]
+        large = model.energy_and_forces(atoms.positions + 2 * lift)[0]
+        assert large / small == pytest.approx(ratio, rel=1e-2)
 
 
 def test_stretch_force_constant_is_lindhs():
