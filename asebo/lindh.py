@@ -9,7 +9,8 @@ with ``alpha`` and ``r_ref`` set by the periodic-table rows of the two atoms, an
 force constants ``k_r rho_ij`` for the stretch of ``ij``, ``k_phi rho_ij rho_jk``
 for the bend of ``i-j-k`` and ``k_tau rho_ij rho_jk rho_kl`` for the torsion about
 ``j-k`` of ``i-j-k-l``. :class:`LindhModel` is the harmonic energy with these force
-constants around a reference geometry ``x0``:
+constants around a reference geometry ``x0`` (``k_tau`` four times Lindh's by
+default, which needs fewest force calls on the Baker and drug-like sets):
 
 .. math:: E(x) = \tfrac12 k_r \sum_{ij} \rho_{ij} (r_{ij} - r^0_{ij})^2
               + \tfrac12 k_\phi \sum_{ijk} \rho_{ij} \rho_{jk} (\theta_{ijk} - \theta^0_{ijk})^2
@@ -19,8 +20,9 @@ constants around a reference geometry ``x0``:
 the weights taken at ``x0`` and the torsion difference wrapped to (-pi, pi]. A
 torsion is undefined where one of its two bends is straight; ``g`` switches it off
 smoothly there (1 below 165°, 0 above 175°, a quintic step between), and torsions
-switched off at ``x0`` are left out. Its Hessian at ``x0`` is Lindh's model Hessian;
-its minimum is ``x0``. As the GP's prior mean it tells the GP that bonds are stiff,
+switched off at ``x0`` are left out. With ``torsion_constant`` Lindh's 0.005 Ha/rad²
+its Hessian at ``x0`` is Lindh's model Hessian; its minimum is ``x0``. Optional
+out-of-plane terms (``out_of_plane_constant``) hold planar centres harmonically. As the GP's prior mean it tells the GP that bonds are stiff,
 bends soft and torsions softer still before any force has been computed: the GP
 then learns the difference, which near the reference is close to linear in the
 bond lengths. It is an ASE calculator, so :class:`asebo.gp.CalculatorPrior` takes
@@ -40,7 +42,9 @@ _R_REF = {(1, 1): 1.35, (1, 2): 2.10, (1, 3): 2.53,
           (2, 2): 2.87, (2, 3): 3.40, (3, 3): 3.40}
 STRETCH_CONSTANT = 0.45 * Hartree / Bohr ** 2  # k_r, eV/Å²
 BEND_CONSTANT = 0.15 * Hartree  # k_phi, eV/rad²
-TORSION_CONSTANT = 0.005 * Hartree  # k_tau, eV/rad²
+LINDH_TORSION_CONSTANT = 0.005 * Hartree  # Lindh's k_tau, eV/rad²
+# four times Lindh's: the fewest force calls on the Baker and drug-like sets (docs/lindh.md)
+TORSION_CONSTANT = 4 * LINDH_TORSION_CONSTANT  # k_tau, eV/rad²
 # torsions fade out as one of their bends straightens: full below, none above (rad)
 TORSION_FADE = (np.radians(165.0), np.radians(175.0))
 # a centre with three neighbours counts as planar within this angle of the plane (rad)
@@ -187,8 +191,14 @@ class LindhModel(Calculator):
         Stretches, bends and torsions whose weight (``rho_ij``, ``rho_ij rho_jk`` or
         ``rho_ij rho_jk rho_kl``) is below ``cutoff`` are left out.
     stretch_constant, bend_constant, torsion_constant : float
-        ``k_r`` (eV/Å²), ``k_phi`` and ``k_tau`` (eV/rad²); Lindh's by default.
-        ``torsion_constant=0`` leaves the torsions out.
+        ``k_r`` (eV/Å²), ``k_phi`` and ``k_tau`` (eV/rad²). Lindh's ``k_r`` and
+        ``k_phi`` by default, and four times his ``k_tau`` (0.02 Ha/rad²): torsions
+        on by default, the GP's prior then knows the soft twists. ``torsion_constant=0``
+        leaves the torsions out (the model of stretches and bends alone).
+    out_of_plane_constant : float
+        ``k_oop`` (eV/rad²) of the out-of-plane dihedrals of centres planar at ``x0``
+        (three neighbours within ``PLANAR_TOLERANCE`` of a plane); 0, the default,
+        leaves them out.
 
     Attributes
     ----------
@@ -200,6 +210,9 @@ class LindhModel(Calculator):
     torsions : array (t, 4), torsion_constants : array (t,)
         Quadruples ``(i, j, k, l)`` twisting about ``j-k`` and force constants
         ``k_tau rho_ij rho_jk rho_kl``, eV/rad² (before the fade ``g``).
+    out_of_plane : array (o, 4), out_of_plane_constants : array (o,)
+        Centre ``j`` and neighbours ``i, k, l`` of each out-of-plane dihedral
+        ``i-j-k-l``, and force constants ``k_oop rho_ji rho_jk rho_jl``, eV/rad².
     """
 
     implemented_properties = ["energy", "forces"]

@@ -71,16 +71,17 @@ def test_torsions_are_the_bonded_chains_and_can_be_left_out():
 
 
 @pytest.mark.parametrize("twist", [0.01, 0.4])
-def test_torsion_force_constant_is_lindhs(twist):
+def test_torsion_force_constant_is_four_times_lindhs(twist):
     # rotating one H about the O-O axis changes the H-O-O-H dihedral alone among the
-    # terms above the cutoff: k_tau rho_OH rho_OO rho_OH twist^2 / 2 (Lindh et al. 1995)
+    # terms above the cutoff: k_tau rho_OH rho_OO rho_OH twist^2 / 2, the default
+    # k_tau four times the 0.005 Ha/rad^2 of Lindh et al. (1995)
     numbers, start = [8, 8, 1, 1], np.radians(115.0)
     model = LindhModel(hydrogen_peroxide(start), numbers, cutoff=0.1)
     oo, oh = 1.45 / Bohr, 0.97 / Bohr
     rho_oo = np.exp(0.2800 * (2.87 ** 2 - oo ** 2))
     rho_oh = np.exp(0.3949 * (2.10 ** 2 - oh ** 2))
     energy, _ = model.energy_and_forces(hydrogen_peroxide(start + twist))
-    expected = 0.5 * 0.005 * Hartree * rho_oh ** 2 * rho_oo * twist ** 2
+    expected = 0.5 * 4 * 0.005 * Hartree * rho_oh ** 2 * rho_oo * twist ** 2
     assert energy == pytest.approx(expected, rel=1e-10)
 
 
