@@ -254,8 +254,8 @@ class LindhModel(Calculator):
         if torsion_constant == 0:
             return np.zeros((0, 4), dtype=int), np.zeros(0)
         torsions, weights = _torsion_quadruples(rho, cutoff)
-        first, second = _bend_angles(reference, torsions[:, :3])[0], \
-            _bend_angles(reference, torsions[:, 1:])[0]
+        first = _bend_angles(reference, torsions[:, :3])[0]  # (t,) angle at j
+        second = _bend_angles(reference, torsions[:, 1:])[0]  # (t,) angle at k
         defined = (first < TORSION_FADE[1]) & (second < TORSION_FADE[1])
         return torsions[defined], torsion_constant * weights[defined]
 
