@@ -10,7 +10,7 @@ force constants ``k_r rho_ij`` for the stretch of ``ij``, ``k_phi rho_ij rho_jk`
 for the bend of ``i-j-k`` and ``k_tau rho_ij rho_jk rho_kl`` for the torsion about
 ``j-k`` of ``i-j-k-l``. :class:`LindhModel` is the harmonic energy with these force
 constants around a reference geometry ``x0`` (``k_tau`` four times Lindh's by
-default, which needs fewest force calls on the Baker and drug-like sets):
+default, the fewest force calls of the scales tried on the Baker set):
 
 .. math:: E(x) = \tfrac12 k_r \sum_{ij} \rho_{ij} (r_{ij} - r^0_{ij})^2
               + \tfrac12 k_\phi \sum_{ijk} \rho_{ij} \rho_{jk} (\theta_{ijk} - \theta^0_{ijk})^2
@@ -43,7 +43,8 @@ _R_REF = {(1, 1): 1.35, (1, 2): 2.10, (1, 3): 2.53,
 STRETCH_CONSTANT = 0.45 * Hartree / Bohr ** 2  # k_r, eV/Å²
 BEND_CONSTANT = 0.15 * Hartree  # k_phi, eV/rad²
 LINDH_TORSION_CONSTANT = 0.005 * Hartree  # Lindh's k_tau, eV/rad²
-# four times Lindh's: the fewest force calls on the Baker and drug-like sets (docs/lindh.md)
+# four times Lindh's: the fewest force calls of the scales tried on the Baker set, and
+# fewer than Lindh's on the drug-like set (docs/lindh.md)
 TORSION_CONSTANT = 4 * LINDH_TORSION_CONSTANT  # k_tau, eV/rad²
 # torsions fade out as one of their bends straightens: full below, none above (rad)
 TORSION_FADE = (np.radians(165.0), np.radians(175.0))
