@@ -6,19 +6,30 @@ give every pair of atoms a weight that decays with their distance,
 .. math:: \rho_{ij} = \exp\big(\alpha_{ij} (r_{\mathrm{ref},ij}^2 - r_{ij}^2)\big),
 
 with ``alpha`` and ``r_ref`` set by the periodic-table rows of the two atoms, and
-force constants ``k_r rho_ij`` for the stretch of ``ij`` and ``k_phi rho_ij rho_jk``
-for the bend of ``i-j-k``. :class:`LindhModel` is the harmonic energy with these
-force constants around a reference geometry ``x0``:
+force constants ``k_r rho_ij`` for the stretch of ``ij``, ``k_phi rho_ij rho_jk``
+for the bend of ``i-j-k`` and ``k_tau rho_ij rho_jk rho_kl`` for the torsion about
+``j-k`` of ``i-j-k-l``. :class:`LindhModel` is the harmonic energy with these force
+constants around a reference geometry ``x0`` (``k_tau`` four times Lindh's by
+default, the fewest force calls of the scales tried on the Baker set):
 
 .. math:: E(x) = \tfrac12 k_r \sum_{ij} \rho_{ij} (r_{ij} - r^0_{ij})^2
-              + \tfrac12 k_\phi \sum_{ijk} \rho_{ij} \rho_{jk} (\theta_{ijk} - \theta^0_{ijk})^2,
+              + \tfrac12 k_\phi \sum_{ijk} \rho_{ij} \rho_{jk} (\theta_{ijk} - \theta^0_{ijk})^2
+              + \tfrac12 k_\tau \sum_{ijkl} \rho_{ij} \rho_{jk} \rho_{kl}
+                g(\theta_{ijk}) g(\theta_{jkl}) [\tau_{ijkl} - \tau^0_{ijkl}]^2,
 
-the weights taken at ``x0``. Its Hessian at ``x0`` is Lindh's model Hessian (without
-torsions); its minimum is ``x0``. As the GP's prior mean it tells the GP that bonds
-are stiff and bends soft before any force has been computed: the GP then learns
-the difference, which near the reference is close to linear in the bond lengths.
-It is an ASE calculator, so :class:`asebo.gp.CalculatorPrior` takes it unchanged.
+the weights taken at ``x0`` and the torsion difference wrapped to (-pi, pi]. A
+torsion is undefined where one of its two bends is straight; ``g`` switches it off
+smoothly there (1 below 165°, 0 above 175°, a quintic step between), and torsions
+switched off at ``x0`` are left out. With ``torsion_constant`` Lindh's 0.005 Ha/rad²
+its Hessian at ``x0`` is Lindh's model Hessian; its minimum is ``x0``. Optional
+out-of-plane terms (``out_of_plane_constant``) hold planar centres harmonically. As the GP's prior mean it tells the GP that bonds are stiff,
+bends soft and torsions softer still before any force has been computed: the GP
+then learns the difference, which near the reference is close to linear in the
+bond lengths. It is an ASE calculator, so :class:`asebo.gp.CalculatorPrior` takes
+it unchanged.
 """
+
+from itertools import combinations
 
 import numpy as np
 from ase.calculators.calculator import Calculator, all_changes
@@ -31,6 +42,14 @@ _R_REF = {(1, 1): 1.35, (1, 2): 2.10, (1, 3): 2.53,
           (2, 2): 2.87, (2, 3): 3.40, (3, 3): 3.40}
 STRETCH_CONSTANT = 0.45 * Hartree / Bohr ** 2  # k_r, eV/Å²
 BEND_CONSTANT = 0.15 * Hartree  # k_phi, eV/rad²
+LINDH_TORSION_CONSTANT = 0.005 * Hartree  # Lindh's k_tau, eV/rad²
+# four times Lindh's: the fewest force calls of the scales tried on the Baker set, and
+# fewer than Lindh's on the drug-like set (docs/lindh.md)
+TORSION_CONSTANT = 4 * LINDH_TORSION_CONSTANT  # k_tau, eV/rad²
+# torsions fade out as one of their bends straightens: full below, none above (rad)
+TORSION_FADE = (np.radians(165.0), np.radians(175.0))
+# a centre with three neighbours counts as planar within this angle of the plane (rad)
+PLANAR_TOLERANCE = np.radians(30.0)
 
 
 def _row(number):
@@ -67,19 +86,120 @@ def _bend_angles(positions, bends):
     return angle, d_i, d_k
 
 
+def _dihedrals(positions, torsions):
+    """Dihedral angles (t,) about ``j-k`` of each ``(i, j, k, l)`` row of ``torsions``,
+    in (-pi, pi], with their gradients (t, 4, 3) with respect to ``x_i, x_j, x_k, x_l``
+    (Blondel and Karplus, J. Comput. Chem. 17, 1132 (1996)). Zero gradient where
+    ``i-j-k`` or ``j-k-l`` is straight and the angle undefined."""
+    f = positions[torsions[:, 0]] - positions[torsions[:, 1]]  # (t, 3)
+    g = positions[torsions[:, 1]] - positions[torsions[:, 2]]  # (t, 3)
+    h = positions[torsions[:, 3]] - positions[torsions[:, 2]]  # (t, 3)
+    a, b = np.cross(f, g), np.cross(h, g)  # (t, 3) normals of the two planes
+    aa, bb = np.einsum("ti,ti->t", a, a), np.einsum("ti,ti->t", b, b)
+    lg = np.linalg.norm(g, axis=1)
+    angle = np.arctan2(np.einsum("ti,ti->t", np.cross(b, a), g) / lg,
+                       np.einsum("ti,ti->t", a, b))
+    defined = (aa > 1e-20) & (bb > 1e-20)
+    inv_aa = np.where(defined, 1.0 / np.where(defined, aa, 1.0), 0.0)[:, None]
+    inv_bb = np.where(defined, 1.0 / np.where(defined, bb, 1.0), 0.0)[:, None]
+    fg = (np.einsum("ti,ti->t", f, g) / lg)[:, None]
+    hg = (np.einsum("ti,ti->t", h, g) / lg)[:, None]
+    d_i = -lg[:, None] * inv_aa * a
+    d_l = lg[:, None] * inv_bb * b
+    d_j = -d_i + fg * inv_aa * a - hg * inv_bb * b
+    d_k = -d_l - fg * inv_aa * a + hg * inv_bb * b
+    return angle, np.stack([d_i, d_j, d_k, d_l], axis=1)
+
+
+def _wrap(angle):
+    """Angles (...) wrapped to (-pi, pi]."""
+    return angle - 2 * np.pi * np.ceil((angle - np.pi) / (2 * np.pi))
+
+
+def _torsion_fade(angle):
+    """Switch ``g`` (b,) of bend angles (b,), 1 below ``TORSION_FADE[0]`` and 0 above
+    ``TORSION_FADE[1]``, a quintic step (twice differentiable) between, and its
+    derivative ``dg/dtheta`` (b,)."""
+    on, off = TORSION_FADE
+    t = np.clip((off - angle) / (off - on), 0.0, 1.0)  # (b,) 1 = full torsion
+    fade = t ** 3 * (10 - 15 * t + 6 * t ** 2)
+    slope = -30 * t ** 2 * (1 - t) ** 2 / (off - on)
+    return fade, slope
+
+
+def _torsion_quadruples(rho, cutoff):
+    """Rows ``(i, j, k, l)`` (t, 4), each torsion once (``j < k``), of distinct atoms
+    whose weight ``rho_ij rho_jk rho_kl`` exceeds ``cutoff``, with the weights (t,)."""
+    rows, weights = [], []
+    for j, k in zip(*np.nonzero(np.triu(rho > cutoff, k=1))):
+        outer = rho[:, j, None] * rho[j, k] * rho[None, k, :]  # (n, n): rho_ij rho_jk rho_kl
+        outer[[j, k], :] = 0.0
+        outer[:, [j, k]] = 0.0
+        np.fill_diagonal(outer, 0.0)  # i == l
+        i, l = np.nonzero(outer > cutoff)
+        rows.append(np.stack([i, np.full_like(i, j), np.full_like(i, k), l], axis=1))
+        weights.append(outer[i, l])
+    if not rows:
+        return np.zeros((0, 4), dtype=int), np.zeros(0)
+    return np.concatenate(rows), np.concatenate(weights)
+
+
+def _out_of_plane_quadruples(rho, cutoff):
+    """Rows ``(i, j, k, l)`` (o, 4) of a centre ``j`` and three of its neighbours,
+    each trio once, whose weight ``rho_ji rho_jk rho_jl`` exceeds ``cutoff``, with the
+    weights (o,). The dihedral of ``i-j-k-l`` measures ``l`` leaving the plane ``i-j-k``."""
+    rows, weights = [], []
+    for j in range(len(rho)):
+        for i, k, l in combinations(np.nonzero(rho[j] > cutoff)[0], 3):
+            weight = rho[j, i] * rho[j, k] * rho[j, l]
+            if weight > cutoff:
+                rows.append([i, j, k, l])
+                weights.append(weight)
+    return np.array(rows, dtype=int).reshape(-1, 4), np.array(weights)
+
+
+def _add_dihedral_terms(positions, quadruples, constants, reference, forces):
+    """Energy of harmonic dihedrals (t,) of ``quadruples`` (t, 4) around ``reference``
+    (t,), each faded by its two bends; adds their forces (n, 3) to ``forces``."""
+    angle, d_angle = _dihedrals(positions, quadruples)  # (t,), (t, 4, 3)
+    twist = _wrap(angle - reference)  # (t,)
+    fades = []
+    for bends in (quadruples[:, :3], quadruples[:, 1:]):
+        theta, d_i, d_k = _bend_angles(positions, bends)
+        fade, slope = _torsion_fade(theta)
+        fades.append((fade, slope, np.stack([d_i, -d_i - d_k, d_k], axis=1)))  # (t, 3, 3)
+    (g1, s1, b1), (g2, s2, b2) = fades
+    half = 0.5 * constants * twist ** 2  # (t,)
+    gradient = (constants * twist * g1 * g2)[:, None, None] * d_angle  # (t, 4, 3)
+    gradient[:, :3] += (half * s1 * g2)[:, None, None] * b1
+    gradient[:, 1:] += (half * g1 * s2)[:, None, None] * b2
+    for column in range(4):
+        np.add.at(forces, quadruples[:, column], -gradient[:, column])
+    return np.sum(half * g1 * g2)
+
+
 class LindhModel(Calculator):
-    """Harmonic stretches and bends with Lindh's model force constants around ``x0``.
+    """Harmonic stretches, bends and torsions with Lindh's model force constants around ``x0``.
 
     Parameters
     ----------
     reference : array (n, 3)
         Positions ``x0`` of the minimum, Å; the weights and the reference bond
-        lengths and angles are taken there.
+        lengths, angles and dihedrals are taken there.
     numbers : array (n,)
         Atomic numbers.
     cutoff : float
-        Stretches and bends whose weight (``rho_ij`` or ``rho_ij rho_jk``) is below
-        ``cutoff`` are left out.
+        Stretches, bends and torsions whose weight (``rho_ij``, ``rho_ij rho_jk`` or
+        ``rho_ij rho_jk rho_kl``) is below ``cutoff`` are left out.
+    stretch_constant, bend_constant, torsion_constant : float
+        ``k_r`` (eV/Å²), ``k_phi`` and ``k_tau`` (eV/rad²). Lindh's ``k_r`` and
+        ``k_phi`` by default, and four times his ``k_tau`` (0.02 Ha/rad²): torsions
+        on by default, the GP's prior then knows the soft twists. ``torsion_constant=0``
+        leaves the torsions out (the model of stretches and bends alone).
+    out_of_plane_constant : float
+        ``k_oop`` (eV/rad²) of the out-of-plane dihedrals of centres planar at ``x0``
+        (three neighbours within ``PLANAR_TOLERANCE`` of a plane); 0, the default,
+        leaves them out.
 
     Attributes
     ----------
@@ -88,11 +208,19 @@ class LindhModel(Calculator):
     bends : array (b, 3), bend_constants : array (b,)
         Triples ``(i, j, k)`` with ``j`` in the middle and force constants
         ``k_phi rho_ij rho_jk``, eV/rad².
+    torsions : array (t, 4), torsion_constants : array (t,)
+        Quadruples ``(i, j, k, l)`` twisting about ``j-k`` and force constants
+        ``k_tau rho_ij rho_jk rho_kl``, eV/rad² (before the fade ``g``).
+    out_of_plane : array (o, 4), out_of_plane_constants : array (o,)
+        Centre ``j`` and neighbours ``i, k, l`` of each out-of-plane dihedral
+        ``i-j-k-l``, and force constants ``k_oop rho_ji rho_jk rho_jl``, eV/rad².
     """
 
     implemented_properties = ["energy", "forces"]
 
-    def __init__(self, reference, numbers, cutoff=1e-2):
+    def __init__(self, reference, numbers, cutoff=1e-2, stretch_constant=STRETCH_CONSTANT,
+                 bend_constant=BEND_CONSTANT, torsion_constant=TORSION_CONSTANT,
+                 out_of_plane_constant=0.0):
         super().__init__()
         reference = np.array(reference, dtype=np.float64)  # (n, 3)
         numbers = np.asarray(numbers)
@@ -104,15 +232,46 @@ class LindhModel(Calculator):
         rho = lindh_weights(reference, numbers)  # (n, n)
         i, j = np.nonzero(np.triu(rho > cutoff, k=1))
         self.stretches = np.stack([i, j], axis=1)  # (p, 2)
-        self.stretch_constants = STRETCH_CONSTANT * rho[i, j]  # (p,)
+        self.stretch_constants = stretch_constant * rho[i, j]  # (p,)
         triples = rho[:, :, None] * rho[None, :, :]  # (n, n, n): rho_ij rho_jk
         i, j, k = np.nonzero(triples > cutoff)
         keep = i < k  # each bend once; i != j and j != k since rho_jj = 0
         self.bends = np.stack([i[keep], j[keep], k[keep]], axis=1)  # (b, 3)
-        self.bend_constants = BEND_CONSTANT * triples[i[keep], j[keep], k[keep]]  # (b,)
+        self.bend_constants = bend_constant * triples[i[keep], j[keep], k[keep]]  # (b,)
+        self.torsions, self.torsion_constants = self._choose_torsions(
+            reference, rho, cutoff, torsion_constant)
+        self.out_of_plane, self.out_of_plane_constants = self._choose_out_of_plane(
+            reference, rho, cutoff, out_of_plane_constant)
         self.reference = reference
         self._reference_lengths = self._lengths(reference)[0]
         self._reference_angles = _bend_angles(reference, self.bends)[0]
+        self._reference_dihedrals = _dihedrals(reference, self.torsions)[0]
+        self._reference_out_of_plane = _dihedrals(reference, self.out_of_plane)[0]
+
+    @staticmethod
+    def _choose_torsions(reference, rho, cutoff, torsion_constant):
+        """Torsions (t, 4) above ``cutoff`` and not faded out at ``reference``, and
+        their force constants (t,)."""
+        if torsion_constant == 0:
+            return np.zeros((0, 4), dtype=int), np.zeros(0)
+        torsions, weights = _torsion_quadruples(rho, cutoff)
+        first = _bend_angles(reference, torsions[:, :3])[0]  # (t,) angle at j
+        second = _bend_angles(reference, torsions[:, 1:])[0]  # (t,) angle at k
+        defined = (first < TORSION_FADE[1]) & (second < TORSION_FADE[1])
+        return torsions[defined], torsion_constant * weights[defined]
+
+    @staticmethod
+    def _choose_out_of_plane(reference, rho, cutoff, out_of_plane_constant):
+        """Out-of-plane dihedrals (o, 4) of centres planar at ``reference`` and above
+        ``cutoff``, and their force constants (o,)."""
+        if out_of_plane_constant == 0:
+            return np.zeros((0, 4), dtype=int), np.zeros(0)
+        quadruples, weights = _out_of_plane_quadruples(rho, cutoff)
+        if len(quadruples) == 0:
+            return quadruples, weights
+        angle = _dihedrals(reference, quadruples)[0]
+        planar = np.abs(np.sin(angle)) < np.sin(PLANAR_TOLERANCE)
+        return quadruples[planar], out_of_plane_constant * weights[planar]
 
     def _lengths(self, positions):
         """Bond lengths (p,) and their unit vectors (p, 3) from atom j to atom i."""
@@ -120,24 +279,39 @@ class LindhModel(Calculator):
         length = np.linalg.norm(d, axis=1)
         return length, d / length[:, None]
 
+    def _add_stretches(self, positions, forces):
+        """Stretch energy; adds its forces (n, 3) to ``forces``."""
+        length, unit = self._lengths(positions)
+        stretch = length - self._reference_lengths  # (p,)
+        pull = (self.stretch_constants * stretch)[:, None] * unit  # dE/dx_i, (p, 3)
+        np.add.at(forces, self.stretches[:, 0], -pull)
+        np.add.at(forces, self.stretches[:, 1], pull)
+        return 0.5 * np.sum(self.stretch_constants * stretch ** 2)
+
+    def _add_bends(self, positions, forces):
+        """Bend energy; adds its forces (n, 3) to ``forces``."""
+        angle, d_i, d_k = _bend_angles(positions, self.bends)
+        bend = angle - self._reference_angles  # (b,)
+        torque = (self.bend_constants * bend)[:, None]  # (b, 1)
+        np.add.at(forces, self.bends[:, 0], -torque * d_i)
+        np.add.at(forces, self.bends[:, 2], -torque * d_k)
+        np.add.at(forces, self.bends[:, 1], torque * (d_i + d_k))
+        return 0.5 * np.sum(self.bend_constants * bend ** 2)
+
     def energy_and_forces(self, positions):
         """Model energy (eV) and forces (n, 3) (eV/Å) at positions (n, 3)."""
         positions = np.asarray(positions, dtype=np.float64)
         forces = np.zeros_like(positions)
-        length, unit = self._lengths(positions)
-        stretch = length - self._reference_lengths  # (p,)
-        energy = 0.5 * np.sum(self.stretch_constants * stretch ** 2)
-        pull = (self.stretch_constants * stretch)[:, None] * unit  # dE/dx_i, (p, 3)
-        np.add.at(forces, self.stretches[:, 0], -pull)
-        np.add.at(forces, self.stretches[:, 1], pull)
+        energy = self._add_stretches(positions, forces)
         if len(self.bends):
-            angle, d_i, d_k = _bend_angles(positions, self.bends)
-            bend = angle - self._reference_angles  # (b,)
-            energy += 0.5 * np.sum(self.bend_constants * bend ** 2)
-            torque = (self.bend_constants * bend)[:, None]  # (b, 1)
-            np.add.at(forces, self.bends[:, 0], -torque * d_i)
-            np.add.at(forces, self.bends[:, 2], -torque * d_k)
-            np.add.at(forces, self.bends[:, 1], torque * (d_i + d_k))
+            energy += self._add_bends(positions, forces)
+        if len(self.torsions):
+            energy += _add_dihedral_terms(positions, self.torsions, self.torsion_constants,
+                                          self._reference_dihedrals, forces)
+        if len(self.out_of_plane):
+            energy += _add_dihedral_terms(positions, self.out_of_plane,
+                                          self.out_of_plane_constants,
+                                          self._reference_out_of_plane, forces)
         return float(energy), forces
 
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):

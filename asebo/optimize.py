@@ -63,7 +63,7 @@ class BOOptimizer(Optimizer):
     prior : ase calculator, 'lindh', 'max', 'mean' or float, optional
         Prior mean of the GP. A cheap calculator makes the GP learn the difference
         to it (Δ-learning). ``'lindh'`` (the default for molecules) is
-        :class:`asebo.lindh.LindhModel`, harmonic bonds and bends with Lindh's
+        :class:`asebo.lindh.LindhModel`, harmonic bonds, bends and torsions with Lindh's
         model force constants around the first configuration computed (see
         ``recentre``), no second calculator. A constant: the highest (``'max'``,
         the default for periodic cells) or mean energy seen, or a number.

@@ -24,7 +24,8 @@ def numerical_forces(model, positions, h=1e-5):
     return forces
 
 
-@pytest.mark.parametrize("name", ["CH3CH2OH", "C2H2", "SiH4", "CH3COCH3"])
+@pytest.mark.parametrize("name", ["CH3CH2OH", "C2H2", "SiH4", "CH3COCH3", "C6H6", "H2O2",
+                                  "C3H4_C3v"])  # benzene planar, propyne straight
 def test_forces_are_minus_the_gradient(name):
     atoms = molecule(name)
     model = LindhModel(atoms.positions, atoms.numbers)
@@ -47,6 +48,94 @@ def test_minimum_at_the_reference_and_invariant_to_rigid_motion():
     assert energy_r == pytest.approx(energy, rel=1e-12)
     np.testing.assert_allclose(forces_r, forces @ rotation.T, atol=1e-10)
     np.testing.assert_allclose(forces.sum(axis=0), 0.0, atol=1e-10)  # no net force
+
+
+PEROXIDE_ANGLE = np.radians(100.0)  # O-O-H
+
+
+def hydrogen_peroxide(dihedral, oxygen_angle=PEROXIDE_ANGLE):
+    """H-O-O-H with O-O 1.45 Å, O-H 0.97 Å, both O-O-H angles ``oxygen_angle`` and
+    the dihedral ``dihedral`` (rad); the O-O bond on the z axis."""
+    oo, oh = 1.45, 0.97
+    along, across = -oh * np.cos(oxygen_angle), oh * np.sin(oxygen_angle)
+    return np.array([[0, 0, 0], [0, 0, oo],
+                     [across, 0, -along],
+                     [across * np.cos(dihedral), across * np.sin(dihedral), oo + along]])
+
+
+def test_torsions_are_the_bonded_chains_and_can_be_left_out():
+    positions = hydrogen_peroxide(np.radians(115.0))
+    model = LindhModel(positions, [8, 8, 1, 1])
+    assert [2, 0, 1, 3] in model.torsions.tolist()  # H-O-O-H about the O-O bond
+    assert len(LindhModel(positions, [8, 8, 1, 1], torsion_constant=0).torsions) == 0
+
+
+@pytest.mark.parametrize("twist", [0.01, 0.4])
+def test_torsion_force_constant_is_four_times_lindhs(twist):
+    # rotating one H about the O-O axis changes the H-O-O-H dihedral alone among the
+    # terms above the cutoff: k_tau rho_OH rho_OO rho_OH twist^2 / 2, the default
+    # k_tau four times the 0.005 Ha/rad^2 of Lindh et al. (1995)
+    numbers, start = [8, 8, 1, 1], np.radians(115.0)
+    model = LindhModel(hydrogen_peroxide(start), numbers, cutoff=0.1)
+    oo, oh = 1.45 / Bohr, 0.97 / Bohr
+    rho_oo = np.exp(0.2800 * (2.87 ** 2 - oo ** 2))
+    rho_oh = np.exp(0.3949 * (2.10 ** 2 - oh ** 2))
+    energy, _ = model.energy_and_forces(hydrogen_peroxide(start + twist))
+    expected = 0.5 * 4 * 0.005 * Hartree * rho_oh ** 2 * rho_oo * twist ** 2
+    assert energy == pytest.approx(expected, rel=1e-10)
+
+
+def test_torsion_difference_is_wrapped_across_pi():
+    numbers = [8, 8, 1, 1]
+    model = LindhModel(hydrogen_peroxide(np.radians(170.0)), numbers, cutoff=0.1)
+    across = model.energy_and_forces(hydrogen_peroxide(np.radians(-170.0)))[0]
+    direct = model.energy_and_forces(hydrogen_peroxide(np.radians(150.0)))[0]
+    assert across == pytest.approx(direct, rel=1e-10)  # both 20 degrees away
+
+
+def test_torsion_fades_smoothly_as_a_bend_straightens():
+    numbers = [8, 8, 1, 1]
+    model = LindhModel(hydrogen_peroxide(np.radians(115.0)), numbers)
+    full = LindhModel(hydrogen_peroxide(np.radians(115.0)), numbers, torsion_constant=0)
+    twisted = np.radians(60.0)
+    # inside the fade (170 degrees): forces still minus the gradient of the energy
+    fading = hydrogen_peroxide(twisted, np.radians(170.0))
+    np.testing.assert_allclose(model.energy_and_forces(fading)[1],
+                               numerical_forces(model, fading), atol=1e-6)
+    assert model.energy_and_forces(fading)[0] > full.energy_and_forces(fading)[0]
+    # straight: the dihedral is undefined, the torsion is off and the forces finite
+    for angle in (np.radians(176.0), np.pi):
+        straight = hydrogen_peroxide(twisted, angle)
+        energy, forces = model.energy_and_forces(straight)
+        assert np.isfinite(forces).all()
+        assert energy == pytest.approx(full.energy_and_forces(straight)[0], rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["H2CO", "C6H6", "CH3CONH2"])
+def test_out_of_plane_forces_are_minus_the_gradient(name):
+    atoms = molecule(name)
+    model = LindhModel(atoms.positions, atoms.numbers, out_of_plane_constant=1.0)
+    assert len(model.out_of_plane) > 0
+    moved = atoms.positions + 0.08 * np.random.default_rng(4).normal(size=atoms.positions.shape)
+    np.testing.assert_allclose(model.energy_and_forces(moved)[1],
+                               numerical_forces(model, moved), atol=1e-6)
+
+
+def test_out_of_plane_term_makes_a_planar_centre_harmonic():
+    # bends alone hold a planar centre to fourth order only: lifting the oxygen of
+    # formaldehyde off the plane by 2 eps costs 16 times what eps costs; with the
+    # out-of-plane term it costs 4 times, harmonic
+    atoms = molecule("H2CO")
+    carbon, first, second = atoms.positions[1:]  # oxygen first
+    normal = np.cross(first - carbon, second - carbon)
+    lift = np.zeros_like(atoms.positions)
+    lift[0] = 1e-3 * normal / np.linalg.norm(normal)
+    for constant, ratio in ((0.0, 16.0), (1.0, 4.0)):
+        model = LindhModel(atoms.positions, atoms.numbers, torsion_constant=0,
+                           out_of_plane_constant=constant)
+        small = model.energy_and_forces(atoms.positions + lift)[0]
+        large = model.energy_and_forces(atoms.positions + 2 * lift)[0]
+        assert large / small == pytest.approx(ratio, rel=1e-2)
 
 
 def test_stretch_force_constant_is_lindhs():
