@@ -22,8 +22,9 @@ torsion is undefined where one of its two bends is straight; ``g`` switches it o
 smoothly there (1 below 165°, 0 above 175°, a quintic step between), and torsions
 switched off at ``x0`` are left out. With ``torsion_constant`` Lindh's 0.005 Ha/rad²
 its Hessian at ``x0`` is Lindh's model Hessian; its minimum is ``x0``. Optional
-out-of-plane terms (``out_of_plane_constant``) hold planar centres harmonically. As the GP's prior mean it tells the GP that bonds are stiff,
-bends soft and torsions softer still before any force has been computed: the GP
+out-of-plane terms (``out_of_plane_constant``) hold planar centres harmonically. As
+the GP's prior mean it tells the GP that bonds are stiff, bends soft and torsions
+softer still before any force has been computed: the GP
 then learns the difference, which near the reference is close to linear in the
 bond lengths. It is an ASE calculator, so :class:`asebo.gp.CalculatorPrior` takes
 it unchanged.

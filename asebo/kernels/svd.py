@@ -232,7 +232,7 @@ def _output(tensors, as_numpy):
 
 
 def svd_kernel_blocks(X, Z, gamma, proper=True):
-    """The SVD kernel of two configurations with its derivative blocks (Wong and Kolter, eqs. 10-14).
+    """The SVD kernel of two configurations and its derivative blocks (Wong and Kolter, eqs 10-14).
 
     Parameters
     ----------
@@ -304,7 +304,7 @@ def svd_distance(X, Z, proper=True):
 
 
 class SVDKernel(Kernel):
-    r"""SVD kernel on molecular geometries, ``k = exp(-gamma d(X, Z) / 2)`` (Wong and Kolter, eq. 10).
+    r"""SVD kernel on geometries, ``k = exp(-gamma d(X, Z) / 2)`` (Wong and Kolter, eq. 10).
 
     ``kernel(X, Y)`` takes arrays of shape ``(m, n_atoms, 3)`` (or ``(m, 3 n_atoms)``,
     flattened atom-major) and returns the ``(m, m')`` Gram matrix, so the estimators
