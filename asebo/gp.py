@@ -3,26 +3,32 @@ r"""Gaussian process regression on energies and forces of one molecule.
 The GP models the energy ``E(x)`` of configurations ``x`` (``(n, 3)`` positions) with
 a derivative kernel, so each observation contributes its energy and its ``3n``
 gradient components ``-F`` (Wong and Kolter, eqs. 11 and 34; Rasmussen and Williams,
-ch. 2 and sec. 9.4).
-With the signal variance ``s^2`` and the kernel's joint covariance ``K``,
+ch. 2 and sec. 9.4). With the signal variance ``s^2`` and the kernel's joint covariance ``K``,
 
 .. math:: \mu(x) = m(x) + s^2 c(x)^\top (s^2 K + \Lambda)^{-1} (y - m), \qquad
           \sigma^2(x) = s^2 - s^4 c(x)^\top (s^2 K + \Lambda)^{-1} c(x),
 
 where ``c(x)`` is the covariance of ``E(x)`` with the observed energies and
 gradients, ``\Lambda`` holds the noise variances (``lambda`` for energies,
-``lambda_deriv`` for gradients, Wong and Kolter) and ``m`` is the prior mean: a constant
-(the largest or the mean observed energy) or an ASE calculator, whose energy and
+``lambda_deriv`` for gradients, Wong and Kolter) and ``m`` is the prior mean: a
+constant (the largest or the mean observed energy) or an ASE calculator, whose energy and
 forces the GP then corrects (Δ-learning, Ramakrishnan et al. 2015). A calculator
 prior is shifted by the mean difference of observed and prior energies: two methods
 differ by hundreds of eV in their reference states, and left in the residual that
 constant would set ``s`` and, through it, the noise.
 
 Hyperparameters: the kernel's ``gamma`` maximises the log marginal likelihood
-(Rasmussen and Williams, eq. 2.30) with ``s^2`` profiled out in closed form; noise is set
-relative to ``s``. The SVD kernel is improper (Wong and Kolter): when the covariance is not
-positive definite, jitter grows on its diagonal until a Cholesky factor exists, and
-``jitter_`` reports how much was needed.
+(Rasmussen and Williams, eq. 2.30) with ``s^2`` profiled out in closed form; noise is
+set relative to ``s``. The SVD kernel is improper (Wong and Kolter): when the
+covariance is not positive definite, jitter grows on its diagonal until a Cholesky
+factor exists, and ``jitter_`` reports how much was needed.
+
+At scale the joint covariance is never stored: the kernel structure keeps ``O(m^2 +
+m n)`` numbers (:class:`asebo.kernels.operators.JointStructure`), a subset of at most
+``max_size`` rows is factorised densely, the weights of every observation come from
+preconditioned conjugate gradients with the structured product, and the posterior
+mean, variance and their gradients are structured cross products, ``O(m n)`` per
+configuration after the solve (docs/theory.md, "The GP at scale").
 """
 
 import numpy as np
