@@ -7,12 +7,20 @@ configuration once the model puts that configuration more than ``recentre`` eV a
 its minimum: a harmonic expansion that far from its centre says more about the start
 than about the way down. The rule is replayed over the observations in order, so a
 resumed run rebuilds the model of the uninterrupted run.
+
+A bend ``i-j-k`` near a straight angle (an sp carbon, acetylene or CO2 rattled) is
+given the straight angle as reference: its angle moves away from 180° as
+``|p|``, the displacement across the axis, so a harmonic term around a reference
+of, say, 172° has a cusp at the straight geometry (``(180° - 172° - c|p|)^2``),
+which no smooth GP can correct, while ``(c|p|)^2`` is smooth.
 """
 
 import numpy as np
 
 from asebo.gp import CalculatorPrior
 from asebo.lindh import LindhModel
+
+LINEAR_BEND = np.radians(160.0)  # reference angles above this are taken as straight
 
 
 class RecentredLindh:
@@ -59,6 +67,8 @@ class RecentredLindh:
 
     def _build(self, positions, index):
         self.model = LindhModel(positions[index], self.numbers)
+        angles = self.model._reference_angles  # (b,)
+        self.model._reference_angles = np.where(angles > LINEAR_BEND, np.pi, angles)
         self.centre = index
         self._prior = ("max" if len(self.model.stretches) == 0
                        else CalculatorPrior(self.model, self.atoms))

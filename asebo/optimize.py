@@ -38,6 +38,7 @@ from asebo.trust import TrustRegion
 
 MODEL_PRIORS = ("lindh", "max", "mean")  # priors that need no calculator
 SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian)
+NEAR_LINEAR = 0.15  # second / first singular value of the centred positions below this
 NEW = 1e-6  # Å: a proposal closer than this to a configuration seen teaches the model nothing
 
 
@@ -103,7 +104,10 @@ class BOOptimizer(Optimizer):
     kernel : {'svd', 'cartesian'}, optional
         The rotation-invariant SVD kernel for molecules (default) or the Gaussian
         kernel on Cartesian positions, the only one allowed for periodic cells and
-        with ``FixCartesian`` constraints (their default).
+        with ``FixCartesian`` constraints, and the default for molecules close to a
+        straight line (:func:`is_near_linear`): for these the alignment about the
+        axis hangs on small displacements across it, and the SVD kernel's covariance
+        is far from positive definite.
     gp_options : dict, optional
         Passed to :class:`asebo.gp.EnergyForceGP` (``gamma``, ``fit_gamma``,
         ``energy_noise``, ``gradient_noise``, ``proper``...).
@@ -361,8 +365,9 @@ def _check_atoms(atoms):
         raise ValueError("BOOptimizer needs a calculator: attach one first, "
                          "e.g. atoms.calc = calculators.get_calculator('gfn2')")
     if len(atoms) < 2:
-        raise ValueError("a single atom has no geometry to optimize: its energy does not "
-                         "depend on its position")
+        raise ValueError(f"{len(atoms)} atom(s): there is no geometry to optimize, a single "
+                         "atom's energy does not depend on its position; give two atoms or "
+                         "more")
     for constraint in atoms.constraints:
         if not isinstance(constraint, SUPPORTED_CONSTRAINTS):
             raise TypeError(
@@ -394,11 +399,27 @@ def _choose_prior(atoms, prior):
     return float(prior)
 
 
+def is_near_linear(positions):
+    """Whether the atoms at ``positions`` (n, 3) lie close to a line.
+
+    The second singular value of the centred positions (the spread across the
+    molecule's axis) below ``NEAR_LINEAR`` times the first (the spread along it):
+    acetylene or CO2 rattled by 0.1 Å are near 0.07, bent triatomics above 0.25.
+    """
+    centred = positions - positions.mean(axis=0)
+    s = np.linalg.svd(centred, compute_uv=False)
+    return bool(s[1] < NEAR_LINEAR * s[0])
+
+
 def _choose_kernel(atoms, kernel):
     periodic = bool(np.any(atoms.pbc))
     cartesian_constraint = any(isinstance(c, FixCartesian) for c in atoms.constraints)
     if kernel is None:
-        return "cartesian" if periodic or cartesian_constraint else "svd"
+        # near a straight line the alignment about the axis is decided by the small
+        # displacements across it: the SVD kernel turns sharply there and its
+        # covariance is far from positive definite
+        cartesian = periodic or cartesian_constraint or is_near_linear(atoms.positions)
+        return "cartesian" if cartesian else "svd"
     if kernel == "svd" and periodic:
         raise ValueError("the SVD kernel is invariant to rotations, which a periodic cell is "
                          "not: use kernel='cartesian' (the default for periodic atoms) or "
