@@ -206,3 +206,64 @@ def test_fix_cartesian_with_the_svd_kernel_is_refused_before_any_call():
     with pytest.raises(ValueError, match="FixCartesian .* use kernel='cartesian'"):
         BOOptimizer(atoms, logfile=None, kernel="svd")
     assert atoms.calc.ncalls == 0
+
+
+NEAR_LINEAR_G2 = {"C2H2", "NCCN", "HCN", "CO2", "OCS", "CS2", "N2O", "CCH"}
+
+
+def test_near_linear_molecules_of_g2_are_told_apart_from_bent_ones():
+    from ase.collections import g2
+
+    from asebo.optimize import is_near_linear
+
+    found = set()
+    for name in g2.names:
+        atoms = g2[name]
+        if len(atoms) < 3:
+            continue
+        atoms.rattle(0.1, seed=0)
+        if is_near_linear(atoms.positions):
+            found.add(name)
+    assert found == NEAR_LINEAR_G2
+
+
+def test_near_linear_molecules_take_the_cartesian_kernel_and_others_the_svd_kernel():
+    acetylene, water = rattled("C2H2"), rattled("H2O")
+    assert BOOptimizer(acetylene, logfile=None).kernel == "cartesian"
+    assert BOOptimizer(water, logfile=None).kernel == "svd"
+    assert BOOptimizer(acetylene, logfile=None, kernel="svd").kernel == "svd"
+
+
+def test_lindh_prior_is_smooth_across_the_straight_geometry_of_a_near_linear_bend():
+    """A bend rattled to ~172 deg is given 180 deg: no cusp where the GP must fit."""
+    from asebo.lindh import LindhModel
+    from asebo.lindh_prior import RecentredLindh
+
+    atoms = molecule("C2H2")
+    atoms.rattle(0.05, seed=0)
+    prior = RecentredLindh(atoms, recentre=0.3)
+    prior.prior(atoms.positions[None], np.array([0.0]))
+    straight = molecule("C2H2").positions
+    across = np.zeros((4, 3))
+    across[3, 0] = 1.0  # one hydrogen across the axis
+    h = 1e-4
+    for model, cusp in ((prior.model, False), (LindhModel(atoms.positions, atoms.numbers), True)):
+        energy = [model.energy_and_forces(straight + t * across)[0] for t in (-h, 0.0, h)]
+        slope_right, slope_left = (energy[2] - energy[1]) / h, (energy[1] - energy[0]) / h
+        # smooth: the one-sided slopes agree (both ~0); a cusp: they differ by O(1) eV/Å
+        assert (abs(slope_right - slope_left) > 0.1) == cusp
+
+
+@pytest.mark.parametrize("name, seed", [("C2H2", 0), ("C2H2", 2), ("CS2", 0), ("OCS", 0)])
+def test_rattled_near_linear_molecules_converge_within_three_times_lbfgs(name, seed):
+    from ase.optimize import LBFGS
+
+    atoms = rattled(name, seed=seed, calc="gfn2")
+    reference = atoms.copy()
+    reference.calc = CountingCalculator(get_calculator("gfn2"))
+    assert LBFGS(reference, logfile=None).run(fmax=0.05, steps=200)
+    budget = 3 * reference.calc.ncalls
+    assert BOOptimizer(atoms, logfile=None).run(fmax=0.05, steps=budget - 1)
+    assert atoms.calc.ncalls <= budget
+    assert atoms.get_potential_energy() == pytest.approx(reference.get_potential_energy(),
+                                                         abs=2e-3)
