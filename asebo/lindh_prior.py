@@ -8,8 +8,9 @@ its minimum: a harmonic expansion that far from its centre says more about the s
 than about the way down. The rule is replayed over the observations in order, so a
 resumed run rebuilds the model of the uninterrupted run.
 
-A bend ``i-j-k`` near a straight angle (an sp carbon, acetylene or CO2 rattled) is
-given the straight angle as reference: its angle moves away from 180° as
+A bend ``i-j-k`` of two bonds near a straight angle (an sp carbon, acetylene or
+CO2 rattled; weight ``rho_ij rho_jk`` above ``BONDED``, angle above
+``LINEAR_BEND``) is given the straight angle as reference: its angle moves away from 180° as
 ``|p|``, the displacement across the axis, so a harmonic term around a reference
 of, say, 172° has a cusp at the straight geometry (``(180° - 172° - c|p|)^2``),
 which no smooth GP can correct, while ``(c|p|)^2`` is smooth.
@@ -18,9 +19,10 @@ which no smooth GP can correct, while ``(c|p|)^2`` is smooth.
 import numpy as np
 
 from asebo.gp import CalculatorPrior
-from asebo.lindh import LindhModel
+from asebo.lindh import BEND_CONSTANT, LindhModel
 
-LINEAR_BEND = np.radians(160.0)  # reference angles above this are taken as straight
+LINEAR_BEND = np.radians(150.0)  # bonded bends wider than this are taken as straight
+BONDED = 0.5  # rho_ij rho_jk above this: both pairs bonded (long-range triples are < 0.2)
 
 
 class RecentredLindh:
@@ -68,7 +70,8 @@ class RecentredLindh:
     def _build(self, positions, index):
         self.model = LindhModel(positions[index], self.numbers)
         angles = self.model._reference_angles  # (b,)
-        self.model._reference_angles = np.where(angles > LINEAR_BEND, np.pi, angles)
+        straight = (angles > LINEAR_BEND) & (self.model.bend_constants > BONDED * BEND_CONSTANT)
+        self.model._reference_angles = np.where(straight, np.pi, angles)
         self.centre = index
         self._prior = ("max" if len(self.model.stretches) == 0
                        else CalculatorPrior(self.model, self.atoms))
