@@ -8,9 +8,9 @@ its minimum: a harmonic expansion that far from its centre says more about the s
 than about the way down. The rule is replayed over the observations in order, so a
 resumed run rebuilds the model of the uninterrupted run.
 
-A bend ``i-j-k`` of two bonds near a straight angle (an sp carbon, acetylene or
-CO2 rattled; weight ``rho_ij rho_jk`` above ``BONDED``, angle above
-``LINEAR_BEND``) is given the straight angle as reference: its angle moves away from 180° as
+A bend ``i-j-k`` at an atom ``j`` bonded to ``i`` and ``k`` only (an sp carbon:
+acetylene, CO2, a nitrile, rattled; bonded meaning ``rho > BONDED``) wider than
+``LINEAR_BEND`` is given the straight angle as reference: its angle moves away from 180° as
 ``|p|``, the displacement across the axis, so a harmonic term around a reference
 of, say, 172° has a cusp at the straight geometry (``(180° - 172° - c|p|)^2``),
 which no smooth GP can correct, while ``(c|p|)^2`` is smooth.
@@ -19,10 +19,10 @@ which no smooth GP can correct, while ``(c|p|)^2`` is smooth.
 import numpy as np
 
 from asebo.gp import CalculatorPrior
-from asebo.lindh import BEND_CONSTANT, LindhModel
+from asebo.lindh import LindhModel, lindh_weights
 
-LINEAR_BEND = np.radians(150.0)  # bonded bends wider than this are taken as straight
-BONDED = 0.5  # rho_ij rho_jk above this: both pairs bonded (long-range triples are < 0.2)
+LINEAR_BEND = np.radians(150.0)  # bends of a two-coordinated atom wider than this are straight
+BONDED = 0.5  # Lindh weight rho_ij above which i and j are bonded (non-bonded pairs < 0.05)
 
 
 class RecentredLindh:
@@ -69,9 +69,17 @@ class RecentredLindh:
 
     def _build(self, positions, index):
         self.model = LindhModel(positions[index], self.numbers)
-        angles = self.model._reference_angles  # (b,)
-        straight = (angles > LINEAR_BEND) & (self.model.bend_constants > BONDED * BEND_CONSTANT)
-        self.model._reference_angles = np.where(straight, np.pi, angles)
+        self.model._reference_angles = _straightened(self.model, positions[index], self.numbers)
         self.centre = index
         self._prior = ("max" if len(self.model.stretches) == 0
                        else CalculatorPrior(self.model, self.atoms))
+
+
+def _straightened(model, positions, numbers):
+    """Reference angles (b,) of ``model``, with the near-straight bends of
+    two-coordinated atoms set to 180 degrees."""
+    bonded = lindh_weights(positions, numbers) > BONDED  # (n, n)
+    i, j, k = model.bends.T  # (b,) each
+    two_bonds = bonded[i, j] & bonded[j, k] & (bonded.sum(axis=1)[j] == 2)
+    angles = model._reference_angles  # (b,)
+    return np.where(two_bonds & (angles > LINEAR_BEND), np.pi, angles)

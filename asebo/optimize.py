@@ -242,7 +242,8 @@ class BOOptimizer(Optimizer):
             self.trust = self.trust.after(min(energies[:-1]), self.predicted_energy,
                                           energies[-1])
         proposal = self._propose() if self.comm.rank == 0 else None
-        proposal, self.predicted_energy = broadcast(proposal, root=0, comm=self.comm)
+        proposal, self.predicted_energy, self.trust = broadcast(proposal, root=0,
+                                                                comm=self.comm)
         self.atoms.set_positions(proposal)
         self.observations.save(trust_radius=self.trust.radius,
                                predicted_energy=self.predicted_energy,
@@ -269,7 +270,8 @@ class BOOptimizer(Optimizer):
         return free
 
     def _propose(self):
-        """The next configuration (n, 3) to compute and the GP's energy there."""
+        """The next configuration (n, 3) to compute, the GP's energy there and the trust
+        region (widened for a step along the forces)."""
         gp = self.fit_model()
         best = self.observations.best()
         centre = self.observations.positions[best]  # (n, 3)
@@ -280,21 +282,22 @@ class BOOptimizer(Optimizer):
                                     torch.as_tensor(centre), self.trust.radius,
                                     torch.as_tensor(free.reshape(-1)), self.kappa)
         positions = _limit_step(centre, positions.numpy(), self.maxstep)
+        trust = self.trust
         if self.observations.find(positions, NEW) is not None:
             # the model sends us back to a configuration already computed, which
             # would teach it nothing: step along the forces instead
-            positions = self._force_step(best, free)
-        return positions, float(gp.predict(positions))
+            trust = trust.for_force_step()
+            positions = self._force_step(best, free, trust.radius)
+        return positions, float(gp.predict(positions)), trust
 
-    def _force_step(self, index, free):
+    def _force_step(self, index, free, length):
         """A configuration not seen yet along the free forces of observation ``index``.
 
-        The step is the trust region's force step, doubled (up to ``maxstep``) or
-        else halved until it reaches a configuration not computed before.
+        The largest atomic step is ``length``, doubled (up to ``maxstep``) or else
+        halved until it reaches a configuration not computed before.
         """
         forces = self.observations.forces[index] * free  # (n, 3)
         direction = forces / max(np.linalg.norm(forces, axis=1).max(), 1e-12)
-        length = self.trust.force_step_length()
         lengths = [length * 2.0 ** k for k in range(12) if length * 2.0 ** k <= self.maxstep]
         lengths += [length * 0.5 ** k for k in range(1, 40)]
         for step in lengths:

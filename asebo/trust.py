@@ -48,6 +48,10 @@ class TrustRegion:
             return TrustRegion(max(SHRINK * self.radius, FLOOR), self.maxstep)
         return self
 
-    def force_step_length(self):
-        """Length of a step along the forces, when the model has nothing new to offer, Å."""
-        return min(max(self.radius, FORCE_STEP), self.maxstep)
+    def for_force_step(self):
+        """The region of a step along the forces, when the model has nothing new to offer.
+
+        The radius is at least ``FORCE_STEP``: a step shorter than that would teach the
+        model as little as the proposal it replaces.
+        """
+        return TrustRegion(min(max(self.radius, FORCE_STEP), self.maxstep), self.maxstep)

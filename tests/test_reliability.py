@@ -12,7 +12,7 @@ from ase.filters import FrechetCellFilter
 
 from asebo import BOOptimizer
 from asebo.observations import Observations
-from asebo.trust import FLOOR, TrustRegion
+from asebo.trust import FLOOR, FORCE_STEP, TrustRegion
 from calculators import CountingCalculator, get_calculator
 
 
@@ -67,9 +67,9 @@ def test_the_step_along_the_forces_never_returns_to_a_computed_configuration():
     opt = BOOptimizer(atoms, logfile=None, prior="max", trust_radius=0.05)
     opt.run(fmax=0.01, steps=1)
     free = np.ones((4, 3), dtype=bool)
-    first = opt._force_step(0, free)
+    first = opt._force_step(0, free, 0.05)
     opt.observations.append(first, 0.0, np.zeros((4, 3)))
-    second = opt._force_step(0, free)
+    second = opt._force_step(0, free, 0.05)
     forces = opt.forces[0]
     direction = forces / np.linalg.norm(forces, axis=1).max()
     # the first step is one trust radius long; the second, the first being computed, twice
@@ -96,6 +96,9 @@ def test_trust_region_grows_after_a_good_prediction_and_shrinks_after_a_bad_one(
     assert region.after(best=0.0, predicted=-1.0, energy=-0.3).radius == 0.1  # fair
     assert TrustRegion(1.5e-3, 0.2).after(0.0, -1.0, 1.0).radius == FLOOR
     assert region.radius == 0.1  # unchanged: after() returns a new region
+    assert TrustRegion(FLOOR, 0.2).for_force_step().radius == FORCE_STEP
+    assert TrustRegion(0.1, 0.2).for_force_step().radius == 0.1
+    assert TrustRegion(FLOOR, 0.01).for_force_step().radius == 0.01
 
 
 def test_temporary_restart_name_is_unique_to_the_writer(tmp_path):
