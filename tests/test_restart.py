@@ -175,3 +175,15 @@ def test_kill_9_then_resume_keeps_every_frame_once(tmp_path):
     assert len(evaluated) == len(set(evaluated)) == 11
     atoms = molecule("CH3CH2OH")
     assert assert_frames_are_the_observations(trajectory, restart, atoms.numbers) == 11
+
+
+def test_an_open_trajectory_receives_every_evaluation(tmp_path):
+    from ase.io.trajectory import Trajectory
+
+    restart = str(tmp_path / "bo.json")
+    atoms = water()
+    with Trajectory(str(tmp_path / "open.traj"), "w") as trajectory:
+        BOOptimizer(atoms, restart=restart, trajectory=trajectory, logfile=None).run(
+            fmax=0.01, steps=3)
+    assert assert_frames_are_the_observations(str(tmp_path / "open.traj"), restart,
+                                              atoms.numbers) == atoms.calc.ncalls == 4
