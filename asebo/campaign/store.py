@@ -10,8 +10,9 @@ fingerprint of the molecule's reference geometry); its ``data`` hold ``energies`
 
 A run is claimed before it is computed: :meth:`CampaignStore.claim` reserves its row
 (``molecule``, ``optimizer``, ``start``, ``campaign``) under the database's lock file,
-with ``owner`` (host and process id) and ``claimed`` (time), and the finished run
-fills that row. Two processes started on one database therefore never compute the
+with ``owner`` (host and process id), ``claimed`` (time), ``reference`` and the
+campaign settings, and the finished run fills that row (a row without ``calls`` is a
+run being computed). Two processes started on one database therefore never compute the
 same run: the second skips the runs the first claimed and waits for them.
 """
 
@@ -169,7 +170,8 @@ class CampaignStore:
         row = self.db.reserve(molecule=run.molecule, optimizer=run.optimizer,
                               start=int(run.start), campaign=campaign.key)
         if row is not None:
-            self.db.update(row, reference=run.reference, owner=owner(), claimed=time.time())
+            self.db.update(row, reference=run.reference, owner=owner(), claimed=time.time(),
+                           **campaign.settings())
         return row
 
     def unfinished(self):
