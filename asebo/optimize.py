@@ -45,23 +45,23 @@ NEW = 1e-6  # Å: a proposal closer than this to a configuration seen teaches th
 class _ObservedAtoms(OptimizableAtoms):
     """ASE's view of the atoms that computes each configuration once.
 
-    ``observe()`` returns the index of the observation at the atoms' positions,
-    calling the calculator only for a configuration not seen before.
+    ``observe()`` returns the energy and the unconstrained forces (n, 3) at the
+    atoms' positions, calling the calculator only for a configuration not seen
+    before.
     """
 
-    def __init__(self, atoms, observations, observe):
+    def __init__(self, atoms, observe):
         super().__init__(atoms)
-        self.observations = observations
         self.observe = observe
 
     def get_gradient(self):
-        forces = self.observations.forces[self.observe()].copy()  # (n, 3)
+        forces = self.observe()[1].copy()  # (n, 3)
         for constraint in self.atoms.constraints:
             constraint.adjust_forces(self.atoms, forces)
         return -forces.ravel()
 
     def get_value(self):
-        return self.observations.energies[self.observe()]
+        return self.observe()[0]
 
 
 class BOOptimizer(Optimizer):
@@ -155,7 +155,7 @@ class BOOptimizer(Optimizer):
         self.lindh = RecentredLindh(atoms, self.recentre) if self.prior == "lindh" else None
         super().__init__(atoms, restart=restart, logfile=logfile, trajectory=None,
                          comm=comm, **kwargs)
-        self.optimizable = _ObservedAtoms(atoms, self.observations, self._observe)
+        self.optimizable = _ObservedAtoms(atoms, self._observe)
         resumed = len(self.observations) > 0
         keep = resumed if append_trajectory is None else bool(append_trajectory)
         self.frames = (None if trajectory is None else
@@ -214,7 +214,7 @@ class BOOptimizer(Optimizer):
 
     # ---- observations ---------------------------------------------------------------
     def _observe(self):
-        """Index of the observation at the atoms' positions; computed if not seen before."""
+        """Energy and forces (n, 3) at the atoms' positions; computed if not seen before."""
         positions = self.atoms.get_positions()
         index = self.observations.find(positions)
         if index is None:
@@ -232,7 +232,7 @@ class BOOptimizer(Optimizer):
                                    predicted_energy=self.predicted_energy, pending=None)
         if self.frames is not None:
             self.frames.sync(self.observations)
-        return index
+        return self.observations.energies[index], self.observations.forces[index]
 
     # ---- the step -------------------------------------------------------------------
     def step(self):

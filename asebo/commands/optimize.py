@@ -10,7 +10,6 @@ the calculator does not know) stop it with a one-line message.
 
 from pathlib import Path
 
-import numpy as np
 from ase.io import read, write
 
 from asebo.optimize import MODEL_PRIORS, BOOptimizer, RestartError
@@ -71,8 +70,8 @@ def run(args):
         raise SystemExit(f"the {args.calc} calculator failed on {args.file}: "
                          f"{type(error).__name__}: {_one_line(error)}{kept}") from error
     write(output, atoms)
-    energy = opt.energies[opt.observations.find(atoms.positions)]
-    fmax = float(np.linalg.norm(-opt.optimizable.get_gradient().reshape(-1, 3), axis=1).max())
+    energy = opt.optimizable.get_value()
+    fmax = opt.optimizable.gradient_norm(opt.optimizable.get_gradient())
     print(f"{'converged' if converged else 'not converged'} after {opt.nsteps} steps; "
           f"energy {energy:.6f} eV, fmax {fmax:.4f} eV/Å; written to {output}")
     return 0 if converged else 1
