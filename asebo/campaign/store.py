@@ -108,6 +108,12 @@ class CampaignStore:
     def __init__(self, db):
         self.name = os.fspath(db)
         self.db = ase.db.connect(self.name)
+        lock = getattr(self.db, "lock", None)
+        if lock is not None:
+            with lock:
+                # the first access creates the tables: two campaigns started together
+                # on a new file would both create them, and one would fail
+                self.db.count()
 
     def _rows(self, **selection):
         return self.db.select(include_data=False, **selection)
