@@ -132,6 +132,8 @@ class TrajectoryFrames:
     Parameters
     ----------
     trajectory : str, Path or open ase.io.Trajectory
+        A file name, or a trajectory opened for writing, which receives every
+        observation of the record (those read from a restart file included).
     atoms : ase.Atoms
         Supplies numbers, cell and constraints of the frames.
     keep : bool
