@@ -1,65 +1,89 @@
 """BOOptimizer: Bayesian optimization of a molecule's geometry, an ASE optimizer.
 
 Each step fits :class:`asebo.gp.EnergyForceGP` to every energy and force computed
-so far, minimises the lower confidence bound ``mu - kappa sigma`` (seed 003, eq. 35)
-inside a trust box around the lowest-energy configuration, and moves the atoms
-there; ASE's loop then calls the calculator. The trust box grows when the GP
-predicted the new energy well and shrinks when it did not.
+so far, minimises the lower confidence bound ``mu - kappa sigma`` (Wong and Kolter,
+eq. 35) inside a trust box around the lowest-energy configuration, and moves the
+atoms there; ASE's loop then calls the calculator. The trust box grows when the GP
+predicted the new energy well and shrinks when it did not
+(:class:`asebo.trust.TrustRegion`).
 
-Every evaluation (positions, energy, forces) is written to the restart file as
-soon as the calculator returns, together with the next configuration to evaluate,
-so a run killed at any moment and started again with the same restart file goes on
-with the same observations and repeats no calculator call.
+Every configuration is computed at most once: the observations
+(:class:`asebo.observations.Observations`) answer for a configuration already seen.
+Each evaluation is written to the restart file as soon as the calculator returns,
+and each proposal before it is computed, so a run killed at any moment and started
+again with the same restart file goes on with the same observations, repeats no
+calculator call and writes every evaluation to the trajectory exactly once.
 """
 
 import os
 import time
+from typing import ClassVar
 
 import numpy as np
 import torch
-from ase.constraints import FixAtoms
-from ase.io.jsonio import decode, encode
+from ase import Atoms
+from ase.constraints import FixAtoms, FixCartesian
 from ase.optimize.optimize import OptimizableAtoms, Optimizer
 from ase.parallel import broadcast, world
 
 from asebo.acquisition import minimize_lcb
 from asebo.gp import CalculatorPrior, EnergyForceGP
-from asebo.lindh import LindhModel
+from asebo.lindh_prior import RecentredLindh
+from asebo.observations import (
+    Observations,
+    RestartError,  # noqa: F401  raised through BOOptimizer(restart=...)
+    TrajectoryFrames,
+)
+from asebo.trust import TrustRegion
 
-RESTART_VERSION = 1
 MODEL_PRIORS = ("lindh", "max", "mean")  # priors that need no calculator
+SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian)
+NEAR_LINEAR = 0.15  # second / first singular value of the centred positions below this
+NEW = 1e-6  # Å: a proposal closer than this to a configuration seen teaches the model nothing
 
 
-class RestartError(RuntimeError):
-    """A restart file that cannot be used for these atoms."""
+class _ObservedAtoms(OptimizableAtoms):
+    """ASE's view of the atoms that computes each configuration once.
 
+    ``observe()`` returns the energy and the unconstrained forces (n, 3) at the
+    atoms' positions, calling the calculator only for a configuration not seen
+    before.
+    """
 
-class _RecordingOptimizable(OptimizableAtoms):
-    """ASE's view of the atoms that reports every new evaluation to the optimizer."""
-
-    def __init__(self, atoms, record):
+    def __init__(self, atoms, observe):
         super().__init__(atoms)
-        self._record = record
+        self.observe = observe
 
     def get_gradient(self):
-        gradient = super().get_gradient()
-        self._record()
-        return gradient
+        forces = self.observe()[1].copy()  # (n, 3)
+        for constraint in self.atoms.constraints:
+            constraint.adjust_forces(self.atoms, forces)
+        return -forces.ravel()
+
+    def get_value(self):
+        return self.observe()[0]
 
 
 class BOOptimizer(Optimizer):
-    """Bayesian optimization with a derivative SVD-kernel GP (seed 003).
+    """Bayesian optimization with a derivative SVD-kernel GP (Wong and Kolter).
 
     Parameters
     ----------
     atoms : ase.Atoms
-        The molecule, with a calculator attached.
+        The molecule, with a calculator attached. ``FixAtoms`` and ``FixCartesian``
+        constraints are honoured; other constraints and filters are refused.
     restart : str, optional
         JSON file holding every observation; read if it exists, written each call.
+        A finished run read again reports convergence with no calculator call.
     logfile : file, str or None
         ``'-'`` for standard output. Each line adds the model's predicted energy.
     trajectory : str, optional
-        ASE trajectory of every evaluated configuration.
+        ASE trajectory of every evaluated configuration, each written once.
+    append_trajectory : bool, optional
+        Keep the frames already in ``trajectory``. Default: keep them when a restart
+        file is read (its observations already there are not written again), start
+        the file afresh otherwise. Started afresh after a restart file is read, the
+        trajectory receives every observation of the restart file.
     prior : ase calculator, 'lindh', 'max', 'mean' or float, optional
         Prior mean of the GP. A cheap calculator makes the GP learn the difference
         to it (Δ-learning). ``'lindh'`` (the default for molecules) is
@@ -68,89 +92,92 @@ class BOOptimizer(Optimizer):
         ``recentre``), no second calculator. A constant: the highest (``'max'``,
         the default for periodic cells) or mean energy seen, or a number.
     kappa : float
-        Exploration weight of the lower confidence bound; 0 minimises the mean.
+        Exploration weight of the lower confidence bound, >= 0; 0 minimises the mean.
     recentre : float
         With the ``'lindh'`` prior: when the model puts the lowest-energy
         configuration more than ``recentre`` eV above its minimum, the model is
-        rebuilt around that configuration, since a harmonic expansion that far from
-        its centre says more about the start than about the way down.
+        rebuilt around that configuration (:class:`asebo.lindh_prior.RecentredLindh`).
     maxstep : float
         Largest displacement of any atom in one step, Å.
     trust_radius : float
         Initial half-width of the trust box, Å per coordinate.
     kernel : {'svd', 'cartesian'}, optional
         The rotation-invariant SVD kernel for molecules (default) or the Gaussian
-        kernel on Cartesian positions, the only one allowed for periodic cells.
+        kernel on Cartesian positions, the only one allowed for periodic cells and
+        with ``FixCartesian`` constraints, and the default for molecules close to a
+        straight line (:func:`is_near_linear`): for these the alignment about the
+        axis hangs on small displacements across it, and the SVD kernel's covariance
+        is far from positive definite.
     gp_options : dict, optional
         Passed to :class:`asebo.gp.EnergyForceGP` (``gamma``, ``fit_gamma``,
         ``energy_noise``, ``gradient_noise``, ``proper``...).
     comm : communicator
         Ranks that take the same step: rank 0 computes it and broadcasts it.
 
+    Notes
+    -----
+    A run resumed from its restart file, however often, proposes exactly what the
+    uninterrupted run proposed: the observations, the trust region, the prior and
+    the pending proposal are restored bit for bit, and the model is fitted to the
+    same numbers. The paths agree to the last bit when the calculator does; an SCF
+    code started from another density (a fresh GFN2-xTB calculator) differs by about
+    1e-7 eV/Å in its forces, and the paths by as much.
+
     References
     ----------
-    Seed 003 (Wong and Kolter), section "Bayesian optimization", eqs. 34-35.
+    E. Wong and J. Z. Kolter, "An SVD and derivative kernel approach to learning
+    from geometric data", Carnegie Mellon University (preprint), section "Bayesian
+    optimization", eqs. 34-35.
     """
 
-    defaults = {**Optimizer.defaults, "maxstep": 0.2, "kappa": 0.1, "trust_radius": 0.1,
+    defaults: ClassVar[dict] = {**Optimizer.defaults, "maxstep": 0.2, "kappa": 0.1, "trust_radius": 0.1,
                 "recentre": 0.3}
 
     def __init__(self, atoms, restart=None, logfile="-", trajectory=None, prior=None,
                  kappa=None, maxstep=None, trust_radius=None, kernel=None, gp_options=None,
-                 recentre=None, append_trajectory=False, comm=world, **kwargs):
+                 recentre=None, append_trajectory=None, comm=world, **kwargs):
         _check_atoms(atoms)
-        self.kappa = self.defaults["kappa"] if kappa is None else float(kappa)
-        self.maxstep = self.defaults["maxstep"] if maxstep is None else float(maxstep)
-        self.initial_trust_radius = (self.defaults["trust_radius"] if trust_radius is None
-                                     else float(trust_radius))
-        self.recentre = self.defaults["recentre"] if recentre is None else float(recentre)
-        if not self.recentre >= 0:
+        self.kappa = _number("kappa", kappa, self.defaults["kappa"], positive=False)
+        self.maxstep = _number("maxstep", maxstep, self.defaults["maxstep"])
+        self.initial_trust_radius = _number("trust_radius", trust_radius,
+                                            self.defaults["trust_radius"])
+        self.recentre = self.defaults["recentre"] if recentre is None else recentre
+        if not (isinstance(self.recentre, (int, float)) and self.recentre >= 0):
             raise ValueError(f"recentre must be an energy >= 0 in eV (inf: never), "
-                             f"got {recentre}")
+                             f"got {recentre!r}")
         self.kernel = _choose_kernel(atoms, kernel)
-        gp_options = dict(gp_options or {})
-        gp_options.setdefault("kernel", self.kernel)
-        self.gp_options = gp_options
+        self.gp_options = {"kernel": self.kernel, **(gp_options or {})}
         self.prior = _choose_prior(atoms, prior)
+        _check_writable("restart", restart)
+        _check_writable("trajectory", trajectory)
         self.numbers = atoms.get_atomic_numbers().copy()
-        super().__init__(atoms, restart=restart, logfile=logfile, trajectory=trajectory,
-                         append_trajectory=append_trajectory, comm=comm, **kwargs)
-        self.optimizable = _RecordingOptimizable(atoms, self._record)
+        self.gp = None
+        self.lindh = RecentredLindh(atoms, self.recentre) if self.prior == "lindh" else None
+        super().__init__(atoms, restart=restart, logfile=logfile, trajectory=None,
+                         comm=comm, **kwargs)
+        self.optimizable = _ObservedAtoms(atoms, self._observe)
+        resumed = len(self.observations) > 0
+        keep = resumed if append_trajectory is None else bool(append_trajectory)
+        self.frames = (None if trajectory is None else
+                       TrajectoryFrames(trajectory, atoms, keep, len(self.observations),
+                                        comm=comm, description=self.todict()))
 
     # ---- state ----------------------------------------------------------------------
     def initialize(self):
-        self.positions_seen = []  # list of (n, 3)
-        self.energies = []  # list of float
-        self.forces = []  # list of (n, 3), unconstrained
-        self.trust_radius = self.initial_trust_radius
-        self.predicted_energy = None
-        self.pending = None
-        self.gp = None
-        self.lindh_model = None  # LindhModel of the 'lindh' prior, once observations exist
-        self._lindh_prior = None  # its CalculatorPrior, or 'max' when it has no bond
-        self._lindh_replayed = 0  # observations the recentring rule has seen
+        self.observations = Observations(self.numbers, self.restart, self.comm)
+        self.trust = TrustRegion(self.initial_trust_radius, self.maxstep)
+        self.predicted_energy = None  # the GP's energy of the configuration to compute next
 
     def read(self):
-        self.initialize()
-        state = _read_restart(self.restart)
-        numbers = np.asarray(state["numbers"])
-        if numbers.shape != self.numbers.shape or (numbers != self.numbers).any():
-            raise RestartError(
-                f"restart file {self.restart} holds observations of other atoms "
-                f"({len(numbers)} atoms, numbers {numbers.tolist()[:8]}...): pass another "
-                "restart file name to start afresh; this one was left untouched")
-        self.positions_seen = [np.asarray(p, dtype=float) for p in state["positions"]]
-        self.energies = [float(e) for e in state["energies"]]
-        self.forces = [np.asarray(f, dtype=float) for f in state["forces"]]
-        self.trust_radius = float(state["trust_radius"])
+        self.observations = Observations.load(self.numbers, self.restart, self.comm)
+        state = self.observations.state
+        self.trust = TrustRegion(float(state["trust_radius"]), self.maxstep)
         self.predicted_energy = state.get("predicted_energy")
-        if state.get("pending") is not None:
-            self.pending = np.asarray(state["pending"], dtype=float)
-            self.atoms.set_positions(self.pending)
-        elif self.positions_seen:
-            # stopped between an evaluation and its step: take the step now, so the
-            # last configuration is not computed again
-            self._move_to_next()
+        pending = state.get("pending")
+        # the configuration to compute next, or the last one computed, which the
+        # observations answer for without a call
+        self.atoms.set_positions(self.observations.positions[-1] if pending is None
+                                 else np.asarray(pending, dtype=float))
 
     def todict(self):
         description = super().todict()
@@ -160,142 +187,125 @@ class BOOptimizer(Optimizer):
                                   if isinstance(self.prior, CalculatorPrior) else self.prior))
         return description
 
-    def _gp_prior(self):
-        """The GP's prior mean for the observations so far.
+    @property
+    def trust_radius(self):
+        """Half-width of the current trust box, Å."""
+        return self.trust.radius
 
-        The Lindh model starts around the first observation; the recentring rule is
-        replayed over the observations in order, so a restarted run rebuilds the
-        model of the uninterrupted run.
-        """
-        if self.prior != "lindh":
-            return self.prior
-        while self._lindh_replayed < len(self.energies):
-            self._lindh_replayed += 1
-            best = int(np.argmin(self.energies[:self._lindh_replayed]))
-            if self.lindh_model is None:
-                self._set_lindh_model(0)
-            elif self.lindh_model.energy_and_forces(self.positions_seen[best])[0] > self.recentre:
-                self._set_lindh_model(best)
-        return self._lindh_prior
+    @property
+    def energies(self):
+        """Energies of every configuration computed, in order, eV."""
+        return self.observations.energies
 
-    def _set_lindh_model(self, index):
-        self.lindh_model = LindhModel(self.positions_seen[index], self.numbers)
-        # no covalent bond in reach: the model would be zero, the constant prior is better
-        self._lindh_prior = ("max" if len(self.lindh_model.stretches) == 0
-                             else CalculatorPrior(self.lindh_model, self.atoms))
+    @property
+    def positions_seen(self):
+        """Positions of every configuration computed, in order, (n, 3) each, Å."""
+        return self.observations.positions
 
-    def _write_restart(self):
-        if self.restart is None or self.comm.rank != 0:
-            return
-        state = {
-            "version": RESTART_VERSION,
-            "numbers": self.numbers,
-            "positions": np.array(self.positions_seen),
-            "energies": np.array(self.energies),
-            "forces": np.array(self.forces),
-            "trust_radius": self.trust_radius,
-            "predicted_energy": self.predicted_energy,
-            "pending": self.pending,
-        }
-        temporary = f"{self.restart}.tmp"
-        with open(temporary, "w") as fd:
-            fd.write(encode(state))
-            fd.flush()
-            os.fsync(fd.fileno())
-        os.replace(temporary, self.restart)
+    @property
+    def lindh_model(self):
+        """The :class:`asebo.lindh.LindhModel` of the ``'lindh'`` prior (None before a fit)."""
+        return None if self.lindh is None else self.lindh.model
+
+    @property
+    def forces(self):
+        """Unconstrained forces of every configuration computed, (n, 3) each, eV/Å."""
+        return self.observations.forces
 
     # ---- observations ---------------------------------------------------------------
-    def _record(self):
-        """Store the atoms' current energy and forces if they are a new observation."""
+    def _observe(self):
+        """Energy and forces (n, 3) at the atoms' positions; computed if not seen before."""
         positions = self.atoms.get_positions()
-        if self.positions_seen and np.array_equal(positions, self.positions_seen[-1]):
-            return
-        energy = self.atoms.get_potential_energy()
-        forces = self.atoms.get_forces(apply_constraint=False)
-        if not (np.isfinite(energy) and np.isfinite(forces).all()):
-            where = (f"; the {len(self.energies)} earlier observations are kept in "
-                     f"{self.restart}" if self.restart else "")
-            raise FloatingPointError(
-                f"the calculator returned NaN or inf energy or forces at step {self.nsteps}"
-                f"{where}. Check the calculator (SCF convergence, geometry) and run again.")
-        if self.predicted_energy is not None and self.pending is not None:
-            self._update_trust_radius(energy)
-        self.positions_seen.append(positions.copy())
-        self.energies.append(float(energy))
-        self.forces.append(np.array(forces))
-        self.pending = None
-        self._write_restart()
-
-    def _update_trust_radius(self, energy):
-        best = min(self.energies)
-        predicted_drop = best - self.predicted_energy
-        actual_drop = best - energy
-        if actual_drop > 0 and abs(energy - self.predicted_energy) < 0.5 * max(predicted_drop, 0):
-            self.trust_radius = min(2.0 * self.trust_radius, self.maxstep)
-        elif actual_drop <= 0 or abs(energy - self.predicted_energy) > predicted_drop:
-            self.trust_radius = max(0.5 * self.trust_radius, 1e-3)
+        index = self.observations.find(positions)
+        if index is None:
+            energy = self.atoms.get_potential_energy()
+            forces = self.atoms.get_forces(apply_constraint=False)
+            if not (np.isfinite(energy) and np.isfinite(forces).all()):
+                where = (f"; the {len(self.observations)} earlier observations are kept in "
+                         f"{self.restart}" if self.restart else "")
+                raise FloatingPointError(
+                    f"the calculator returned NaN or inf energy or forces at step "
+                    f"{self.nsteps}{where}. Check the calculator (SCF convergence, "
+                    "geometry) and run again.")
+            index = self.observations.append(positions, energy, forces)
+            self.observations.save(trust_radius=self.trust.radius,
+                                   predicted_energy=self.predicted_energy, pending=None)
+        if self.frames is not None:
+            self.frames.sync(self.observations)
+        return self.observations.energies[index], self.observations.forces[index]
 
     # ---- the step -------------------------------------------------------------------
     def step(self):
-        self._record()
-        self._move_to_next()
-
-    def _move_to_next(self):
-        """Propose the next configuration (rank 0), move every rank's atoms there."""
-        step = self._propose() + (self.trust_radius,) if self.comm.rank == 0 else None
-        # the trust radius too: a step along the forces may have widened it on rank 0
-        proposal, predicted, self.trust_radius = broadcast(step, root=0, comm=self.comm)
-        self.predicted_energy = predicted
+        """Judge the last proposal, propose the next configuration, move the atoms there."""
+        energies = self.observations.energies
+        if self.predicted_energy is not None and len(energies) > 1:
+            self.trust = self.trust.after(min(energies[:-1]), self.predicted_energy,
+                                          energies[-1])
+        proposal = self._propose() if self.comm.rank == 0 else None
+        proposal, self.predicted_energy, self.trust = broadcast(proposal, root=0,
+                                                                comm=self.comm)
         self.atoms.set_positions(proposal)
-        # constraints may have moved the proposal: the configuration to evaluate next
-        self.pending = self.atoms.get_positions()
-        self._write_restart()
+        self.observations.save(trust_radius=self.trust.radius,
+                               predicted_energy=self.predicted_energy,
+                               pending=self.atoms.get_positions())
 
     def fit_model(self):
         """Fit the GP to every observation so far and return it."""
-        prior = self._gp_prior()
+        positions, energies, forces = self.observations.arrays()
+        prior = self.prior if self.lindh is None else self.lindh.prior(positions, energies)
         if self.gp is None:
             self.gp = EnergyForceGP(prior=prior, **self.gp_options)
         self.gp.prior = prior
         # one GP across steps: it keeps the kernel structure of the configurations seen
-        return self.gp.fit(np.array(self.positions_seen), np.array(self.energies),
-                           np.array(self.forces))
+        return self.gp.fit(positions, energies, forces)
 
     def _free_coordinates(self):
-        """Boolean mask (3n,) of the coordinates that no FixAtoms constraint holds."""
+        """Boolean mask (n, 3) of the coordinates no constraint holds."""
         free = np.ones((len(self.atoms), 3), dtype=bool)
         for constraint in self.atoms.constraints:
             if isinstance(constraint, FixAtoms):
                 free[constraint.get_indices()] = False
-        return torch.as_tensor(free.reshape(-1))
+            elif isinstance(constraint, FixCartesian):
+                free[constraint.index] &= ~np.asarray(constraint.mask, dtype=bool)
+        return free
 
     def _propose(self):
+        """The next configuration (n, 3) to compute, the GP's energy there and the trust
+        region (widened for a step along the forces)."""
         gp = self.fit_model()
-        energies = np.array(self.energies)
-        best = int(np.argmin(energies))
-        centre = torch.as_tensor(self.positions_seen[best])
-        latest = torch.as_tensor(self.positions_seen[-1])
-        starts = torch.stack([centre, latest]) if best != len(energies) - 1 else centre[None]
-        positions, _ = minimize_lcb(gp, starts, centre, self.trust_radius,
-                                    self._free_coordinates(), self.kappa)
-        positions = positions.numpy()
-        if min(np.abs(positions - seen).max() for seen in self.positions_seen) < 1e-6:
+        best = self.observations.best()
+        centre = self.observations.positions[best]  # (n, 3)
+        starts = [centre] if best == len(self.observations) - 1 else [
+            centre, self.observations.positions[-1]]
+        free = self._free_coordinates()
+        positions, _ = minimize_lcb(gp, torch.as_tensor(np.array(starts)),
+                                    torch.as_tensor(centre), self.trust.radius,
+                                    torch.as_tensor(free.reshape(-1)), self.kappa)
+        positions = _limit_step(centre, positions.numpy(), self.maxstep)
+        trust = self.trust
+        if self.observations.find(positions, NEW) is not None:
             # the model sends us back to a configuration already computed, which
-            # would teach it nothing: step along the forces there instead
-            positions = self._force_step(best)
-        step = positions - self.positions_seen[best]
-        longest = np.linalg.norm(step, axis=1).max()
-        if longest > self.maxstep:
-            positions = self.positions_seen[best] + step * (self.maxstep / longest)
-        predicted = float(gp.predict(positions))
-        return positions, predicted
+            # would teach it nothing: step along the forces instead
+            trust = trust.for_force_step()
+            positions = self._force_step(best, free, trust.radius)
+        return positions, float(gp.predict(positions)), trust
 
-    def _force_step(self, index):
-        """Positions one trust radius along the forces of observation ``index``."""
-        forces = self.forces[index] * self._free_coordinates().numpy().reshape(-1, 3)
-        largest = np.linalg.norm(forces, axis=1).max()
-        self.trust_radius = max(self.trust_radius, 0.02)
-        return self.positions_seen[index] + forces * (self.trust_radius / max(largest, 1e-12))
+    def _force_step(self, index, free, length):
+        """A configuration not seen yet along the free forces of observation ``index``.
+
+        The largest atomic step is ``length``, doubled (up to ``maxstep``) or else
+        halved until it reaches a configuration not computed before.
+        """
+        forces = self.observations.forces[index] * free  # (n, 3)
+        direction = forces / max(np.linalg.norm(forces, axis=1).max(), 1e-12)
+        lengths = [length * 2.0 ** k for k in range(12) if length * 2.0 ** k <= self.maxstep]
+        lengths += [length * 0.5 ** k for k in range(1, 40)]
+        for step in lengths:
+            positions = self.observations.positions[index] + step * direction
+            if self.observations.find(positions, NEW) is None:
+                return positions
+        raise RuntimeError("every step along the forces leads to a configuration already "
+                           "computed: the forces vanish on the free coordinates")
 
     def log(self, gradient):
         if self.logfile is None:
@@ -313,13 +323,61 @@ class BOOptimizer(Optimizer):
                            f"{energy:15.6f} {fmax:15.6f} {predicted}\n")
 
 
+def _limit_step(centre, positions, maxstep):
+    """``positions`` (n, 3) moved towards ``centre`` until no atom moves more than maxstep."""
+    step = positions - centre
+    longest = np.linalg.norm(step, axis=1).max()
+    return positions if longest <= maxstep else centre + step * (maxstep / longest)
+
+
+def _number(name, value, default, positive=True):
+    """``value`` (``default`` when None) as a finite float, > 0 or >= 0."""
+    value = default if value is None else value
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    value = float(value)
+    if not np.isfinite(value) or value < 0 or (positive and value == 0):
+        bound = "> 0" if positive else ">= 0"
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+    return value
+
+
+def _check_writable(name, path):
+    """Refuse a file path that cannot be written, before any calculator call."""
+    if path is None or hasattr(path, "write"):
+        return
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise ValueError(f"{name} {path!r} is a folder: pass a file name inside it")
+    if not os.path.isdir(folder):
+        raise ValueError(f"{name} {path!r}: the folder {folder} does not exist; create it "
+                         "first")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise PermissionError(f"{name} {path!r} cannot be written: choose a file in a "
+                              "folder you can write to")
+
+
 def _check_atoms(atoms):
+    if not isinstance(atoms, Atoms):
+        raise TypeError(f"BOOptimizer optimizes the positions of an ase.Atoms, got "
+                        f"{type(atoms).__name__}: filters (cell relaxation, "
+                        "FrechetCellFilter...) are not supported; relax the cell with an "
+                        "ASE optimizer such as BFGS")
     if atoms.calc is None:
         raise ValueError("BOOptimizer needs a calculator: attach one first, "
                          "e.g. atoms.calc = calculators.get_calculator('gfn2')")
     if len(atoms) < 2:
-        raise ValueError("a single atom has no geometry to optimize: its energy does not "
-                         "depend on its position")
+        raise ValueError(f"{len(atoms)} atom(s): there is no geometry to optimize, a single "
+                         "atom's energy does not depend on its position; give two atoms or "
+                         "more")
+    for constraint in atoms.constraints:
+        if not isinstance(constraint, SUPPORTED_CONSTRAINTS):
+            raise TypeError(
+                f"BOOptimizer cannot honour the constraint {type(constraint).__name__}: it "
+                "searches the model over free Cartesian coordinates, which FixAtoms and "
+                "FixCartesian define; use one of these, or an ASE optimizer (BFGS) for "
+                "bond, angle or internal-coordinate constraints")
 
 
 def _choose_prior(atoms, prior):
@@ -328,43 +386,51 @@ def _choose_prior(atoms, prior):
     periodic = bool(np.any(atoms.pbc))
     if prior is None:
         return "max" if periodic else "lindh"
-    if prior == "lindh" and periodic:
-        raise ValueError("the Lindh model prior knows the bonds of a molecule, not those "
-                         "across a periodic cell: use prior='max' (the default for "
-                         "periodic atoms) or a calculator")
-    if prior not in MODEL_PRIORS and not isinstance(prior, (int, float)):
+    if isinstance(prior, str):
+        if prior not in MODEL_PRIORS:
+            raise ValueError(f"prior must be an ASE calculator, {', '.join(MODEL_PRIORS)} "
+                             f"or a number, got {prior!r}")
+        if prior == "lindh" and periodic:
+            raise ValueError("the Lindh model prior knows the bonds of a molecule, not those "
+                             "across a periodic cell: use prior='max' (the default for "
+                             "periodic atoms) or a calculator")
+        return prior
+    if (isinstance(prior, bool) or not isinstance(prior, (int, float, np.floating))
+            or not np.isfinite(prior)):
         raise ValueError("prior must be an ASE calculator, 'lindh', 'max', 'mean' or a "
-                         f"number, got {prior!r}")
-    return prior
+                         f"finite number of eV, got {prior!r}")
+    return float(prior)
+
+
+def is_near_linear(positions):
+    """Whether the atoms at ``positions`` (n, 3) lie close to a line.
+
+    The second singular value of the centred positions (the spread across the
+    molecule's axis) below ``NEAR_LINEAR`` times the first (the spread along it):
+    acetylene or CO2 rattled by 0.1 Å are near 0.07, bent triatomics above 0.25.
+    """
+    centred = positions - positions.mean(axis=0)
+    s = np.linalg.svd(centred, compute_uv=False)
+    return bool(s[1] < NEAR_LINEAR * s[0])
 
 
 def _choose_kernel(atoms, kernel):
     periodic = bool(np.any(atoms.pbc))
+    cartesian_constraint = any(isinstance(c, FixCartesian) for c in atoms.constraints)
     if kernel is None:
-        return "cartesian" if periodic else "svd"
+        # near a straight line the alignment about the axis is decided by the small
+        # displacements across it: the SVD kernel turns sharply there and its
+        # covariance is far from positive definite
+        cartesian = periodic or cartesian_constraint or is_near_linear(atoms.positions)
+        return "cartesian" if cartesian else "svd"
     if kernel == "svd" and periodic:
         raise ValueError("the SVD kernel is invariant to rotations, which a periodic cell is "
                          "not: use kernel='cartesian' (the default for periodic atoms) or "
                          "set atoms.pbc = False for a molecule")
+    if kernel == "svd" and cartesian_constraint:
+        raise ValueError("FixCartesian holds coordinates along fixed axes, which the "
+                         "rotation-invariant SVD kernel cannot tell apart: use "
+                         "kernel='cartesian' (the default with FixCartesian)")
     if kernel not in ("svd", "cartesian"):
         raise ValueError(f"kernel must be 'svd' or 'cartesian', got {kernel!r}")
     return kernel
-
-
-def _read_restart(path):
-    try:
-        with open(path) as fd:
-            state = decode(fd.read())
-        missing = {"numbers", "positions", "energies", "forces", "trust_radius"} - set(state)
-        if missing:
-            raise KeyError(f"missing {sorted(missing)}")
-        if state.get("version") != RESTART_VERSION:
-            raise KeyError(f"version {state.get('version')} is not {RESTART_VERSION}")
-        m = len(state["energies"])
-        if len(state["positions"]) != m or len(state["forces"]) != m:
-            raise KeyError("positions, energies and forces differ in length")
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise RestartError(
-            f"restart file {path} cannot be read ({error}). It was left untouched: move it "
-            "away (or pass another restart name) to start afresh") from error
-    return state

@@ -5,11 +5,17 @@ with one thread each by default, or any scheduler's address: a cluster started w
 ``dask-jobqueue``'s ``SLURMCluster`` or ``dask scheduler``/``dask worker``). Only this
 process writes to the database, each run as soon as it is back, so workers need no
 access to the database file and an interrupted campaign keeps every finished run.
+
+Each run is claimed in the database before it is computed
+(:meth:`asebo.campaign.CampaignStore.claim`): a second process started on the same
+database skips the runs the first claimed and waits for them to be stored, so no
+run is computed or stored twice.
 """
 
 import copy
 import logging
 import os
+import time
 import traceback
 from contextlib import contextmanager
 
@@ -24,6 +30,7 @@ from calculators import CountingCalculator, get_calculator
 
 SERIAL = "serial"
 SLOW_FIRST = ("bo", "gpmin", "sella")  # submitted first so that no core idles at the end
+POLL = 2.0  # seconds between looks at runs that another process computes
 
 
 class EnergyTrace(CountingCalculator):
@@ -149,8 +156,14 @@ def _describe_client(client):
 
 
 def execute_runs(runs, campaign, store, scheduler=None, workers=None, progress=True,
-                 log=print, done=0):
-    """Run ``runs`` and write each one to ``store`` as soon as it finishes.
+                 log=print, done=0, poll=POLL):
+    """Claim ``runs``, run those claimed and write each one to ``store`` as soon as it finishes.
+
+    Runs that another process has claimed are not computed here: this function
+    waits until that process has stored them (or has ended without doing so).
+    Claims of processes of this host that have ended are released first; claims
+    of this process that are not finished (an interruption) are released on the
+    way out.
 
     Parameters
     ----------
@@ -169,12 +182,49 @@ def execute_runs(runs, campaign, store, scheduler=None, workers=None, progress=T
         Receives one line saying where the runs go.
     done : int
         Runs of the campaign already stored, where the progress bar starts.
+    poll : float
+        Seconds between looks at the runs that another process computes.
 
     Returns
     -------
     int
-        Runs written.
+        Runs written by this process.
     """
+    if not runs:
+        return 0
+    released = store.release(only_dead=True)
+    if released:
+        log(f"{store.name}: {released} runs claimed by processes that ended are run again")
+    mine = [run for run in runs if store.claim(run, campaign) is not None]
+    claimed = {run.name for run in mine}
+    others = [run for run in runs if run.name not in claimed]
+    if others:
+        log(f"{store.name}: {len(others)} runs are being computed by another process; "
+            "this one waits for them")
+    try:
+        written = _run_claimed(mine, campaign, store, scheduler, workers, progress, log,
+                               done + len(others))
+    finally:
+        store.release(claimed)  # those not finished, when interrupted
+    _wait_for({run.name for run in others}, store, log, poll)
+    return written
+
+
+def _wait_for(names, store, log, poll):
+    """Wait until the runs ``names`` claimed by other processes are finished."""
+    while names:
+        unfinished = {name: holder for name, holder in store.unfinished().items()
+                      if name in names}
+        if not unfinished:
+            return
+        if store.release(set(unfinished), only_dead=True):
+            log(f"{store.name}: a process that claimed runs ended without storing them: "
+                "run the same command again to compute them")
+            return
+        time.sleep(poll)
+
+
+def _run_claimed(runs, campaign, store, scheduler, workers, progress, log, done):
     if not runs:
         return 0
     args = (campaign.calc, campaign.fmax, campaign.steps)

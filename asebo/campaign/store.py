@@ -7,9 +7,18 @@ calculator results, the key-value pairs ``molecule``, ``optimizer``, ``start``,
 ``max_steps``, ``noise``, ``seed``), ``campaign`` (their key) and ``reference`` (the
 fingerprint of the molecule's reference geometry); its ``data`` hold ``energies``
 (the energy after every force call) and ``start_positions``.
+
+A run is claimed before it is computed: :meth:`CampaignStore.claim` reserves its row
+(``molecule``, ``optimizer``, ``start``, ``campaign``) under the database's lock file,
+with ``owner`` (host and process id), ``claimed`` (time), ``reference`` and the
+campaign settings, and the finished run fills that row (a row without ``calls`` is a
+run being computed). Two processes started on one database therefore never compute the
+same run: the second skips the runs the first claimed and waits for them.
 """
 
 import os
+import socket
+import time
 from dataclasses import dataclass, field
 
 import ase.db
@@ -59,6 +68,25 @@ class RunRecord:
         return bool(self.error)
 
 
+def owner():
+    """``host:pid`` of this process, the owner of the runs it claims."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _is_dead(owner):
+    """Whether ``owner`` (``host:pid``) is a process of this host that has ended."""
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
 FLAGS = {"calc": "--calc", "target_fmax": "--fmax", "max_steps": "--steps",
          "noise": "--noise", "seed": "--seed"}
 
@@ -80,6 +108,12 @@ class CampaignStore:
     def __init__(self, db):
         self.name = os.fspath(db)
         self.db = ase.db.connect(self.name)
+        lock = getattr(self.db, "lock", None)
+        if lock is not None:
+            with lock:
+                # the first access creates the tables: two campaigns started together
+                # on a new file would both create them, and one would fail
+                self.db.count()
 
     def _rows(self, **selection):
         return self.db.select(include_data=False, **selection)
@@ -121,7 +155,7 @@ class CampaignStore:
                     "campaign, or the stored settings to continue the old one. Nothing was "
                     f"written to {self.name}")
             expected = references.get(pairs["molecule"])
-            if expected is not None and pairs["reference"] != expected:
+            if expected is not None and pairs.get("reference", expected) != expected:
                 raise CampaignMismatchError(
                     f"{self.name} holds runs of molecule {pairs['molecule']!r} from another "
                     "reference geometry (the file changed, or RDKit built the SMILES "
@@ -129,8 +163,50 @@ class CampaignStore:
                     f"Nothing was written to {self.name}")
 
     def stored(self):
-        """``{(molecule, optimizer, start)}`` of every stored run, failed ones included."""
-        return {(row.molecule, row.optimizer, row.start) for row in self._rows()}
+        """``{(molecule, optimizer, start)}`` of every finished run, failed ones included."""
+        return {(row.molecule, row.optimizer, row.start) for row in self._rows()
+                if "calls" in row.key_value_pairs}
+
+    def claim(self, run, campaign):
+        """Reserve the row of ``run`` for this process; the row id, or None if taken.
+
+        Atomic: :meth:`ase.db.core.Database.reserve` checks and writes under the
+        database's lock file.
+        """
+        row = self.db.reserve(molecule=run.molecule, optimizer=run.optimizer,
+                              start=int(run.start), campaign=campaign.key)
+        if row is not None:
+            self.db.update(row, reference=run.reference, owner=owner(), claimed=time.time(),
+                           **campaign.settings())
+        return row
+
+    def unfinished(self):
+        """``{(molecule, optimizer, start): owner}`` of the runs claimed and not finished."""
+        return {(row.molecule, row.optimizer, row.start): row.get("owner", "")
+                for row in self._rows() if "calls" not in row.key_value_pairs}
+
+    def release(self, names=None, only_dead=False):
+        """Delete the claims of unfinished runs; returns how many.
+
+        Parameters
+        ----------
+        names : set of (str, str, int), optional
+            Only the claims of these runs; default only those of this process.
+        only_dead : bool
+            Only the claims of processes of this host that have ended (a campaign
+            killed mid-run).
+        """
+        ids = []
+        for row in self._rows():
+            name = (row.molecule, row.optimizer, row.start)
+            if "calls" in row.key_value_pairs or (names is not None and name not in names):
+                continue
+            holder = row.get("owner", "")
+            if _is_dead(holder) if only_dead else (names is not None or holder == owner()):
+                ids.append(row.id)
+        if ids:
+            self.db.delete(ids)
+        return len(ids)
 
     def delete_failed(self):
         """Delete the rows of failed runs so they run again; returns how many."""
@@ -177,6 +253,12 @@ class CampaignStore:
             pairs["steps"] = int(result["steps"])
         data = {"energies": np.asarray(result["energies"], dtype=np.float64),  # (calls,)
                 "start_positions": np.asarray(run.atoms.positions, dtype=np.float64)}
+        claimed = [row.id for row in self._rows(molecule=run.molecule, optimizer=run.optimizer,
+                                                 start=int(run.start), campaign=campaign.key)
+                   if "calls" not in row.key_value_pairs]
+        if claimed:
+            self.db.update(claimed[0], atoms=atoms, data=data, delete_keys=["owner"], **pairs)
+            return claimed[0]
         return self.db.write(atoms, key_value_pairs=pairs, data=data)
 
     def records(self, names=None):
@@ -193,6 +275,8 @@ class CampaignStore:
         """
         records = []
         for row in self.db.select():
+            if "calls" not in row.key_value_pairs:
+                continue  # claimed, not finished
             if names is not None and (row.molecule, row.optimizer, row.start) not in names:
                 continue
             failed = bool(row.get("failed", False))

@@ -2,15 +2,17 @@
 
 Logs, for every step, the time, the energy, the largest force and the energy the
 GP predicted for that configuration. Writes the relaxed structure to ``--output``
-(default: FILE's stem with ``_relaxed.xyz``) and returns 0 when converged, 1 when
-not.
+(default: FILE's stem with ``_relaxed.xyz``; an existing file is kept unless
+``--force``) and returns 0 when converged, 1 when not. Problems with the input (a
+file ASE cannot read, fewer than two atoms, an unusable restart file, an element
+the calculator does not know) stop it with a one-line message.
 """
 
 from pathlib import Path
 
 from ase.io import read, write
 
-from asebo.optimize import MODEL_PRIORS, BOOptimizer
+from asebo.optimize import MODEL_PRIORS, BOOptimizer, RestartError
 from calculators import available, get_calculator
 
 
@@ -32,22 +34,44 @@ def add_arguments(parser):
                         help="restart file: read if present, written every step")
     parser.add_argument("--logfile", default="-")
     parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument("--force", action="store_true",
+                        help="overwrite an existing output file")
+
+
+def _one_line(error):
+    return " ".join(str(error).split())
 
 
 def run(args):
+    output = args.output or args.file.with_name(f"{args.file.stem}_relaxed.xyz")
+    if output.exists() and not args.force:
+        raise SystemExit(f"{output} exists: pass --force to overwrite it, or --output "
+                         "another name")
     try:
         atoms = read(args.file)
-    except Exception as error:
-        raise SystemExit(f"cannot read {args.file}: {error}") from error
+    except Exception as error:  # any reader's error, in one line
+        raise SystemExit(f"cannot read {args.file}: {_one_line(error)}") from error
+    if isinstance(atoms, list):
+        raise SystemExit(f"{args.file} holds no structure: give a file with one molecule")
     atoms.calc = get_calculator(args.calc)
     prior = (get_calculator(args.prior) if args.prior in available() else args.prior)
-    opt = BOOptimizer(atoms, restart=None if args.restart is None else str(args.restart),
-                      logfile=args.logfile, prior=prior, kappa=args.kappa,
-                      maxstep=args.maxstep,
-                      trajectory=None if args.trajectory is None else str(args.trajectory))
-    converged = opt.run(fmax=args.fmax, steps=args.steps)
-    output = args.output or args.file.with_name(f"{args.file.stem}_relaxed.xyz")
+    try:
+        opt = BOOptimizer(atoms, restart=None if args.restart is None else str(args.restart),
+                          logfile=args.logfile, prior=prior, kappa=args.kappa,
+                          maxstep=args.maxstep,
+                          trajectory=None if args.trajectory is None else str(args.trajectory))
+    except (ValueError, TypeError, PermissionError, RestartError) as error:
+        raise SystemExit(f"{args.file}: {_one_line(error)}") from error
+    try:
+        converged = opt.run(fmax=args.fmax, steps=args.steps)
+    except Exception as error:  # the calculator's own errors, in one line
+        kept = (f"; the {len(opt.energies)} observations so far are kept in {args.restart}"
+                if args.restart and len(opt.energies) else "")
+        raise SystemExit(f"the {args.calc} calculator failed on {args.file}: "
+                         f"{type(error).__name__}: {_one_line(error)}{kept}") from error
     write(output, atoms)
+    energy = opt.optimizable.get_value()
+    fmax = opt.optimizable.gradient_norm(opt.optimizable.get_gradient())
     print(f"{'converged' if converged else 'not converged'} after {opt.nsteps} steps; "
-          f"energy {atoms.get_potential_energy():.6f} eV; written to {output}")
+          f"energy {energy:.6f} eV, fmax {fmax:.4f} eV/Å; written to {output}")
     return 0 if converged else 1

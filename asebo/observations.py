@@ -1,0 +1,210 @@
+"""The record of every energy and force computed in an optimization, and its restart file.
+
+:class:`Observations` appends each evaluation (positions, energy, forces), finds a
+configuration already computed, and writes itself, with the optimizer's state, to a
+JSON restart file atomically (a unique temporary file renamed over the old one), so
+a run killed at any moment leaves either the previous or the new record, never a
+broken one. :class:`TrajectoryFrames` writes each observation to an ASE trajectory
+exactly once, however many times the run is resumed.
+"""
+
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from ase.calculators.singlepoint import SinglePointCalculator
+from ase.io.jsonio import decode, encode
+from ase.io.trajectory import Trajectory
+from ase.parallel import world
+
+RESTART_VERSION = 1
+SAME_POSITIONS = 1e-10  # Å: configurations closer than this in every coordinate are one
+
+
+class RestartError(RuntimeError):
+    """A restart file that cannot be used for these atoms."""
+
+
+class Observations:
+    """Every evaluation of one molecule, persisted to a restart file after each change.
+
+    Parameters
+    ----------
+    numbers : array (n,)
+        Atomic numbers; a restart file of other atoms is refused.
+    path : str or None
+        Restart file; None keeps the record in memory only.
+    comm : communicator
+        Only rank 0 writes the file.
+
+    Attributes
+    ----------
+    positions, forces : list of arrays (n, 3)
+        Forces unconstrained, as the calculator returned them.
+    energies : list of float
+    state : dict
+        The optimizer's state saved with the observations (JSON-encodable values).
+    """
+
+    def __init__(self, numbers, path=None, comm=world):
+        self.numbers = np.asarray(numbers).copy()
+        self.path = None if path is None else str(path)
+        self.comm = comm
+        self.positions = []
+        self.energies = []
+        self.forces = []
+        self.state = {}
+
+    def __len__(self):
+        return len(self.energies)
+
+    @classmethod
+    def load(cls, numbers, path, comm=world):
+        """The observations stored in ``path``; :class:`RestartError` if unusable."""
+        record = cls(numbers, path, comm)
+        stored = _read_restart(path)
+        numbers_on_file = np.asarray(stored.pop("numbers"))
+        if (numbers_on_file.shape != record.numbers.shape
+                or (numbers_on_file != record.numbers).any()):
+            raise RestartError(
+                f"restart file {path} holds observations of other atoms "
+                f"({len(numbers_on_file)} atoms, numbers {numbers_on_file.tolist()[:8]}...): "
+                "pass another restart file name to start afresh; this one was left untouched")
+        record.positions = [np.asarray(p, dtype=float) for p in stored.pop("positions")]
+        record.energies = [float(e) for e in stored.pop("energies")]
+        record.forces = [np.asarray(f, dtype=float) for f in stored.pop("forces")]
+        stored.pop("version")
+        record.state = stored
+        return record
+
+    def append(self, positions, energy, forces):
+        """Add an evaluation and return its index; the caller then :meth:`save` s."""
+        self.positions.append(np.array(positions, dtype=float))  # (n, 3)
+        self.energies.append(float(energy))
+        self.forces.append(np.array(forces, dtype=float))  # (n, 3)
+        return len(self.energies) - 1
+
+    def find(self, positions, tolerance=SAME_POSITIONS):
+        """Index of an observation at ``positions`` (n, 3) within ``tolerance`` Å, or None."""
+        if not self.positions:
+            return None
+        distance = np.abs(np.array(self.positions) - positions).max(axis=(1, 2))  # (m,)
+        index = int(np.argmin(distance))
+        return index if distance[index] <= tolerance else None
+
+    def best(self):
+        """Index of the lowest energy observed."""
+        return int(np.argmin(self.energies))
+
+    def arrays(self):
+        """Positions (m, n, 3), energies (m,) and forces (m, n, 3)."""
+        return np.array(self.positions), np.array(self.energies), np.array(self.forces)
+
+    def save(self, **state):
+        """Update the optimizer's state and write everything to the restart file.
+
+        The file is written to a temporary file unique to this process in the same
+        folder, flushed to disk, then renamed over the restart file.
+        """
+        self.state.update(state)
+        if self.path is None or self.comm.rank != 0:
+            return
+        content = {"version": RESTART_VERSION, "numbers": self.numbers,
+                   "positions": np.array(self.positions), "energies": np.array(self.energies),
+                   "forces": np.array(self.forces), **self.state}
+        folder, name = os.path.split(os.path.abspath(self.path))
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(descriptor, "w") as fd:
+                fd.write(encode(content))
+                fd.flush()
+                os.fsync(fd.fileno())
+            os.replace(temporary, self.path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+
+
+class TrajectoryFrames:
+    """Writes each observation to an ASE trajectory once, across resumed runs.
+
+    Parameters
+    ----------
+    trajectory : str, Path or open ase.io.Trajectory
+        A file name, or a trajectory opened for writing, which receives every
+        observation of the record (those read from a restart file included).
+    atoms : ase.Atoms
+        Supplies numbers, cell and constraints of the frames.
+    keep : bool
+        Keep the frames already in the file: those of the observations read from a
+        restart file are not written again. Otherwise the file is started afresh.
+    observed : int
+        Observations made before this run (read from a restart file).
+    comm : communicator
+    description : dict
+        Written in the trajectory's header.
+    """
+
+    def __init__(self, trajectory, atoms, keep, observed, comm=world, description=None):
+        self.atoms = atoms
+        self.comm = comm
+        self.description = description or {}
+        self.trajectory = trajectory
+        self.opened = hasattr(trajectory, "write")
+        if self.opened:
+            self.written = 0
+            return
+        self.trajectory = Path(trajectory)
+        exists = self.trajectory.is_file() and self.trajectory.stat().st_size > 0
+        if not keep:
+            if comm.rank == 0:
+                self.trajectory.unlink(missing_ok=True)
+            self.written = 0
+        elif exists and observed:
+            with Trajectory(self.trajectory, "r") as traj:
+                self.written = min(len(traj), observed)
+        else:
+            self.written = 0
+
+    def sync(self, observations):
+        """Write the observations not yet in the trajectory."""
+        if self.written >= len(observations):
+            return
+        frames = []
+        for index in range(self.written, len(observations)):
+            frame = self.atoms.copy()
+            frame.set_positions(observations.positions[index], apply_constraint=False)
+            frame.calc = SinglePointCalculator(frame, energy=observations.energies[index],
+                                               forces=observations.forces[index])
+            frames.append(frame)
+        if self.opened:
+            for frame in frames:
+                self.trajectory.write(frame)
+        else:
+            with Trajectory(self.trajectory, "a", comm=self.comm) as traj:
+                traj.set_description(self.description)
+                for frame in frames:
+                    traj.write(frame)
+        self.written = len(observations)
+
+
+def _read_restart(path):
+    try:
+        with open(path) as fd:
+            state = decode(fd.read())
+        if not isinstance(state, dict):
+            raise TypeError("not a JSON object")
+        missing = {"numbers", "positions", "energies", "forces", "trust_radius"} - set(state)
+        if missing:
+            raise KeyError(f"missing {sorted(missing)}")
+        if state.get("version") != RESTART_VERSION:
+            raise KeyError(f"version {state.get('version')} is not {RESTART_VERSION}")
+        m = len(state["energies"])
+        if len(state["positions"]) != m or len(state["forces"]) != m:
+            raise KeyError("positions, energies and forces differ in length")
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise RestartError(
+            f"restart file {path} cannot be read ({error}). It was left untouched: move it "
+            "away (or pass another restart name) to start afresh") from error
+    return state

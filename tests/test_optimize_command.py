@@ -1,0 +1,67 @@
+"""`asebo optimize`: one-line errors for bad input, no overwritten output without --force."""
+
+import numpy as np
+import pytest
+from ase import Atoms
+from ase.io import read
+
+from asebo.cli import main
+
+
+def argon_file(tmp_path, count=4, name="argon.xyz"):
+    positions = np.array([[0, 0, 0], [1.1, 0, 0], [0.55, 0.95, 0], [0.55, 0.32, 0.9]])[:count]
+    path = tmp_path / name
+    Atoms(f"Ar{count}" if count else "", positions=positions).write(path)
+    return path
+
+
+def one_line_exit(argv, match):
+    with pytest.raises(SystemExit, match=match) as raised:
+        main(argv)
+    message = str(raised.value.code)
+    assert "\n" not in message and "Traceback" not in message
+    return message
+
+
+@pytest.mark.parametrize("count", [0, 1])
+def test_files_with_fewer_than_two_atoms_are_refused(tmp_path, count):
+    path = argon_file(tmp_path, count)
+    one_line_exit(["optimize", str(path), "--calc", "lj"],
+                  f"{count} atom\\(s\\).*give two atoms or more")
+    assert not (tmp_path / "argon_relaxed.xyz").exists()
+
+
+def test_corrupt_restart_is_refused_and_kept(tmp_path):
+    path = argon_file(tmp_path)
+    restart = tmp_path / "bo.json"
+    restart.write_text('{"version": 1, "positions": [[[0')
+    one_line_exit(["optimize", str(path), "--calc", "lj", "--restart", str(restart)],
+                  "restart file .* cannot be read.*left untouched")
+    assert restart.read_text() == '{"version": 1, "positions": [[[0'
+
+
+def test_an_element_the_calculator_does_not_know_is_reported(tmp_path):
+    path = tmp_path / "iron.xyz"
+    Atoms("Fe2", positions=[[0, 0, 0], [0, 0, 2.3]]).write(path)
+    one_line_exit(["optimize", str(path), "--calc", "emt"],
+                  "the emt calculator failed on .*iron.xyz: NotImplementedError: "
+                  "No EMT-potential for Fe")
+
+
+def test_unknown_file_formats_are_reported(tmp_path):
+    path = tmp_path / "molecule.unknownformat"
+    path.write_text("Ar 0 0 0\n")
+    one_line_exit(["optimize", str(path), "--calc", "lj"], "cannot read .*molecule.unknownformat")
+
+
+def test_an_existing_output_is_kept_unless_forced(tmp_path, capsys):
+    path = argon_file(tmp_path)
+    output = tmp_path / "argon_relaxed.xyz"
+    output.write_text("keep me\n")
+    one_line_exit(["optimize", str(path), "--calc", "lj", "--fmax", "0.05"],
+                  "argon_relaxed.xyz exists: pass --force")
+    assert output.read_text() == "keep me\n"
+    assert main(["optimize", str(path), "--calc", "lj", "--fmax", "0.05", "--force",
+                 "--logfile", str(tmp_path / "log")]) == 0
+    assert len(read(output)) == 4
+    assert "converged after" in capsys.readouterr().out
