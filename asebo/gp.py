@@ -141,7 +141,7 @@ class EnergyForceGP:
 
     def __init__(self, kernel="svd", gamma=6.0, fit_gamma=True, gamma_bounds=(0.05, 50.0),
                  prior="max", energy_noise=2e-3, gradient_noise=2e-3, proper=True,
-                 hyper_window=6, max_size=1500, cg_tolerance=1e-6, cg_max_iter=50):
+                 hyper_window=12, max_size=1500, cg_tolerance=1e-6, cg_max_iter=50):
         if kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
         self.kernel = kernel

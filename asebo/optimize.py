@@ -34,9 +34,9 @@ from asebo.observations import (
     RestartError,  # noqa: F401  raised through BOOptimizer(restart=...)
     TrajectoryFrames,
 )
+from asebo.priors import MODEL_PRIORS
 from asebo.trust import TrustRegion
 
-MODEL_PRIORS = ("lindh", "max", "mean")  # priors that need no calculator
 SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian)
 NEAR_LINEAR = 0.15  # second / first singular value of the centred positions below this
 NEW = 1e-6  # Å: a proposal closer than this to a configuration seen teaches the model nothing
@@ -130,8 +130,8 @@ class BOOptimizer(Optimizer):
     optimization", eqs. 34-35.
     """
 
-    defaults: ClassVar[dict] = {**Optimizer.defaults, "maxstep": 0.2, "kappa": 0.1, "trust_radius": 0.1,
-                "recentre": 0.3}
+    defaults: ClassVar[dict] = {**Optimizer.defaults, "maxstep": 0.2, "kappa": 0.1,
+                                "trust_radius": 0.1, "recentre": 0.3}
 
     def __init__(self, atoms, restart=None, logfile="-", trajectory=None, prior=None,
                  kappa=None, maxstep=None, trust_radius=None, kernel=None, gp_options=None,

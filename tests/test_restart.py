@@ -165,7 +165,8 @@ def test_kill_9_then_resume_keeps_every_frame_once(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     for kill_at in (4, 7):
         killed = subprocess.run([sys.executable, str(script), restart, trajectory, calls,
-                                 str(kill_at), "20"], check=False, capture_output=True, text=True, env=env)
+                                 str(kill_at), "20"], check=False, capture_output=True,
+                                text=True, env=env)
         assert killed.returncode == -signal.SIGKILL, killed.stderr
     resumed = subprocess.run([sys.executable, str(script), restart, trajectory, calls, "0",
                               "4"], check=False, capture_output=True, text=True, env=env)

@@ -1,4 +1,4 @@
-"""Every molecule of the G2 set, rattled: does BOOptimizer converge within a few times L-BFGS's calls?
+"""Every molecule of the G2 set, rattled: does BOOptimizer converge within 3x L-BFGS's calls?
 
 Each molecule of ``ase.collections.g2`` (162 molecules; L. A. Curtiss, K. Raghavachari,
 P. C. Redfern and J. A. Pople, J. Chem. Phys. 106, 1063 (1997)) with two atoms or
@@ -66,12 +66,12 @@ def compare_one(task):
     name : str
     result : dict
         ``atoms`` (their number), ``lbfgs`` and ``bo`` results of
-        :func:`asebo.compare.relax` (without positions), or ``error``.
+        :func:`asebo.campaign.relax.relax` (without positions), or ``error``.
     """
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
 
-    from asebo.compare import relax
+    from asebo.campaign.relax import relax
 
     torch.set_num_threads(1)
     name, calc, prior, rattle, seed, fmax, limit = task

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ase.io import read, write
 
-from asebo.optimize import MODEL_PRIORS, BOOptimizer, RestartError
+from asebo.optimize import BOOptimizer, RestartError
+from asebo.priors import MODEL_PRIORS, resolve_prior
 from calculators import available, get_calculator
 
 
@@ -54,7 +55,7 @@ def run(args):
     if isinstance(atoms, list):
         raise SystemExit(f"{args.file} holds no structure: give a file with one molecule")
     atoms.calc = get_calculator(args.calc)
-    prior = (get_calculator(args.prior) if args.prior in available() else args.prior)
+    prior = resolve_prior(args.prior)
     try:
         opt = BOOptimizer(atoms, restart=None if args.restart is None else str(args.restart),
                           logfile=args.logfile, prior=prior, kappa=args.kappa,
