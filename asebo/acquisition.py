@@ -49,8 +49,9 @@ class EnergyModel(Model):
         full[..., self.free] = X
         return full.reshape(*X.shape[:-1], -1, 3)
 
-    def posterior(self, X, output_indices=None, observation_noise=False,
-                  posterior_transform=None, **kwargs):
+    def posterior(
+        self, X, output_indices=None, observation_noise=False, posterior_transform=None, **kwargs
+    ):
         """Energy posterior at X (b, q, d): a GPyTorchPosterior with mean (b, q, 1)."""
         b, q, _ = X.shape
         mean, variance = self.gp.posterior(self.positions(X).reshape(b * q, -1, 3))
@@ -83,13 +84,18 @@ def minimize_lcb(gp, starts, centre, radius, free, kappa, maxiter=200):
         ``mu - kappa sigma`` there.
     """
     model = EnergyModel(gp, centre, free)
-    acquisition = UpperConfidenceBound(model, beta=kappa ** 2, maximize=False)
+    acquisition = UpperConfidenceBound(model, beta=kappa**2, maximize=False)
     lower = centre.reshape(-1)[free] - radius
     upper = centre.reshape(-1)[free] + radius
     initial = starts.reshape(len(starts), -1)[:, free]
     initial = torch.minimum(torch.maximum(initial, lower), upper)[:, None, :]  # (s, 1, d)
     candidate, value = optimize_acqf(
-        acquisition, bounds=torch.stack([lower, upper]), q=1, num_restarts=len(starts),
-        batch_initial_conditions=initial, options={"maxiter": maxiter},
-        retry_on_optimization_warning=False)
+        acquisition,
+        bounds=torch.stack([lower, upper]),
+        q=1,
+        num_restarts=len(starts),
+        batch_initial_conditions=initial,
+        options={"maxiter": maxiter},
+        retry_on_optimization_warning=False,
+    )
     return model.positions(candidate.detach())[0], -float(value)

@@ -21,8 +21,11 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     @staticmethod
     def _shows_default(action):
-        return (bool(action.option_strings) and "default" not in (action.help or "").lower()
-                and not any(action.default is value for value in (None, False, argparse.SUPPRESS)))
+        return (
+            bool(action.option_strings)
+            and "default" not in (action.help or "").lower()
+            and not any(action.default is value for value in (None, False, argparse.SUPPRESS))
+        )
 
     def _format_action(self, action):
         if self._shows_default(action):
@@ -32,8 +35,9 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 def _module_names(package):
-    return sorted(m.name for m in pkgutil.iter_modules(package.__path__)
-                  if not m.name.startswith("_"))
+    return sorted(
+        m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")
+    )
 
 
 def _add_module_parsers(subparsers, package, selected):
@@ -46,8 +50,9 @@ def _add_module_parsers(subparsers, package, selected):
         except ImportError as error:  # an extra that is not installed
             raise SystemExit(f"asebo: {name}: {error}") from error
         summary = (module.__doc__ or name).strip().splitlines()[0]
-        parser = subparsers.add_parser(name, help=summary, description=module.__doc__,
-                                       formatter_class=_HelpFormatter)
+        parser = subparsers.add_parser(
+            name, help=summary, description=module.__doc__, formatter_class=_HelpFormatter
+        )
         module.add_arguments(parser)
         parser.set_defaults(func=module.run)
 
@@ -61,8 +66,11 @@ def build_parser(argv=()):
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_module_parsers(commands, asebo.commands, command)
     bench = commands.add_parser("bench", help="run a benchmark and print its table")
-    _add_module_parsers(bench.add_subparsers(dest="benchmark", required=True, metavar="NAME"),
-                        asebo.benchmarks, benchmark)
+    _add_module_parsers(
+        bench.add_subparsers(dest="benchmark", required=True, metavar="NAME"),
+        asebo.benchmarks,
+        benchmark,
+    )
     return parser
 
 

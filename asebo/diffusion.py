@@ -115,8 +115,10 @@ def median_knn_epsilon(X, n_neighbors=EPSILON_NEIGHBORS):
     distances, _ = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)  # (n, k+1)
     epsilon = float(np.median(distances[:, k] ** 2))
     if not epsilon > 0:
-        raise ValueError("more than half of the points have k identical copies, so the "
-                         "median neighbour distance is 0: pass epsilon explicitly")
+        raise ValueError(
+            "more than half of the points have k identical copies, so the "
+            "median neighbour distance is 0: pass epsilon explicitly"
+        )
     return epsilon
 
 
@@ -191,8 +193,12 @@ def _top_eigenpairs(matrix, k, random_state, deflate=None):
     else:
         extra = 0 if deflate is None else 1
         values, vectors = scipy.sparse.linalg.eigsh(
-            matrix.tocsc(), k=k + extra, sigma=_SHIFT, which="LM",
-            v0=random_state.uniform(-1.0, 1.0, n))
+            matrix.tocsc(),
+            k=k + extra,
+            sigma=_SHIFT,
+            which="LM",
+            v0=random_state.uniform(-1.0, 1.0, n),
+        )
         if deflate is not None:
             vectors -= np.outer(deflate, deflate @ vectors)  # (n, k+1), rank k
             basis = np.linalg.svd(vectors, full_matrices=False)[0][:, :k]  # (n, k)
@@ -227,8 +233,9 @@ class _NeighborGraph:
             self.radius[rows] = self._kth(distance)[:, 0]
 
     def _kth(self, distance):
-        return np.partition(distance, self.n_neighbors - 1, axis=1)[:, self.n_neighbors - 1:
-                                                                    self.n_neighbors]
+        return np.partition(distance, self.n_neighbors - 1, axis=1)[
+            :, self.n_neighbors - 1 : self.n_neighbors
+        ]
 
     def _blocks(self, Xq):
         """Yield ``(rows, distance, affinity)`` blocks of shape (b, n)."""
@@ -238,8 +245,9 @@ class _NeighborGraph:
                 yield rows, distance, np.exp(-self.kernel.gamma * distance)
         else:
             for rows, K in _kernel_blocks(self.kernel, Xq, self.X):
-                distance = (self.kernel.diag(Xq[rows])[:, None]
-                            + self.self_similarity[None, :] - 2.0 * K)
+                distance = (
+                    self.kernel.diag(Xq[rows])[:, None] + self.self_similarity[None, :] - 2.0 * K
+                )
                 yield rows, distance, K
 
     def rows(self, Xq):
@@ -253,7 +261,8 @@ class _NeighborGraph:
             values.append(K[r, c])
         return scipy.sparse.csr_matrix(
             (np.concatenate(values), (np.concatenate(row_index), np.concatenate(column_index))),
-            shape=(len(Xq), len(self.X)))
+            shape=(len(Xq), len(self.X)),
+        )
 
 
 class _KernelEmbedding(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
@@ -261,43 +270,60 @@ class _KernelEmbedding(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
 
     def _validate_input(self, X, reset):
         gaussian = isinstance(self.kernel, str)
-        return validate_data(self, X, reset=reset,
-                             dtype=np.float64 if gaussian else None,
-                             allow_nd=not gaussian, ensure_min_samples=2 if reset else 1)
+        return validate_data(
+            self,
+            X,
+            reset=reset,
+            dtype=np.float64 if gaussian else None,
+            allow_nd=not gaussian,
+            ensure_min_samples=2 if reset else 1,
+        )
 
     def _check_common_params(self, n_samples):
         if isinstance(self.kernel, str):
             if self.kernel != "gaussian":
-                raise ValueError(f"kernel={self.kernel!r}: use 'gaussian' or a kernel "
-                                 "object of asebo.kernels (callable kernel(X, Y))")
+                raise ValueError(
+                    f"kernel={self.kernel!r}: use 'gaussian' or a kernel "
+                    "object of asebo.kernels (callable kernel(X, Y))"
+                )
         elif not callable(self.kernel):
-            raise ValueError("kernel must be 'gaussian' or a callable kernel(X, Y) that "
-                             "returns the Gram matrix, such as asebo.kernels.TanimotoKernel()")
+            raise ValueError(
+                "kernel must be 'gaussian' or a callable kernel(X, Y) that "
+                "returns the Gram matrix, such as asebo.kernels.TanimotoKernel()"
+            )
         elif self.epsilon is not None:
-            raise ValueError("epsilon is the width of kernel='gaussian'; set the width of "
-                             "a kernel object on the object itself")
-        if self.epsilon is not None and not (isinstance(self.epsilon, numbers.Real)
-                                             and self.epsilon > 0):
+            raise ValueError(
+                "epsilon is the width of kernel='gaussian'; set the width of "
+                "a kernel object on the object itself"
+            )
+        if self.epsilon is not None and not (
+            isinstance(self.epsilon, numbers.Real) and self.epsilon > 0
+        ):
             raise ValueError(f"epsilon must be a positive number or None, got {self.epsilon!r}")
         if not (isinstance(self.n_components, numbers.Integral) and self.n_components >= 1):
-            raise ValueError(f"n_components must be a positive integer, got "
-                             f"{self.n_components!r}")
+            raise ValueError(f"n_components must be a positive integer, got {self.n_components!r}")
         if self.n_components > n_samples - 2:
-            raise ValueError(f"n_components={self.n_components} needs at least "
-                             f"{self.n_components + 2} samples, got n_samples={n_samples}")
+            raise ValueError(
+                f"n_components={self.n_components} needs at least "
+                f"{self.n_components + 2} samples, got n_samples={n_samples}"
+            )
         if self.n_landmarks is not None and not (
-                isinstance(self.n_landmarks, numbers.Integral)
-                and self.n_landmarks >= self.n_components + 2):
-            raise ValueError(f"n_landmarks must be None or an integer of at least "
-                             f"n_components + 2 = {self.n_components + 2}, got "
-                             f"{self.n_landmarks!r}")
+            isinstance(self.n_landmarks, numbers.Integral)
+            and self.n_landmarks >= self.n_components + 2
+        ):
+            raise ValueError(
+                f"n_landmarks must be None or an integer of at least "
+                f"n_components + 2 = {self.n_components + 2}, got "
+                f"{self.n_landmarks!r}"
+            )
 
     def _resolve_kernel(self, X, n_neighbors):
         """The kernel object and the Gaussian width (None for kernel objects)."""
         if not isinstance(self.kernel, str):
             return self.kernel, None
-        epsilon = (median_knn_epsilon(X, n_neighbors) if self.epsilon is None
-                   else float(self.epsilon))
+        epsilon = (
+            median_knn_epsilon(X, n_neighbors) if self.epsilon is None else float(self.epsilon)
+        )
         return GaussianKernel(gamma=1.0 / epsilon), epsilon
 
     def _landmark_basis(self, X, random_state):
@@ -311,14 +337,15 @@ class _KernelEmbedding(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         m = min(self.n_landmarks, len(X))
         self.landmark_indices_ = np.sort(random_state.choice(len(X), m, replace=False))
         self.landmarks_ = X[self.landmark_indices_]
-        self.kernel_, self.epsilon_ = self._resolve_kernel(self.landmarks_,
-                                                           EPSILON_NEIGHBORS)
+        self.kernel_, self.epsilon_ = self._resolve_kernel(self.landmarks_, EPSILON_NEIGHBORS)
         W = _kernel_matrix(self.kernel_, self.landmarks_, self.landmarks_)  # (m, m)
         mu, U = scipy.linalg.eigh(0.5 * (W + W.T))
         keep = mu > _LANDMARK_RTOL * mu[-1]
         if keep.sum() < self.n_components + 1:
-            raise ValueError(f"the landmark Gram matrix has rank {keep.sum()}, too low "
-                             f"for n_components={self.n_components}: use more landmarks")
+            raise ValueError(
+                f"the landmark Gram matrix has rank {keep.sum()}, too low "
+                f"for n_components={self.n_components}: use more landmarks"
+            )
         return U[:, keep] / np.sqrt(mu[keep])  # (m, r)
 
 
@@ -376,8 +403,17 @@ class DiffusionMap(_KernelEmbedding):
     refs. [1]-[4] of :mod:`asebo.diffusion`.
     """
 
-    def __init__(self, n_components=2, alpha=1.0, t=1, kernel="gaussian", epsilon=None,
-                 n_neighbors=None, n_landmarks=None, random_state=None):
+    def __init__(
+        self,
+        n_components=2,
+        alpha=1.0,
+        t=1,
+        kernel="gaussian",
+        epsilon=None,
+        n_neighbors=None,
+        n_landmarks=None,
+        random_state=None,
+    ):
         self.n_components = n_components
         self.alpha = alpha
         self.t = t
@@ -395,11 +431,14 @@ class DiffusionMap(_KernelEmbedding):
             raise ValueError(f"t must be a non-negative number, got {self.t!r}")
         if self.n_neighbors is not None:
             if not (isinstance(self.n_neighbors, numbers.Integral) and self.n_neighbors >= 2):
-                raise ValueError(f"n_neighbors must be None or an integer >= 2, got "
-                                 f"{self.n_neighbors!r}")
+                raise ValueError(
+                    f"n_neighbors must be None or an integer >= 2, got {self.n_neighbors!r}"
+                )
             if self.n_landmarks is not None:
-                raise ValueError("n_neighbors (sparse graph) and n_landmarks (Nyström) "
-                                 "are two alternatives: set one of them")
+                raise ValueError(
+                    "n_neighbors (sparse graph) and n_landmarks (Nyström) "
+                    "are two alternatives: set one of them"
+                )
 
     def fit(self, X, y=None):
         """Compute the diffusion coordinates of X.
@@ -462,15 +501,17 @@ class DiffusionMap(_KernelEmbedding):
     def _affinity(self, X):
         if self.n_neighbors is None:
             return _kernel_matrix(self.kernel_, X, X)  # (n, n)
-        self._graph = _NeighborGraph(self.kernel_, X, min(self.n_neighbors, len(X)),
-                                     euclidean=isinstance(self.kernel, str))
+        self._graph = _NeighborGraph(
+            self.kernel_, X, min(self.n_neighbors, len(X)), euclidean=isinstance(self.kernel, str)
+        )
         A = self._graph.rows(X)  # (n, n) sparse, symmetric up to round-off and ties
         return A.maximum(A.T).tocsr()
 
     def _fit_graph(self, X, random_state):
         """Steps 1-6 of the blog post on the dense or sparse affinity matrix; returns psi."""
         self.kernel_, self.epsilon_ = self._resolve_kernel(
-            X, EPSILON_NEIGHBORS if self.n_neighbors is None else self.n_neighbors)
+            X, EPSILON_NEIGHBORS if self.n_neighbors is None else self.n_neighbors
+        )
         A = self._affinity(X)  # (n, n)
         q = np.asarray(A.sum(axis=1)).ravel()  # (n,) step 1
         if not np.all(q > 0):
@@ -504,14 +545,16 @@ class DiffusionMap(_KernelEmbedding):
         C = _kernel_matrix(self.kernel_, X, self.landmarks_)  # (n, m)
         q = C @ (R @ (R.T @ C.sum(axis=0)))  # (n,) approximate row sums of the kernel
         if not np.all(q > 0):
-            raise ValueError("the Nyström kernel has non-positive row sums: use more "
-                             "landmarks or a wider kernel")
+            raise ValueError(
+                "the Nyström kernel has non-positive row sums: use more landmarks or a wider kernel"
+            )
         weights = q**-self.alpha  # (n,)
         g = R.T @ (C.T @ weights)  # (r,) = Phi_alpha^T 1
         d = weights * (C @ (R @ g))  # (n,) degrees after the alpha normalisation
         if not np.all(d > 0):
-            raise ValueError("the Nyström kernel has non-positive degrees: use more "
-                             "landmarks or a wider kernel")
+            raise ValueError(
+                "the Nyström kernel has non-positive degrees: use more landmarks or a wider kernel"
+            )
         root_f = weights / np.sqrt(d)  # (n,)
         G = np.zeros((C.shape[1], C.shape[1]))  # C^T diag(w^2 / d) C
         for rows in _row_slices(len(C), _chunk_rows(C.shape[1])):
@@ -519,12 +562,15 @@ class DiffusionMap(_KernelEmbedding):
             G += scaled.T @ scaled
         M = R.T @ G @ R  # (r, r)
         total = g @ g  # sum_i d_i
-        values, V = _top_eigenpairs(0.5 * (M + M.T), self.n_components, random_state,
-                                    deflate=g / np.sqrt(total))
+        values, V = _top_eigenpairs(
+            0.5 * (M + M.T), self.n_components, random_state, deflate=g / np.sqrt(total)
+        )
         self._check_eigenvalues(values)
         if not np.all(values > 0):
-            raise ValueError("the Nyström kernel has fewer positive eigenvalues than "
-                             "n_components: use more landmarks")
+            raise ValueError(
+                "the Nyström kernel has fewer positive eigenvalues than "
+                "n_components: use more landmarks"
+            )
         self.eigenvalues_ = values
         numerator = (R @ V) * (np.sqrt(total) / np.sqrt(values))  # (m, k)
         self._denominator = R @ g  # (m,)
@@ -535,8 +581,9 @@ class DiffusionMap(_KernelEmbedding):
 
     def _check_eigenvalues(self, values):
         if np.any(values < 0) and float(self.t) != int(self.t):
-            raise ValueError("negative eigenvalues (a k-NN graph is not positive "
-                             "definite) need an integer t")
+            raise ValueError(
+                "negative eigenvalues (a k-NN graph is not positive definite) need an integer t"
+            )
 
     def _extend_graph(self, X, Z):
         weighted_psi = self._weights[:, None] * self._psi  # (n, k)
@@ -561,9 +608,11 @@ def _check_reachable(denominator, rows):
     """Raise for new points whose transition probabilities cannot be normalised."""
     bad = np.flatnonzero(~(denominator > 0))
     if bad.size:
-        raise ValueError(f"points {(bad[:5] + rows.start).tolist()} have no positive affinity "
-                         "to the training data, they are out of the kernel's reach: widen "
-                         "the kernel (larger epsilon) or add such points to the training set")
+        raise ValueError(
+            f"points {(bad[:5] + rows.start).tolist()} have no positive affinity "
+            "to the training data, they are out of the kernel's reach: widen "
+            "the kernel (larger epsilon) or add such points to the training set"
+        )
 
 
 class KernelPCAEmbedding(_KernelEmbedding):
@@ -601,8 +650,9 @@ class KernelPCAEmbedding(_KernelEmbedding):
     :mod:`asebo.diffusion`.
     """
 
-    def __init__(self, n_components=2, kernel="gaussian", epsilon=None, n_landmarks=None,
-                 random_state=None):
+    def __init__(
+        self, n_components=2, kernel="gaussian", epsilon=None, n_landmarks=None, random_state=None
+    ):
         self.n_components = n_components
         self.kernel = kernel
         self.epsilon = epsilon
@@ -652,8 +702,9 @@ class KernelPCAEmbedding(_KernelEmbedding):
     def _fit_dense(self, X, random_state):
         self.kernel_, self.epsilon_ = self._resolve_kernel(X, EPSILON_NEIGHBORS)
         self.X_fit_ = X
-        self._kpca = KernelPCA(n_components=self.n_components, kernel="precomputed",
-                               random_state=random_state)
+        self._kpca = KernelPCA(
+            n_components=self.n_components, kernel="precomputed", random_state=random_state
+        )
         scores = self._kpca.fit_transform(_kernel_matrix(self.kernel_, X, X))  # (n, k)
         self.eigenvalues_ = self._kpca.eigenvalues_
         return scores
@@ -664,8 +715,7 @@ class KernelPCAEmbedding(_KernelEmbedding):
         C = _kernel_matrix(self.kernel_, X, self.landmarks_)  # (n, m)
         mean = C.mean(axis=0)  # (m,)
         G = C.T @ C - len(C) * np.outer(mean, mean)  # (m, m) centred scatter
-        values, V = _top_eigenpairs(R.T @ (0.5 * (G + G.T)) @ R, self.n_components,
-                                    random_state)
+        values, V = _top_eigenpairs(R.T @ (0.5 * (G + G.T)) @ R, self.n_components, random_state)
         self.eigenvalues_ = values
         self._coef = R @ V  # (m, k)
         self._offset = mean @ self._coef  # (k,)

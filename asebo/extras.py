@@ -7,7 +7,7 @@ or ``'asebo[all]'``.
 
 EXTRAS = {
     "learn": "MLKRR, IOKR, MP-IOKR, diffusion maps, energy prediction and their benchmarks "
-             "(scikit-learn, Matplotlib, RDKit, qm9pack, qmllib, tqdm)",
+    "(scikit-learn, Matplotlib, RDKit, qm9pack, qmllib, tqdm)",
     "campaign": "comparison campaigns, 'asebo compare' (Dask, Matplotlib, RDKit, tqdm)",
     "gpaw": "the GPAW (DFT) calculator preset",
     "sella": "the Sella optimizer in comparisons",
@@ -38,5 +38,6 @@ def missing_extra(error, extra, needed_by):
     if extra not in EXTRAS:
         raise ValueError(f"unknown extra {extra!r}; choose one of {', '.join(EXTRAS)}")
     package = (error.name or str(error)).partition(".")[0]
-    return ImportError(f"{needed_by} needs {package}, which is not installed: "
-                       f"pip install 'asebo[{extra}]'")
+    return ImportError(
+        f"{needed_by} needs {package}, which is not installed: pip install 'asebo[{extra}]'"
+    )

@@ -139,9 +139,21 @@ class EnergyForceGP:
         How conjugate gradients solved over every observation (None: densely).
     """
 
-    def __init__(self, kernel="svd", gamma=6.0, fit_gamma=True, gamma_bounds=(0.05, 50.0),
-                 prior="max", energy_noise=2e-3, gradient_noise=2e-3, proper=True,
-                 hyper_window=12, max_size=1500, cg_tolerance=1e-6, cg_max_iter=50):
+    def __init__(
+        self,
+        kernel="svd",
+        gamma=6.0,
+        fit_gamma=True,
+        gamma_bounds=(0.05, 50.0),
+        prior="max",
+        energy_noise=2e-3,
+        gradient_noise=2e-3,
+        proper=True,
+        hyper_window=12,
+        max_size=1500,
+        cg_tolerance=1e-6,
+        cg_max_iter=50,
+    ):
         if kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
         self.kernel = kernel
@@ -180,13 +192,15 @@ class EnergyForceGP:
 
     def _targets(self, energies, gradients, prior_energies, prior_gradients):
         """Residuals of the observations to the prior, (m (3n+1),)."""
-        return torch.as_tensor(observation_vector(energies - prior_energies,
-                                                  gradients - prior_gradients))
+        return torch.as_tensor(
+            observation_vector(energies - prior_energies, gradients - prior_gradients)
+        )
 
     def _noise(self, m, n, gamma):
         """Noise variances relative to ``s^2``, (m (3n+1),)."""
-        return torch.as_tensor(noise_vector(m, n, self.energy_noise ** 2,
-                                            self.gradient_noise ** 2 * gamma))
+        return torch.as_tensor(
+            noise_vector(m, n, self.energy_noise**2, self.gradient_noise**2 * gamma)
+        )
 
     # ---- marginal likelihood --------------------------------------------------------
     def _profile_nll(self, log_gamma, select, y):
@@ -205,10 +219,15 @@ class EnergyForceGP:
     def _fit_gamma(self, y, m, n_atoms):
         window = min(self.hyper_window, m, max(2, self.max_size // (3 * n_atoms + 1)))
         select = torch.arange(m - window, m)
-        y_recent = y[-window * (3 * n_atoms + 1):]
+        y_recent = y[-window * (3 * n_atoms + 1) :]
         low, high = np.log(self.gamma_bounds[0]), np.log(self.gamma_bounds[1])
-        result = minimize_scalar(self._profile_nll, bounds=(low, high), method="bounded",
-                                 args=(select, y_recent), options={"xatol": 0.1})
+        result = minimize_scalar(
+            self._profile_nll,
+            bounds=(low, high),
+            method="bounded",
+            args=(select, y_recent),
+            options={"xatol": 0.1},
+        )
         # Brent's bounded search never evaluates the bounds themselves
         candidates = {result.x: result.fun}
         for end in (low, high):
@@ -219,8 +238,12 @@ class EnergyForceGP:
         """Reuse the stored kernel structure when ``P`` extends the configurations seen."""
         structure = getattr(self, "_structure", None)
         seen = len(structure) if structure is not None else 0
-        if (structure is None or seen > len(P) or structure.positions.shape[1:] != P.shape[1:]
-                or not torch.equal(structure.positions, P[:seen])):
+        if (
+            structure is None
+            or seen > len(P)
+            or structure.positions.shape[1:] != P.shape[1:]
+            or not torch.equal(structure.positions, P[:seen])
+        ):
             structure, seen = JointStructure(self.kernel, self.proper), 0
             self._cg_failed_gamma = 0.0
         self._structure = structure.extend(P[seen:])
@@ -258,10 +281,11 @@ class EnergyForceGP:
             raise ValueError(f"positions must have shape (m, n_atoms, 3), got {positions.shape}")
         m, n, _ = positions.shape
         if energies.shape != (m,) or forces.shape != positions.shape:
-            raise ValueError(f"expected energies ({m},) and forces {positions.shape}, got "
-                             f"{energies.shape} and {forces.shape}")
-        for name, values in (("positions", positions), ("energies", energies),
-                             ("forces", forces)):
+            raise ValueError(
+                f"expected energies ({m},) and forces {positions.shape}, got "
+                f"{energies.shape} and {forces.shape}"
+            )
+        for name, values in (("positions", positions), ("energies", energies), ("forces", forces)):
             if not np.isfinite(values).all():
                 raise ValueError(f"{name} contain NaN or inf: remove that observation")
         prior_e, prior_g = self._prior_at_observations(positions, energies, forces)
@@ -274,7 +298,7 @@ class EnergyForceGP:
             # gamma comes from the latest configurations; over all of them the improper
             # kernel can be indefinite at long length scales, and jitter beyond the noise
             # would stop the posterior from interpolating: shorten the length scale
-            while jitter > self.energy_noise ** 2 and gamma < self.gamma_bounds[1]:
+            while jitter > self.energy_noise**2 and gamma < self.gamma_bounds[1]:
                 gamma = min(2.0 * gamma, self.gamma_bounds[1])
                 factor, jitter = self._factorize(gamma, select, n)
         self.gamma_, self.jitter_ = gamma, jitter
@@ -325,12 +349,18 @@ class EnergyForceGP:
         starts = [subset]
         previous = getattr(self, "_alpha", None)
         if previous is not None and len(previous) < len(y):
-            starts.append(torch.cat([previous, torch.zeros(len(y) - len(previous),
-                                                            dtype=y.dtype)]))
+            starts.append(torch.cat([previous, torch.zeros(len(y) - len(previous), dtype=y.dtype)]))
         best = int(np.argmin([residual(x) for x in starts]))
-        alpha, info = solve_joint(operator, y, noise, method="cg", tolerance=self.cg_tolerance,
-                                  max_iter=self.cg_max_iter, preconditioner=preconditioner,
-                                  initial_guess=starts[best])
+        alpha, info = solve_joint(
+            operator,
+            y,
+            noise,
+            method="cg",
+            tolerance=self.cg_tolerance,
+            max_iter=self.cg_max_iter,
+            preconditioner=preconditioner,
+            initial_guess=starts[best],
+        )
         self.solve_info_ = info
         if info.residual <= self.cg_tolerance:
             return alpha
@@ -356,8 +386,10 @@ class EnergyForceGP:
             energies = torch.tensor([v[0] for v in values], dtype=torch.float64)
             gradients = torch.as_tensor(np.stack([-v[1] for v in values]))
             return energies + self.prior_offset_, gradients
-        return (torch.full((len(x),), self.prior_constant_, dtype=torch.float64),
-                torch.zeros_like(x))
+        return (
+            torch.full((len(x),), self.prior_constant_, dtype=torch.float64),
+            torch.zeros_like(x),
+        )
 
     def posterior_with_gradients(self, x):
         """Posterior mean and variance at x (b, n, 3), with their gradients.
@@ -441,8 +473,10 @@ class _Posterior(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_mean_out, grad_variance_out):
         grad_mean, grad_variance = ctx.saved_tensors
-        return (grad_mean_out[:, None, None] * grad_mean
-                + grad_variance_out[:, None, None] * grad_variance), None
+        return (
+            grad_mean_out[:, None, None] * grad_mean
+            + grad_variance_out[:, None, None] * grad_variance
+        ), None
 
 
 def _cholesky_solve(factor, rhs):

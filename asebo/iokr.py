@@ -122,9 +122,11 @@ def _matrix(A, name, n_rows=None, n_cols=None):
     if n_rows is not None and A.shape[0] != n_rows:
         raise ValueError(f"{name} has {A.shape[0]} rows; expected {n_rows}")
     if n_cols is not None and A.shape[1] != n_cols:
-        raise ValueError(f"{name} has {A.shape[1]} columns; expected {n_cols} "
-                         "(precomputed kernels hold values against the fitted basis, "
-                         "see the asebo.iokr module docstring)")
+        raise ValueError(
+            f"{name} has {A.shape[1]} columns; expected {n_cols} "
+            "(precomputed kernels hold values against the fitted basis, "
+            "see the asebo.iokr module docstring)"
+        )
     return A
 
 
@@ -154,8 +156,10 @@ class _InputKernels:
         kernels = list(input_kernel) if isinstance(input_kernel, (list, tuple)) else [input_kernel]
         is_precomputed = [isinstance(k, str) and k == PRECOMPUTED for k in kernels]
         if not kernels or (any(is_precomputed) and not all(is_precomputed)):
-            raise ValueError("input_kernel must be a kernel, 'precomputed', or a non-empty "
-                             "list of kernels, or of 'precomputed' only")
+            raise ValueError(
+                "input_kernel must be a kernel, 'precomputed', or a non-empty "
+                "list of kernels, or of 'precomputed' only"
+            )
         for k in kernels:
             if not (isinstance(k, str) and k == PRECOMPUTED) and not callable(k):
                 raise ValueError(f"input kernel {k!r} is neither callable nor 'precomputed'")
@@ -165,10 +169,15 @@ class _InputKernels:
             weights = np.full(len(kernels), 1.0 / len(kernels))
         else:
             weights = np.asarray(kernel_weights, dtype=np.float64).reshape(-1)
-            if len(weights) != len(kernels) or not np.all(np.isfinite(weights)) \
-                    or np.any(weights < 0) or not np.any(weights > 0):
-                raise ValueError(f"kernel_weights must be {len(kernels)} non-negative numbers, "
-                                 "not all zero")
+            if (
+                len(weights) != len(kernels)
+                or not np.all(np.isfinite(weights))
+                or np.any(weights < 0)
+                or not np.any(weights > 0)
+            ):
+                raise ValueError(
+                    f"kernel_weights must be {len(kernels)} non-negative numbers, not all zero"
+                )
         self.weights = weights  # (K,)
 
     def split(self, X, name, n_rows=None):
@@ -176,12 +185,12 @@ class _InputKernels:
         if isinstance(X, (list, tuple)) and all(isinstance(p, np.ndarray) for p in X):
             parts = list(X)
             if len(parts) != len(self.kernels):
-                raise ValueError(f"{name} is a list of {len(parts)} arrays for "
-                                 f"{len(self.kernels)} input kernels")
+                raise ValueError(
+                    f"{name} is a list of {len(parts)} arrays for {len(self.kernels)} input kernels"
+                )
         else:
             if self.precomputed and len(self.kernels) > 1:
-                raise ValueError(f"{name}: give one precomputed matrix per input kernel, "
-                                 "as a list")
+                raise ValueError(f"{name}: give one precomputed matrix per input kernel, as a list")
             parts = [X] * len(self.kernels)
         check = _matrix if self.precomputed else _data
         return [check(p, name, n_rows=n_rows) for p in parts]
@@ -194,8 +203,10 @@ class _InputKernels:
         """
         if self.precomputed:
             return [w * _matrix(p, name, n_cols=basis) for w, p in zip(self.weights, parts)]
-        return [w * np.asarray(k(p, b), dtype=np.float64)
-                for w, k, p, b in zip(self.weights, self.kernels, parts, basis)]
+        return [
+            w * np.asarray(k(p, b), dtype=np.float64)
+            for w, k, p, b in zip(self.weights, self.kernels, parts, basis)
+        ]
 
 
 def _training_inputs(inputs, X):
@@ -227,9 +238,11 @@ class _OutputKernel:
             return None, None
         if self.precomputed:
             if candidate_gram is None:
-                raise ValueError("with a precomputed output kernel, pass candidate_gram = "
-                                 "K_Y(C, C): the ranking needs k_y(y, y) or the candidate "
-                                 "mean (score='inner' with centre=False needs neither)")
+                raise ValueError(
+                    "with a precomputed output kernel, pass candidate_gram = "
+                    "K_Y(C, C): the ranking needs k_y(y, y) or the candidate "
+                    "mean (score='inner' with centre=False needs neither)"
+                )
             n = len(candidates)
             gram = _matrix(candidate_gram, "candidate_gram", n_rows=n, n_cols=n)
             return np.diag(gram).copy(), gram.mean(axis=1)
@@ -237,8 +250,12 @@ class _OutputKernel:
         diag = np.asarray(self.kernel.diag(C), dtype=np.float64) if need_diag else None
         mean = None
         if need_mean:
-            mean = np.concatenate([self.kernel(C[s:s + _GRAM_CHUNK], C).mean(axis=1)
-                                   for s in range(0, len(C), _GRAM_CHUNK)])
+            mean = np.concatenate(
+                [
+                    self.kernel(C[s : s + _GRAM_CHUNK], C).mean(axis=1)
+                    for s in range(0, len(C), _GRAM_CHUNK)
+                ]
+            )
         return diag, mean
 
 
@@ -310,7 +327,7 @@ def loo_squared_errors(K_in, K_out, regs, centre=False):
         QS = Q * (reg / (eigvals + reg))  # (l, l); I - H = QS Q^T
         residual_sq = np.einsum("ij,ij->i", QS @ K_out_eig, QS)  # (l,) diag of (I-H)K(I-H)
         diag = np.einsum("ij,ij->i", QS, Q) - intercept  # (l,) diag of I - H
-        errors.append(np.mean(residual_sq / diag ** 2))
+        errors.append(np.mean(residual_sq / diag**2))
     return np.array(errors)
 
 
@@ -373,8 +390,15 @@ class IOKR(_RankingMixin, BaseEstimator):
         Number of training examples :math:`\ell`.
     """
 
-    def __init__(self, input_kernel=GaussianKernel(), output_kernel=LinearKernel(),
-                 kernel_weights=None, lam=1.0, centre=True, score="distance"):
+    def __init__(
+        self,
+        input_kernel=GaussianKernel(),
+        output_kernel=LinearKernel(),
+        kernel_weights=None,
+        lam=1.0,
+        centre=True,
+        score="distance",
+    ):
         self.input_kernel = input_kernel
         self.output_kernel = output_kernel
         self.kernel_weights = kernel_weights
@@ -470,8 +494,9 @@ def _reciprocal_rank(scores):
     return 1.0 / (1 + np.sum(scores > scores[0]))
 
 
-def _iokr_fold_reciprocal_ranks(K, KY_S, KY_PS, diag_S, diag_P, sets, train, test, lams,
-                                centre, score):
+def _iokr_fold_reciprocal_ranks(
+    K, KY_S, KY_PS, diag_S, diag_P, sets, train, test, lams, centre, score
+):
     """Mean reciprocal rank of held-out examples among their candidates, for each λ."""
     K_tr, K_te = K[np.ix_(train, train)], K[np.ix_(test, train)]
     if centre:
@@ -487,7 +512,7 @@ def _iokr_fold_reciprocal_ranks(K, KY_S, KY_PS, diag_S, diag_P, sets, train, tes
             members = sets.sets[sets.set_of[i]]
             KY_c = np.vstack([KY_S[i, train], KY_PS[np.ix_(members, train)]])  # (n_c, l_tr)
             diag = np.concatenate([[diag_S[i]], diag_P[members]])
-            s = _iokr_scores(projected[row:row + 1], KY_c, diag, centre, score)[0]
+            s = _iokr_scores(projected[row : row + 1], KY_c, diag, centre, score)[0]
             reciprocal[row, j] = _reciprocal_rank(s)
     return reciprocal.mean(axis=0)
 
@@ -506,8 +531,9 @@ def _heldout_squared_errors(K, KY, train, test, lams, centre):
         coef, centerer = _iokr_coef(K_tr, lam, centre)
         V = centerer.transform(K_te) if centre else K_te  # (m, l_tr)
         B = V @ coef.T  # (m, l_tr): h(x) = Psi_tr B^T
-        err = target_sq - 2 * np.einsum("ij,ij->i", B, KY_te) \
-            + np.einsum("ij,jk,ik->i", B, KY_tr, B)
+        err = (
+            target_sq - 2 * np.einsum("ij,ij->i", B, KY_te) + np.einsum("ij,jk,ik->i", B, KY_tr, B)
+        )
         errors.append(np.mean(err))
     return np.array(errors)
 
@@ -525,16 +551,21 @@ class _CandidateSets:
 
     def __init__(self, candidate_sets, n_pool, n_train):
         if len(candidate_sets) != n_train:
-            raise ValueError(f"candidate_sets has {len(candidate_sets)} sets for "
-                             f"{n_train} training examples")
+            raise ValueError(
+                f"candidate_sets has {len(candidate_sets)} sets for {n_train} training examples"
+            )
         index = {}
         self.set_of = np.empty(n_train, dtype=np.int64)  # (l,) distinct set of each example
         for i, members in enumerate(candidate_sets):
             members = np.asarray(members)
-            if members.ndim != 1 or len(members) == 0 or not np.issubdtype(members.dtype,
-                                                                            np.integer):
-                raise ValueError(f"candidate set {i} must be a non-empty 1-D array of pool "
-                                 "row indices")
+            if (
+                members.ndim != 1
+                or len(members) == 0
+                or not np.issubdtype(members.dtype, np.integer)
+            ):
+                raise ValueError(
+                    f"candidate set {i} must be a non-empty 1-D array of pool row indices"
+                )
             if members.min() < 0 or members.max() >= n_pool:
                 raise ValueError(f"candidate set {i} indexes outside the pool of {n_pool} rows")
             key = tuple(np.unique(members).tolist())
@@ -563,15 +594,19 @@ class _CandidateSets:
 
     def deviations(self, Z):
         """:math:`R^\\top Z`: weighted deviations from the set means, (pool, k) -> (n_pairs, k)."""
-        return np.concatenate([np.sqrt(m / len(s)) * (Z[s] - Z[s].mean(axis=0))
-                               for s, m in zip(self.sets, self.multiplicity)])
+        return np.concatenate(
+            [
+                np.sqrt(m / len(s)) * (Z[s] - Z[s].mean(axis=0))
+                for s, m in zip(self.sets, self.multiplicity)
+            ]
+        )
 
     def spread_deviations(self, Z):
         """:math:`R Z`: (n_pairs, k) -> (pool, k); the adjoint of :meth:`deviations`."""
         out = np.zeros((self.n_pool, Z.shape[1]))
         start = 0
         for s, m in zip(self.sets, self.multiplicity):
-            block = Z[start:start + len(s)]
+            block = Z[start : start + len(s)]
             out[s] += np.sqrt(m / len(s)) * (block - block.mean(axis=0))
             start += len(s)
         return out
@@ -581,12 +616,12 @@ class _CandidateSets:
 
         :math:`\\Phi' = [\\Phi_S, \\Phi_P]\\, T` (eq. 7), and likewise :math:`\\Psi'`.
         """
-        top = Z[:self.n_train]
-        return np.vstack([top, self.spread_deviations(Z[self.n_train:]) - self.spread_means(top)])
+        top = Z[: self.n_train]
+        return np.vstack([top, self.spread_deviations(Z[self.n_train :]) - self.spread_means(top)])
 
     def basis_map_T(self, Z):
         """:math:`T^\\top Z`: (l + pool, k) -> (l + n_pairs, k)."""
-        top, pool = Z[:self.n_train], Z[self.n_train:]
+        top, pool = Z[: self.n_train], Z[self.n_train :]
         return np.vstack([top - self.means(pool), self.deviations(pool)])
 
 
@@ -626,9 +661,17 @@ class IOKRCV(_RankingMixin, BaseEstimator):
         Refitted on the whole training set with ``lam_``.
     """
 
-    def __init__(self, input_kernel=GaussianKernel(), output_kernel=LinearKernel(),
-                 kernel_weights=None, lams=(1e-4, 1e-3, 1e-2, 1e-1, 1.0), cv=None,
-                 centre=True, score="distance", random_state=None):
+    def __init__(
+        self,
+        input_kernel=GaussianKernel(),
+        output_kernel=LinearKernel(),
+        kernel_weights=None,
+        lams=(1e-4, 1e-3, 1e-2, 1e-1, 1.0),
+        cv=None,
+        centre=True,
+        score="distance",
+        random_state=None,
+    ):
         self.input_kernel = input_kernel
         self.output_kernel = output_kernel
         self.kernel_weights = kernel_weights
@@ -671,8 +714,10 @@ class IOKRCV(_RankingMixin, BaseEstimator):
             raise ValueError("give both candidates and candidate_sets, or neither")
         if candidates is not None:
             if self.cv is None:
-                raise ValueError("the ranking criterion needs folds: set cv (cv=None is the "
-                                 "closed-form leave-one-out of the squared error)")
+                raise ValueError(
+                    "the ranking criterion needs folds: set cv (cv=None is the "
+                    "closed-form leave-one-out of the squared error)"
+                )
             if outputs.precomputed:
                 n_pool = len(_matrix(candidates, "candidates"))
                 KY_P = _matrix(candidates, "candidates", n_cols=l + n_pool)  # (pool, l + pool)
@@ -684,20 +729,45 @@ class IOKRCV(_RankingMixin, BaseEstimator):
                 diag_P = np.asarray(outputs.kernel.diag(pool), dtype=np.float64)
             sets = _CandidateSets(candidate_sets, n_pool, l)
             self.cv_scores_ = np.mean(
-                [_iokr_fold_reciprocal_ranks(K, KY, KY_PS, np.diag(KY), diag_P, sets, tr, te,
-                                             lams, self.centre, self.score)
-                 for tr, te in _folds(self.cv, self.random_state, l)], axis=0)
+                [
+                    _iokr_fold_reciprocal_ranks(
+                        K,
+                        KY,
+                        KY_PS,
+                        np.diag(KY),
+                        diag_P,
+                        sets,
+                        tr,
+                        te,
+                        lams,
+                        self.centre,
+                        self.score,
+                    )
+                    for tr, te in _folds(self.cv, self.random_state, l)
+                ],
+                axis=0,
+            )
             self.lam_ = lams[int(np.argmax(self.cv_scores_))]
         else:
             if self.cv is None:
                 self.cv_errors_ = loo_squared_errors(K, KY, lams, centre=bool(self.centre))
             else:
                 self.cv_errors_ = np.mean(
-                    [_heldout_squared_errors(K, KY, tr, te, lams, self.centre)
-                     for tr, te in _folds(self.cv, self.random_state, l)], axis=0)
+                    [
+                        _heldout_squared_errors(K, KY, tr, te, lams, self.centre)
+                        for tr, te in _folds(self.cv, self.random_state, l)
+                    ],
+                    axis=0,
+                )
             self.lam_ = lams[int(np.argmin(self.cv_errors_))]
-        self.best_estimator_ = IOKR(self.input_kernel, self.output_kernel, self.kernel_weights,
-                                    self.lam_, self.centre, self.score).fit(X, Y)
+        self.best_estimator_ = IOKR(
+            self.input_kernel,
+            self.output_kernel,
+            self.kernel_weights,
+            self.lam_,
+            self.centre,
+            self.score,
+        ).fit(X, Y)
         return self
 
     def decision_function(self, X, candidates, candidate_gram=None):

@@ -37,11 +37,16 @@ from ase.calculators.calculator import Calculator, all_changes
 from ase.units import Bohr, Hartree
 
 # Lindh et al. (1995), Table 1: alpha (bohr^-2) and r_ref (bohr) by the rows of two atoms
-_ALPHA = {(1, 1): 1.0000, (1, 2): 0.3949, (1, 3): 0.3949,
-          (2, 2): 0.2800, (2, 3): 0.2800, (3, 3): 0.2800}
-_R_REF = {(1, 1): 1.35, (1, 2): 2.10, (1, 3): 2.53,
-          (2, 2): 2.87, (2, 3): 3.40, (3, 3): 3.40}
-STRETCH_CONSTANT = 0.45 * Hartree / Bohr ** 2  # k_r, eV/Å²
+_ALPHA = {
+    (1, 1): 1.0000,
+    (1, 2): 0.3949,
+    (1, 3): 0.3949,
+    (2, 2): 0.2800,
+    (2, 3): 0.2800,
+    (3, 3): 0.2800,
+}
+_R_REF = {(1, 1): 1.35, (1, 2): 2.10, (1, 3): 2.53, (2, 2): 2.87, (2, 3): 3.40, (3, 3): 3.40}
+STRETCH_CONSTANT = 0.45 * Hartree / Bohr**2  # k_r, eV/Å²
 BEND_CONSTANT = 0.15 * Hartree  # k_phi, eV/rad²
 LINDH_TORSION_CONSTANT = 0.005 * Hartree  # Lindh's k_tau, eV/rad²
 # four times Lindh's: the fewest force calls of the scales tried on the Baker set, and
@@ -65,7 +70,7 @@ def lindh_weights(positions, numbers):
     alpha = np.vectorize(lambda a, b: _ALPHA[a, b])(low, high)  # (n, n), bohr^-2
     r_ref = np.vectorize(lambda a, b: _R_REF[a, b])(low, high)  # (n, n), bohr
     distance = np.linalg.norm(positions[:, None] - positions[None], axis=-1) / Bohr
-    weights = np.exp(alpha * (r_ref ** 2 - distance ** 2))
+    weights = np.exp(alpha * (r_ref**2 - distance**2))
     np.fill_diagonal(weights, 0.0)
     return weights
 
@@ -98,8 +103,7 @@ def _dihedrals(positions, torsions):
     a, b = np.cross(f, g), np.cross(h, g)  # (t, 3) normals of the two planes
     aa, bb = np.einsum("ti,ti->t", a, a), np.einsum("ti,ti->t", b, b)
     lg = np.linalg.norm(g, axis=1)
-    angle = np.arctan2(np.einsum("ti,ti->t", np.cross(b, a), g) / lg,
-                       np.einsum("ti,ti->t", a, b))
+    angle = np.arctan2(np.einsum("ti,ti->t", np.cross(b, a), g) / lg, np.einsum("ti,ti->t", a, b))
     defined = (aa > 1e-20) & (bb > 1e-20)
     inv_aa = np.where(defined, 1.0 / np.where(defined, aa, 1.0), 0.0)[:, None]
     inv_bb = np.where(defined, 1.0 / np.where(defined, bb, 1.0), 0.0)[:, None]
@@ -123,8 +127,8 @@ def _torsion_fade(angle):
     derivative ``dg/dtheta`` (b,)."""
     on, off = TORSION_FADE
     t = np.clip((off - angle) / (off - on), 0.0, 1.0)  # (b,) 1 = full torsion
-    fade = t ** 3 * (10 - 15 * t + 6 * t ** 2)
-    slope = -30 * t ** 2 * (1 - t) ** 2 / (off - on)
+    fade = t**3 * (10 - 15 * t + 6 * t**2)
+    slope = -30 * t**2 * (1 - t) ** 2 / (off - on)
     return fade, slope
 
 
@@ -170,7 +174,7 @@ def _add_dihedral_terms(positions, quadruples, constants, reference, forces):
         fade, slope = _torsion_fade(theta)
         fades.append((fade, slope, np.stack([d_i, -d_i - d_k, d_k], axis=1)))  # (t, 3, 3)
     (g1, s1, b1), (g2, s2, b2) = fades
-    half = 0.5 * constants * twist ** 2  # (t,)
+    half = 0.5 * constants * twist**2  # (t,)
     gradient = (constants * twist * g1 * g2)[:, None, None] * d_angle  # (t, 4, 3)
     gradient[:, :3] += (half * s1 * g2)[:, None, None] * b1
     gradient[:, 1:] += (half * g1 * s2)[:, None, None] * b2
@@ -219,15 +223,24 @@ class LindhModel(Calculator):
 
     implemented_properties = ["energy", "forces"]
 
-    def __init__(self, reference, numbers, cutoff=1e-2, stretch_constant=STRETCH_CONSTANT,
-                 bend_constant=BEND_CONSTANT, torsion_constant=TORSION_CONSTANT,
-                 out_of_plane_constant=0.0):
+    def __init__(
+        self,
+        reference,
+        numbers,
+        cutoff=1e-2,
+        stretch_constant=STRETCH_CONSTANT,
+        bend_constant=BEND_CONSTANT,
+        torsion_constant=TORSION_CONSTANT,
+        out_of_plane_constant=0.0,
+    ):
         super().__init__()
         reference = np.array(reference, dtype=np.float64)  # (n, 3)
         numbers = np.asarray(numbers)
         if reference.ndim != 2 or reference.shape[1] != 3 or len(numbers) != len(reference):
-            raise ValueError(f"reference must be (n, 3) positions of the {len(numbers)} "
-                             f"atoms, got shape {reference.shape}")
+            raise ValueError(
+                f"reference must be (n, 3) positions of the {len(numbers)} "
+                f"atoms, got shape {reference.shape}"
+            )
         if not np.isfinite(reference).all():
             raise ValueError("reference positions must be finite")
         rho = lindh_weights(reference, numbers)  # (n, n)
@@ -240,9 +253,11 @@ class LindhModel(Calculator):
         self.bends = np.stack([i[keep], j[keep], k[keep]], axis=1)  # (b, 3)
         self.bend_constants = bend_constant * triples[i[keep], j[keep], k[keep]]  # (b,)
         self.torsions, self.torsion_constants = self._choose_torsions(
-            reference, rho, cutoff, torsion_constant)
+            reference, rho, cutoff, torsion_constant
+        )
         self.out_of_plane, self.out_of_plane_constants = self._choose_out_of_plane(
-            reference, rho, cutoff, out_of_plane_constant)
+            reference, rho, cutoff, out_of_plane_constant
+        )
         self.reference = reference
         self._reference_lengths = self._lengths(reference)[0]
         self._reference_angles = _bend_angles(reference, self.bends)[0]
@@ -287,7 +302,7 @@ class LindhModel(Calculator):
         pull = (self.stretch_constants * stretch)[:, None] * unit  # dE/dx_i, (p, 3)
         np.add.at(forces, self.stretches[:, 0], -pull)
         np.add.at(forces, self.stretches[:, 1], pull)
-        return 0.5 * np.sum(self.stretch_constants * stretch ** 2)
+        return 0.5 * np.sum(self.stretch_constants * stretch**2)
 
     def _add_bends(self, positions, forces):
         """Bend energy; adds its forces (n, 3) to ``forces``."""
@@ -297,7 +312,7 @@ class LindhModel(Calculator):
         np.add.at(forces, self.bends[:, 0], -torque * d_i)
         np.add.at(forces, self.bends[:, 2], -torque * d_k)
         np.add.at(forces, self.bends[:, 1], torque * (d_i + d_k))
-        return 0.5 * np.sum(self.bend_constants * bend ** 2)
+        return 0.5 * np.sum(self.bend_constants * bend**2)
 
     def energy_and_forces(self, positions):
         """Model energy (eV) and forces (n, 3) (eV/Å) at positions (n, 3)."""
@@ -307,12 +322,17 @@ class LindhModel(Calculator):
         if len(self.bends):
             energy += self._add_bends(positions, forces)
         if len(self.torsions):
-            energy += _add_dihedral_terms(positions, self.torsions, self.torsion_constants,
-                                          self._reference_dihedrals, forces)
+            energy += _add_dihedral_terms(
+                positions, self.torsions, self.torsion_constants, self._reference_dihedrals, forces
+            )
         if len(self.out_of_plane):
-            energy += _add_dihedral_terms(positions, self.out_of_plane,
-                                          self.out_of_plane_constants,
-                                          self._reference_out_of_plane, forces)
+            energy += _add_dihedral_terms(
+                positions,
+                self.out_of_plane,
+                self.out_of_plane_constants,
+                self._reference_out_of_plane,
+                forces,
+            )
         return float(energy), forces
 
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):

@@ -60,7 +60,7 @@ class RecentredLindh:
         """
         while self._seen < len(energies):
             self._seen += 1
-            best = int(np.argmin(energies[:self._seen]))
+            best = int(np.argmin(energies[: self._seen]))
             if self.model is None:
                 self._build(positions, 0)
             elif self.model.energy_and_forces(positions[best])[0] > self.recentre:
@@ -71,8 +71,9 @@ class RecentredLindh:
         self.model = LindhModel(positions[index], self.numbers)
         self.model._reference_angles = _straightened(self.model, positions[index], self.numbers)
         self.centre = index
-        self._prior = ("max" if len(self.model.stretches) == 0
-                       else CalculatorPrior(self.model, self.atoms))
+        self._prior = (
+            "max" if len(self.model.stretches) == 0 else CalculatorPrior(self.model, self.atoms)
+        )
 
 
 def _straightened(model, positions, numbers):

@@ -181,8 +181,9 @@ def mlkrr_loss(A, X_A, y_A, X_alpha, y_alpha, sigma, krr_lambda):
     W_all = np.zeros((n_A + len(X_alpha),) * 2)  # pairs over [A-half; alpha-half]
     W_all[:n_A, n_A:] = -residual[:, None] * alpha[None, :] * Q  # -W
     W_all[n_A:, n_A:] = K * u[:, None] * alpha[None, :]  # W_tilde
-    grad = 4.0 / sigma**2 * pair_outer_sum(W_all, np.vstack([X_A, X_alpha]),
-                                           np.vstack([Z_A, Z_alpha]))  # (p, d)
+    grad = (
+        4.0 / sigma**2 * pair_outer_sum(W_all, np.vstack([X_A, X_alpha]), np.vstack([Z_A, Z_alpha]))
+    )  # (p, d)
     return float(residual @ residual), grad
 
 
@@ -190,8 +191,9 @@ def _cholesky(H):
     try:
         return cho_factor(H, lower=True, check_finite=False)
     except np.linalg.LinAlgError as error:
-        raise ValueError("K + krr_lambda I is not numerically positive definite: increase "
-                         "krr_lambda") from error
+        raise ValueError(
+            "K + krr_lambda I is not numerically positive definite: increase krr_lambda"
+        ) from error
 
 
 class _MetricLearningRegressor(RegressorMixin, TransformerMixin, BaseEstimator):
@@ -211,15 +213,18 @@ class _MetricLearningRegressor(RegressorMixin, TransformerMixin, BaseEstimator):
         -------
         self
         """
-        X, y = validate_data(self, X, y, y_numeric=True, ensure_min_samples=2,
-                             dtype=np.float64)
+        X, y = validate_data(self, X, y, y_numeric=True, ensure_min_samples=2, dtype=np.float64)
         self._check_hyperparameters()
         self.y_offset_ = float(np.mean(y))
         y_centred = y - self.y_offset_  # (n,)
         A, sigma, n_iter, converged = self._learn_metric(X, y_centred)
         if not converged:
-            warnings.warn(f"{type(self).__name__} did not converge in {n_iter} iterations: "
-                          "raise max_iter or tol", ConvergenceWarning, stacklevel=2)
+            warnings.warn(
+                f"{type(self).__name__} did not converge in {n_iter} iterations: "
+                "raise max_iter or tol",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         self.components_ = A  # (d, d)
         self.sigma_ = sigma
         self.n_iter_ = n_iter
@@ -290,8 +295,14 @@ class _MetricLearningRegressor(RegressorMixin, TransformerMixin, BaseEstimator):
                 grad = np.append(grad, -np.dot(A.ravel(), grad))
             return cost / scale, grad / scale
 
-        return minimize(objective, params, jac=True, method="L-BFGS-B", tol=self.tol,
-                        options={"maxiter": max_iter})
+        return minimize(
+            objective,
+            params,
+            jac=True,
+            method="L-BFGS-B",
+            tol=self.tol,
+            options={"maxiter": max_iter},
+        )
 
     def _initial_parameters(self, n_features):
         A = np.eye(n_features).ravel()  # identity, as in Fabregat et al. (2022)
@@ -358,8 +369,9 @@ class MLKR(_MetricLearningRegressor):
     def _learn_metric(self, X, y):
         n_features = X.shape[1]
         loss = functools.partial(_mlkr_loss_at, X=X, y=y)
-        result = self._minimize(loss, self._initial_parameters(n_features), n_features,
-                                self.max_iter)
+        result = self._minimize(
+            loss, self._initial_parameters(n_features), n_features, self.max_iter
+        )
         A, sigma = self._unpack(result.x, n_features)
         return A, sigma, int(result.nit), bool(result.success)
 
@@ -420,8 +432,17 @@ class MLKRR(_MetricLearningRegressor):
     the appendix lemma, and the section "Optimization details".
     """
 
-    def __init__(self, sigma=1.0, krr_lambda=1e-6, learn_sigma=False, shuffle_every=30,
-                 alpha_fraction=0.5, max_iter=500, tol=1e-6, random_state=None):
+    def __init__(
+        self,
+        sigma=1.0,
+        krr_lambda=1e-6,
+        learn_sigma=False,
+        shuffle_every=30,
+        alpha_fraction=0.5,
+        max_iter=500,
+        tol=1e-6,
+        random_state=None,
+    ):
         self.sigma = sigma
         self.krr_lambda = krr_lambda
         self.learn_sigma = learn_sigma
@@ -434,8 +455,9 @@ class MLKRR(_MetricLearningRegressor):
     def _check_hyperparameters(self):
         super()._check_hyperparameters()
         if not isinstance(self.shuffle_every, numbers.Integral) or self.shuffle_every < 1:
-            raise ValueError(f"shuffle_every must be a positive integer, "
-                             f"got {self.shuffle_every!r}")
+            raise ValueError(
+                f"shuffle_every must be a positive integer, got {self.shuffle_every!r}"
+            )
         if not 0.0 < self.alpha_fraction < 1.0:
             raise ValueError(f"alpha_fraction must lie in (0, 1), got {self.alpha_fraction!r}")
 
@@ -448,9 +470,14 @@ class MLKRR(_MetricLearningRegressor):
         for _ in range(math.ceil(self.max_iter / self.shuffle_every)):
             order = rng.permutation(n_samples)
             alpha_half, a_half = order[:n_alpha], order[n_alpha:]
-            loss = functools.partial(_mlkrr_loss_at, X_A=X[a_half], y_A=y[a_half],
-                                     X_alpha=X[alpha_half], y_alpha=y[alpha_half],
-                                     krr_lambda=self.krr_lambda)
+            loss = functools.partial(
+                _mlkrr_loss_at,
+                X_A=X[a_half],
+                y_A=y[a_half],
+                X_alpha=X[alpha_half],
+                y_alpha=y[alpha_half],
+                krr_lambda=self.krr_lambda,
+            )
             budget = min(self.shuffle_every, self.max_iter - n_iter)
             result = self._minimize(loss, params, n_features, budget)
             params = result.x

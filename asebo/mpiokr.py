@@ -81,11 +81,13 @@ class _ApproximatedInputsModel:
         RLt = sets.spread_deviations(L.T)  # (pool, l) R L^T
         M = [cho_solve(cho_factor(g * np.eye(l) + KY), np.eye(l)) for g in gammas]  # G x (l, l)
         first = [np.eye(l) - Mg @ B for Mg in M]  # A_g first block, (l, l)
-        AAt = np.block([[first[g] @ first[h].T + M[g] @ cov @ M[h] for h in range(G)]
-                        for g in range(G)])  # (lG, lG)
-        self.DK_AAt = np.vstack([K_groups[g] @ AAt[g * l:(g + 1) * l] for g in range(G)])
-        self.TAt = np.hstack([np.vstack([first[g].T, RLt @ M[g] - sets.spread_means(first[g].T)])
-                              for g in range(G)])  # (l + pool, lG)
+        AAt = np.block(
+            [[first[g] @ first[h].T + M[g] @ cov @ M[h] for h in range(G)] for g in range(G)]
+        )  # (lG, lG)
+        self.DK_AAt = np.vstack([K_groups[g] @ AAt[g * l : (g + 1) * l] for g in range(G)])
+        self.TAt = np.hstack(
+            [np.vstack([first[g].T, RLt @ M[g] - sets.spread_means(first[g].T)]) for g in range(G)]
+        )  # (l + pool, lG)
         self.centring_maps = [Kg @ Mg for Kg, Mg in zip(K_groups, M)]  # K^g M_g
         self.n_inputs = l * G
 
@@ -101,8 +103,10 @@ def _gamma_groups(gamma, n_kernels):
     if len(gammas) == 1:
         gammas = np.repeat(gammas, n_kernels)
     if len(gammas) != n_kernels:
-        raise ValueError(f"gamma must be one number or {n_kernels} numbers (one per input "
-                         f"kernel), got {len(gammas)}")
+        raise ValueError(
+            f"gamma must be one number or {n_kernels} numbers (one per input "
+            f"kernel), got {len(gammas)}"
+        )
     for g in gammas:
         _positive_float(g, "gamma")
     groups = {}
@@ -138,15 +142,17 @@ class _MPGrams:
             self.KY_S = outputs.kernel(self.Y_data, self.Y_data)
             self.KY_PS = outputs.kernel(self.pool_data, self.Y_data)
             KY_PP = outputs.kernel(self.pool_data, self.pool_data) if need_pool_gram else None
-        self.KY = None if KY_PP is None else np.block([[self.KY_S, self.KY_PS.T],
-                                                       [self.KY_PS, KY_PP]])
+        self.KY = (
+            None if KY_PP is None else np.block([[self.KY_S, self.KY_PS.T], [self.KY_PS, KY_PP]])
+        )
         self.l, self.n_pool = l, n_pool
         if self.known:
             cparts = inputs.split(candidate_inputs, "candidate_inputs", n_rows=n_pool)
             if inputs.precomputed:
                 bottom = inputs.weighted_grams(cparts, l + n_pool, "candidate_inputs")
-                self.KX = [np.vstack([np.hstack([t, b[:, :l].T]), b])
-                           for t, b in zip(grams, bottom)]
+                self.KX = [
+                    np.vstack([np.hstack([t, b[:, :l].T]), b]) for t, b in zip(grams, bottom)
+                ]
                 self.X_data = None
             else:
                 self.X_data = [np.vstack([p, c]) for p, c in zip(parts, cparts)]
@@ -160,14 +166,17 @@ class _MPGrams:
         if self.known:
             basis = np.concatenate([train, self.l + np.arange(self.n_pool)])
             return _KnownInputsModel(sum(self.KX)[np.ix_(basis, basis)], sets)
-        K_groups = [sum(self.KX[k] for k in members)[np.ix_(train, train)]
-                    for _, members in groups]
-        return _ApproximatedInputsModel(K_groups, self.KY_S[np.ix_(train, train)],
-                                        self.KY_PS[:, train], [g for g, _ in groups], sets)
+        K_groups = [sum(self.KX[k] for k in members)[np.ix_(train, train)] for _, members in groups]
+        return _ApproximatedInputsModel(
+            K_groups,
+            self.KY_S[np.ix_(train, train)],
+            self.KY_PS[:, train],
+            [g for g, _ in groups],
+            sets,
+        )
 
 
-def _mp_input_vectors(KX_parts, groups, centring_maps, KY_candidates_train, KX_candidates,
-                      centre):
+def _mp_input_vectors(KX_parts, groups, centring_maps, KY_candidates_train, KX_candidates, centre):
     """:math:`v(x)` for MP-IOKR inputs, centred on the candidate set when ``centre``.
 
     Known setting (``groups`` None): the combined kernel against :math:`[S, P]` minus
@@ -221,8 +230,16 @@ class MPIOKR(_RankingMixin, BaseEstimator):
         The :math:`\gamma` of each group and its input kernels (approximated setting).
     """
 
-    def __init__(self, input_kernel=GaussianKernel(), output_kernel=LinearKernel(),
-                 kernel_weights=None, lam=1.0, gamma=1.0, centre=True, score="distance"):
+    def __init__(
+        self,
+        input_kernel=GaussianKernel(),
+        output_kernel=LinearKernel(),
+        kernel_weights=None,
+        lam=1.0,
+        gamma=1.0,
+        centre=True,
+        score="distance",
+    ):
         self.input_kernel = input_kernel
         self.output_kernel = output_kernel
         self.kernel_weights = kernel_weights
@@ -266,8 +283,7 @@ class MPIOKR(_RankingMixin, BaseEstimator):
         self.centring_maps_ = None if grams.known else model.centring_maps
         self.n_train_, self.n_pool_ = grams.l, grams.n_pool
         self.X_basis_ = grams.X_data
-        self.Y_basis_ = None if grams.Y_data is None else np.vstack([grams.Y_data,
-                                                                     grams.pool_data])
+        self.Y_basis_ = None if grams.Y_data is None else np.vstack([grams.Y_data, grams.pool_data])
         return self
 
     def decision_function(self, X, candidates, candidate_inputs=None, candidate_gram=None):
@@ -295,23 +311,33 @@ class MPIOKR(_RankingMixin, BaseEstimator):
         outputs = _OutputKernel(self.output_kernel)
         l, known = self.n_train_, self.setting_ == "known"
         n_basis = l + self.n_pool_
-        KY = outputs.gram(candidates, n_basis if outputs.precomputed else self.Y_basis_,
-                          "candidates")  # (n_c, l + pool)
-        in_basis = (n_basis if known else l) if inputs.precomputed else (
-            self.X_basis_ if known else [b[:l] for b in self.X_basis_])
+        KY = outputs.gram(
+            candidates, n_basis if outputs.precomputed else self.Y_basis_, "candidates"
+        )  # (n_c, l + pool)
+        in_basis = (
+            (n_basis if known else l)
+            if inputs.precomputed
+            else (self.X_basis_ if known else [b[:l] for b in self.X_basis_])
+        )
         KX = inputs.weighted_grams(inputs.split(X, "X"), in_basis, "X")
         KX_candidates = None
         if known and self.centre:
             if candidate_inputs is None:
-                raise ValueError("with known candidate inputs and centre=True, pass "
-                                 "candidate_inputs for the candidate set")
+                raise ValueError(
+                    "with known candidate inputs and centre=True, pass "
+                    "candidate_inputs for the candidate set"
+                )
             KX_candidates = inputs.weighted_grams(
                 inputs.split(candidate_inputs, "candidate_inputs", n_rows=len(KY)),
-                in_basis, "candidate_inputs")
-        V = _mp_input_vectors(KX, self.groups_, self.centring_maps_, KY[:, :l], KX_candidates,
-                              self.centre)
-        diag, mean = outputs.self_terms(candidates, candidate_gram, self.score == "distance",
-                                        bool(self.centre))
+                in_basis,
+                "candidate_inputs",
+            )
+        V = _mp_input_vectors(
+            KX, self.groups_, self.centring_maps_, KY[:, :l], KX_candidates, self.centre
+        )
+        diag, mean = outputs.self_terms(
+            candidates, candidate_gram, self.score == "distance", bool(self.centre)
+        )
         return _mp_scores(V @ self.coef_.T, KY, diag, mean, self.score)
 
 
@@ -362,10 +388,19 @@ class MPIOKRCV(_RankingMixin, BaseEstimator):
     best_estimator_ : MPIOKR
     """
 
-    def __init__(self, input_kernel=GaussianKernel(), output_kernel=LinearKernel(),
-                 kernel_weights=None, lams=(1e-4, 1e-3, 1e-2, 1e-1, 1.0),
-                 gammas=(1e-3, 1e-2, 1e-1, 1.0), separate=False, cv=3, centre=True,
-                 score="distance", random_state=None):
+    def __init__(
+        self,
+        input_kernel=GaussianKernel(),
+        output_kernel=LinearKernel(),
+        kernel_weights=None,
+        lams=(1e-4, 1e-3, 1e-2, 1e-1, 1.0),
+        gammas=(1e-3, 1e-2, 1e-1, 1.0),
+        separate=False,
+        cv=3,
+        centre=True,
+        score="distance",
+        random_state=None,
+    ):
         self.input_kernel = input_kernel
         self.output_kernel = output_kernel
         self.kernel_weights = kernel_weights
@@ -389,20 +424,29 @@ class MPIOKRCV(_RankingMixin, BaseEstimator):
         if grams.known:
             self.gamma_, self.gamma_errors_ = None, None
         elif self.separate:
-            self.gamma_errors_ = np.array([loo_squared_errors(KY_S, K[:l, :l], gammas)
-                                           for K in grams.KX])  # (K, r)
+            self.gamma_errors_ = np.array(
+                [loo_squared_errors(KY_S, K[:l, :l], gammas) for K in grams.KX]
+            )  # (K, r)
             self.gamma_ = np.array([gammas[int(i)] for i in np.argmin(self.gamma_errors_, 1)])
         else:
             self.gamma_errors_ = loo_squared_errors(KY_S, sum(grams.KX)[:l, :l], gammas)
             self.gamma_ = gammas[int(np.argmin(self.gamma_errors_))]
         groups = None if grams.known else _gamma_groups(self.gamma_, n_kernels)
-        scores = [self._fold_scores(grams, all_sets, candidate_sets, groups, tr, te, lams)
-                  for tr, te in _folds(self.cv, self.random_state, l)]
+        scores = [
+            self._fold_scores(grams, all_sets, candidate_sets, groups, tr, te, lams)
+            for tr, te in _folds(self.cv, self.random_state, l)
+        ]
         self.cv_scores_ = np.mean(scores, axis=0)
         self.lam_ = lams[int(np.argmax(self.cv_scores_))]
-        self.best_estimator_ = MPIOKR(self.input_kernel, self.output_kernel, self.kernel_weights,
-                                      self.lam_, 1.0 if grams.known else self.gamma_,
-                                      self.centre, self.score)
+        self.best_estimator_ = MPIOKR(
+            self.input_kernel,
+            self.output_kernel,
+            self.kernel_weights,
+            self.lam_,
+            1.0 if grams.known else self.gamma_,
+            self.centre,
+            self.score,
+        )
         self.best_estimator_._fit_grams(grams, candidate_sets)
         return self
 
@@ -420,8 +464,11 @@ class MPIOKRCV(_RankingMixin, BaseEstimator):
             KY.append(grams.KY[np.ix_(cands, out_basis)])  # (n_c, l_train + pool)
             KX = [K[np.ix_([i], in_basis)] for K in grams.KX]
             KX_c = [K[np.ix_(cands, in_basis)] for K in grams.KX] if grams.known else None
-            V.append(_mp_input_vectors(KX, groups, centring_maps, KY[-1][:, :len(train)], KX_c,
-                                       self.centre))
+            V.append(
+                _mp_input_vectors(
+                    KX, groups, centring_maps, KY[-1][:, : len(train)], KX_c, self.centre
+                )
+            )
             gram = grams.KY[np.ix_(cands, cands)]  # (n_c, n_c)
             diag.append(np.diag(gram))
             mean.append(gram.mean(axis=1) if self.centre else None)
@@ -430,13 +477,15 @@ class MPIOKRCV(_RankingMixin, BaseEstimator):
         for j, lam in enumerate(lams):
             projected = model.apply(lam, V)  # (m, l_train + pool)
             for row in range(len(test)):
-                s = _mp_scores(projected[row:row + 1], KY[row], diag[row], mean[row],
-                               self.score)[0]
+                s = _mp_scores(projected[row : row + 1], KY[row], diag[row], mean[row], self.score)[
+                    0
+                ]
                 reciprocal[row, j] = _reciprocal_rank(s)
         return reciprocal.mean(axis=0)
 
     def decision_function(self, X, candidates, candidate_inputs=None, candidate_gram=None):
         """Scores of the refitted :class:`MPIOKR`; see :meth:`MPIOKR.decision_function`."""
         check_is_fitted(self, "best_estimator_")
-        return self.best_estimator_.decision_function(X, candidates, candidate_inputs,
-                                                      candidate_gram)
+        return self.best_estimator_.decision_function(
+            X, candidates, candidate_inputs, candidate_gram
+        )

@@ -65,12 +65,15 @@ class Observations:
         record = cls(numbers, path, comm)
         stored = _read_restart(path)
         numbers_on_file = np.asarray(stored.pop("numbers"))
-        if (numbers_on_file.shape != record.numbers.shape
-                or (numbers_on_file != record.numbers).any()):
+        if (
+            numbers_on_file.shape != record.numbers.shape
+            or (numbers_on_file != record.numbers).any()
+        ):
             raise RestartError(
                 f"restart file {path} holds observations of other atoms "
                 f"({len(numbers_on_file)} atoms, numbers {numbers_on_file.tolist()[:8]}...): "
-                "pass another restart file name to start afresh; this one was left untouched")
+                "pass another restart file name to start afresh; this one was left untouched"
+            )
         record.positions = [np.asarray(p, dtype=float) for p in stored.pop("positions")]
         record.energies = [float(e) for e in stored.pop("energies")]
         record.forces = [np.asarray(f, dtype=float) for f in stored.pop("forces")]
@@ -110,9 +113,14 @@ class Observations:
         self.state.update(state)
         if self.path is None or self.comm.rank != 0:
             return
-        content = {"version": RESTART_VERSION, "numbers": self.numbers,
-                   "positions": np.array(self.positions), "energies": np.array(self.energies),
-                   "forces": np.array(self.forces), **self.state}
+        content = {
+            "version": RESTART_VERSION,
+            "numbers": self.numbers,
+            "positions": np.array(self.positions),
+            "energies": np.array(self.energies),
+            "forces": np.array(self.forces),
+            **self.state,
+        }
         folder, name = os.path.split(os.path.abspath(self.path))
         descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
         try:
@@ -175,8 +183,9 @@ class TrajectoryFrames:
         for index in range(self.written, len(observations)):
             frame = self.atoms.copy()
             frame.set_positions(observations.positions[index], apply_constraint=False)
-            frame.calc = SinglePointCalculator(frame, energy=observations.energies[index],
-                                               forces=observations.forces[index])
+            frame.calc = SinglePointCalculator(
+                frame, energy=observations.energies[index], forces=observations.forces[index]
+            )
             frames.append(frame)
         if self.opened:
             for frame in frames:
@@ -206,5 +215,6 @@ def _read_restart(path):
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise RestartError(
             f"restart file {path} cannot be read ({error}). It was left untouched: move it "
-            "away (or pass another restart name) to start afresh") from error
+            "away (or pass another restart name) to start afresh"
+        ) from error
     return state

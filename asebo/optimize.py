@@ -130,21 +130,42 @@ class BOOptimizer(Optimizer):
     optimization", eqs. 34-35.
     """
 
-    defaults: ClassVar[dict] = {**Optimizer.defaults, "maxstep": 0.2, "kappa": 0.1,
-                                "trust_radius": 0.1, "recentre": 0.3}
+    defaults: ClassVar[dict] = {
+        **Optimizer.defaults,
+        "maxstep": 0.2,
+        "kappa": 0.1,
+        "trust_radius": 0.1,
+        "recentre": 0.3,
+    }
 
-    def __init__(self, atoms, restart=None, logfile="-", trajectory=None, prior=None,
-                 kappa=None, maxstep=None, trust_radius=None, kernel=None, gp_options=None,
-                 recentre=None, append_trajectory=None, comm=world, **kwargs):
+    def __init__(
+        self,
+        atoms,
+        restart=None,
+        logfile="-",
+        trajectory=None,
+        prior=None,
+        kappa=None,
+        maxstep=None,
+        trust_radius=None,
+        kernel=None,
+        gp_options=None,
+        recentre=None,
+        append_trajectory=None,
+        comm=world,
+        **kwargs,
+    ):
         _check_atoms(atoms)
         self.kappa = _number("kappa", kappa, self.defaults["kappa"], positive=False)
         self.maxstep = _number("maxstep", maxstep, self.defaults["maxstep"])
-        self.initial_trust_radius = _number("trust_radius", trust_radius,
-                                            self.defaults["trust_radius"])
+        self.initial_trust_radius = _number(
+            "trust_radius", trust_radius, self.defaults["trust_radius"]
+        )
         self.recentre = self.defaults["recentre"] if recentre is None else recentre
         if not (isinstance(self.recentre, (int, float)) and self.recentre >= 0):
-            raise ValueError(f"recentre must be an energy >= 0 in eV (inf: never), "
-                             f"got {recentre!r}")
+            raise ValueError(
+                f"recentre must be an energy >= 0 in eV (inf: never), got {recentre!r}"
+            )
         self.kernel = _choose_kernel(atoms, kernel)
         self.gp_options = {"kernel": self.kernel, **(gp_options or {})}
         self.prior = _choose_prior(atoms, prior)
@@ -153,14 +174,24 @@ class BOOptimizer(Optimizer):
         self.numbers = atoms.get_atomic_numbers().copy()
         self.gp = None
         self.lindh = RecentredLindh(atoms, self.recentre) if self.prior == "lindh" else None
-        super().__init__(atoms, restart=restart, logfile=logfile, trajectory=None,
-                         comm=comm, **kwargs)
+        super().__init__(
+            atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
+        )
         self.optimizable = _ObservedAtoms(atoms, self._observe)
         resumed = len(self.observations) > 0
         keep = resumed if append_trajectory is None else bool(append_trajectory)
-        self.frames = (None if trajectory is None else
-                       TrajectoryFrames(trajectory, atoms, keep, len(self.observations),
-                                        comm=comm, description=self.todict()))
+        self.frames = (
+            None
+            if trajectory is None
+            else TrajectoryFrames(
+                trajectory,
+                atoms,
+                keep,
+                len(self.observations),
+                comm=comm,
+                description=self.todict(),
+            )
+        )
 
     # ---- state ----------------------------------------------------------------------
     def initialize(self):
@@ -176,15 +207,23 @@ class BOOptimizer(Optimizer):
         pending = state.get("pending")
         # the configuration to compute next, or the last one computed, which the
         # observations answer for without a call
-        self.atoms.set_positions(self.observations.positions[-1] if pending is None
-                                 else np.asarray(pending, dtype=float))
+        self.atoms.set_positions(
+            self.observations.positions[-1] if pending is None else np.asarray(pending, dtype=float)
+        )
 
     def todict(self):
         description = super().todict()
-        description.update(kappa=self.kappa, trust_radius=self.initial_trust_radius,
-                           kernel=self.kernel, recentre=self.recentre,
-                           prior=(type(self.prior.calculator).__name__
-                                  if isinstance(self.prior, CalculatorPrior) else self.prior))
+        description.update(
+            kappa=self.kappa,
+            trust_radius=self.initial_trust_radius,
+            kernel=self.kernel,
+            recentre=self.recentre,
+            prior=(
+                type(self.prior.calculator).__name__
+                if isinstance(self.prior, CalculatorPrior)
+                else self.prior
+            ),
+        )
         return description
 
     @property
@@ -221,15 +260,21 @@ class BOOptimizer(Optimizer):
             energy = self.atoms.get_potential_energy()
             forces = self.atoms.get_forces(apply_constraint=False)
             if not (np.isfinite(energy) and np.isfinite(forces).all()):
-                where = (f"; the {len(self.observations)} earlier observations are kept in "
-                         f"{self.restart}" if self.restart else "")
+                where = (
+                    f"; the {len(self.observations)} earlier observations are kept in "
+                    f"{self.restart}"
+                    if self.restart
+                    else ""
+                )
                 raise FloatingPointError(
                     f"the calculator returned NaN or inf energy or forces at step "
                     f"{self.nsteps}{where}. Check the calculator (SCF convergence, "
-                    "geometry) and run again.")
+                    "geometry) and run again."
+                )
             index = self.observations.append(positions, energy, forces)
-            self.observations.save(trust_radius=self.trust.radius,
-                                   predicted_energy=self.predicted_energy, pending=None)
+            self.observations.save(
+                trust_radius=self.trust.radius, predicted_energy=self.predicted_energy, pending=None
+            )
         if self.frames is not None:
             self.frames.sync(self.observations)
         return self.observations.energies[index], self.observations.forces[index]
@@ -239,15 +284,15 @@ class BOOptimizer(Optimizer):
         """Judge the last proposal, propose the next configuration, move the atoms there."""
         energies = self.observations.energies
         if self.predicted_energy is not None and len(energies) > 1:
-            self.trust = self.trust.after(min(energies[:-1]), self.predicted_energy,
-                                          energies[-1])
+            self.trust = self.trust.after(min(energies[:-1]), self.predicted_energy, energies[-1])
         proposal = self._propose() if self.comm.rank == 0 else None
-        proposal, self.predicted_energy, self.trust = broadcast(proposal, root=0,
-                                                                comm=self.comm)
+        proposal, self.predicted_energy, self.trust = broadcast(proposal, root=0, comm=self.comm)
         self.atoms.set_positions(proposal)
-        self.observations.save(trust_radius=self.trust.radius,
-                               predicted_energy=self.predicted_energy,
-                               pending=self.atoms.get_positions())
+        self.observations.save(
+            trust_radius=self.trust.radius,
+            predicted_energy=self.predicted_energy,
+            pending=self.atoms.get_positions(),
+        )
 
     def fit_model(self):
         """Fit the GP to every observation so far and return it."""
@@ -275,12 +320,20 @@ class BOOptimizer(Optimizer):
         gp = self.fit_model()
         best = self.observations.best()
         centre = self.observations.positions[best]  # (n, 3)
-        starts = [centre] if best == len(self.observations) - 1 else [
-            centre, self.observations.positions[-1]]
+        starts = (
+            [centre]
+            if best == len(self.observations) - 1
+            else [centre, self.observations.positions[-1]]
+        )
         free = self._free_coordinates()
-        positions, _ = minimize_lcb(gp, torch.as_tensor(np.array(starts)),
-                                    torch.as_tensor(centre), self.trust.radius,
-                                    torch.as_tensor(free.reshape(-1)), self.kappa)
+        positions, _ = minimize_lcb(
+            gp,
+            torch.as_tensor(np.array(starts)),
+            torch.as_tensor(centre),
+            self.trust.radius,
+            torch.as_tensor(free.reshape(-1)),
+            self.kappa,
+        )
         positions = _limit_step(centre, positions.numpy(), self.maxstep)
         trust = self.trust
         if self.observations.find(positions, NEW) is not None:
@@ -298,14 +351,16 @@ class BOOptimizer(Optimizer):
         """
         forces = self.observations.forces[index] * free  # (n, 3)
         direction = forces / max(np.linalg.norm(forces, axis=1).max(), 1e-12)
-        lengths = [length * 2.0 ** k for k in range(12) if length * 2.0 ** k <= self.maxstep]
-        lengths += [length * 0.5 ** k for k in range(1, 40)]
+        lengths = [length * 2.0**k for k in range(12) if length * 2.0**k <= self.maxstep]
+        lengths += [length * 0.5**k for k in range(1, 40)]
         for step in lengths:
             positions = self.observations.positions[index] + step * direction
             if self.observations.find(positions, NEW) is None:
                 return positions
-        raise RuntimeError("every step along the forces leads to a configuration already "
-                           "computed: the forces vanish on the free coordinates")
+        raise RuntimeError(
+            "every step along the forces leads to a configuration already "
+            "computed: the forces vanish on the free coordinates"
+        )
 
     def log(self, gradient):
         if self.logfile is None:
@@ -315,12 +370,19 @@ class BOOptimizer(Optimizer):
         now = time.localtime()
         name = type(self).__name__
         if self.nsteps == 0:
-            self.logfile.write(f"{' ' * len(name)}  {'Step':>4} {'Time':>8} {'Energy':>15}  "
-                               f"{'fmax':>12} {'Predicted':>15}\n")
-        predicted = ("" if self.predicted_energy is None or self.nsteps == 0
-                     else f"{self.predicted_energy:15.6f}")
-        self.logfile.write(f"{name}:  {self.nsteps:3d} {now[3]:02d}:{now[4]:02d}:{now[5]:02d} "
-                           f"{energy:15.6f} {fmax:15.6f} {predicted}\n")
+            self.logfile.write(
+                f"{' ' * len(name)}  {'Step':>4} {'Time':>8} {'Energy':>15}  "
+                f"{'fmax':>12} {'Predicted':>15}\n"
+            )
+        predicted = (
+            ""
+            if self.predicted_energy is None or self.nsteps == 0
+            else f"{self.predicted_energy:15.6f}"
+        )
+        self.logfile.write(
+            f"{name}:  {self.nsteps:3d} {now[3]:02d}:{now[4]:02d}:{now[5]:02d} "
+            f"{energy:15.6f} {fmax:15.6f} {predicted}\n"
+        )
 
 
 def _limit_step(centre, positions, maxstep):
@@ -351,33 +413,40 @@ def _check_writable(name, path):
     if os.path.isdir(path):
         raise ValueError(f"{name} {path!r} is a folder: pass a file name inside it")
     if not os.path.isdir(folder):
-        raise ValueError(f"{name} {path!r}: the folder {folder} does not exist; create it "
-                         "first")
+        raise ValueError(f"{name} {path!r}: the folder {folder} does not exist; create it first")
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise PermissionError(f"{name} {path!r} cannot be written: choose a file in a "
-                              "folder you can write to")
+        raise PermissionError(
+            f"{name} {path!r} cannot be written: choose a file in a folder you can write to"
+        )
 
 
 def _check_atoms(atoms):
     if not isinstance(atoms, Atoms):
-        raise TypeError(f"BOOptimizer optimizes the positions of an ase.Atoms, got "
-                        f"{type(atoms).__name__}: filters (cell relaxation, "
-                        "FrechetCellFilter...) are not supported; relax the cell with an "
-                        "ASE optimizer such as BFGS")
+        raise TypeError(
+            f"BOOptimizer optimizes the positions of an ase.Atoms, got "
+            f"{type(atoms).__name__}: filters (cell relaxation, "
+            "FrechetCellFilter...) are not supported; relax the cell with an "
+            "ASE optimizer such as BFGS"
+        )
     if atoms.calc is None:
-        raise ValueError("BOOptimizer needs a calculator: attach one first, "
-                         "e.g. atoms.calc = calculators.get_calculator('gfn2')")
+        raise ValueError(
+            "BOOptimizer needs a calculator: attach one first, "
+            "e.g. atoms.calc = calculators.get_calculator('gfn2')"
+        )
     if len(atoms) < 2:
-        raise ValueError(f"{len(atoms)} atom(s): there is no geometry to optimize, a single "
-                         "atom's energy does not depend on its position; give two atoms or "
-                         "more")
+        raise ValueError(
+            f"{len(atoms)} atom(s): there is no geometry to optimize, a single "
+            "atom's energy does not depend on its position; give two atoms or "
+            "more"
+        )
     for constraint in atoms.constraints:
         if not isinstance(constraint, SUPPORTED_CONSTRAINTS):
             raise TypeError(
                 f"BOOptimizer cannot honour the constraint {type(constraint).__name__}: it "
                 "searches the model over free Cartesian coordinates, which FixAtoms and "
                 "FixCartesian define; use one of these, or an ASE optimizer (BFGS) for "
-                "bond, angle or internal-coordinate constraints")
+                "bond, angle or internal-coordinate constraints"
+            )
 
 
 def _choose_prior(atoms, prior):
@@ -388,17 +457,26 @@ def _choose_prior(atoms, prior):
         return "max" if periodic else "lindh"
     if isinstance(prior, str):
         if prior not in MODEL_PRIORS:
-            raise ValueError(f"prior must be an ASE calculator, {', '.join(MODEL_PRIORS)} "
-                             f"or a number, got {prior!r}")
+            raise ValueError(
+                f"prior must be an ASE calculator, {', '.join(MODEL_PRIORS)} "
+                f"or a number, got {prior!r}"
+            )
         if prior == "lindh" and periodic:
-            raise ValueError("the Lindh model prior knows the bonds of a molecule, not those "
-                             "across a periodic cell: use prior='max' (the default for "
-                             "periodic atoms) or a calculator")
+            raise ValueError(
+                "the Lindh model prior knows the bonds of a molecule, not those "
+                "across a periodic cell: use prior='max' (the default for "
+                "periodic atoms) or a calculator"
+            )
         return prior
-    if (isinstance(prior, bool) or not isinstance(prior, (int, float, np.floating))
-            or not np.isfinite(prior)):
-        raise ValueError("prior must be an ASE calculator, 'lindh', 'max', 'mean' or a "
-                         f"finite number of eV, got {prior!r}")
+    if (
+        isinstance(prior, bool)
+        or not isinstance(prior, (int, float, np.floating))
+        or not np.isfinite(prior)
+    ):
+        raise ValueError(
+            "prior must be an ASE calculator, 'lindh', 'max', 'mean' or a "
+            f"finite number of eV, got {prior!r}"
+        )
     return float(prior)
 
 
@@ -424,13 +502,17 @@ def _choose_kernel(atoms, kernel):
         cartesian = periodic or cartesian_constraint or is_near_linear(atoms.positions)
         return "cartesian" if cartesian else "svd"
     if kernel == "svd" and periodic:
-        raise ValueError("the SVD kernel is invariant to rotations, which a periodic cell is "
-                         "not: use kernel='cartesian' (the default for periodic atoms) or "
-                         "set atoms.pbc = False for a molecule")
+        raise ValueError(
+            "the SVD kernel is invariant to rotations, which a periodic cell is "
+            "not: use kernel='cartesian' (the default for periodic atoms) or "
+            "set atoms.pbc = False for a molecule"
+        )
     if kernel == "svd" and cartesian_constraint:
-        raise ValueError("FixCartesian holds coordinates along fixed axes, which the "
-                         "rotation-invariant SVD kernel cannot tell apart: use "
-                         "kernel='cartesian' (the default with FixCartesian)")
+        raise ValueError(
+            "FixCartesian holds coordinates along fixed axes, which the "
+            "rotation-invariant SVD kernel cannot tell apart: use "
+            "kernel='cartesian' (the default with FixCartesian)"
+        )
     if kernel not in ("svd", "cartesian"):
         raise ValueError(f"kernel must be 'svd' or 'cartesian', got {kernel!r}")
     return kernel

@@ -44,5 +44,7 @@ def resolve_prior(prior):
     try:
         return get_calculator(prior)
     except ValueError as error:
-        raise ValueError(f"unknown prior {prior!r}: use one of {', '.join(MODEL_PRIORS)}, a "
-                         f"number, or a calculator preset ({error})") from None
+        raise ValueError(
+            f"unknown prior {prior!r}: use one of {', '.join(MODEL_PRIORS)}, a "
+            f"number, or a calculator preset ({error})"
+        ) from None

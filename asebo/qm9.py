@@ -118,22 +118,29 @@ class QM9:
     def numbers(self):
         """Atomic numbers, one read-only ``(n_atoms_i,)`` array per molecule."""
         return tuple(
-            _read_only(np.array([atomic_numbers[s] for s in text.strip("[]").replace("'", "")
-                                 .split(",")], dtype=np.int64))
-            for text in self.elements_text)
+            _read_only(
+                np.array(
+                    [atomic_numbers[s] for s in text.strip("[]").replace("'", "").split(",")],
+                    dtype=np.int64,
+                )
+            )
+            for text in self.elements_text
+        )
 
     @functools.cached_property
     def positions(self):
         """Coordinates in Angstrom, one read-only ``(n_atoms_i, 3)`` array per molecule."""
-        return tuple(_read_only(xyz.reshape(-1, 3))
-                     for xyz in _parse_number_lists(self.positions_text))
+        return tuple(
+            _read_only(xyz.reshape(-1, 3)) for xyz in _parse_number_lists(self.positions_text)
+        )
 
     @functools.cached_property
     def frequencies(self):
         """Harmonic frequencies in cm^-1, one read-only array per molecule."""
-        return tuple(_read_only(_unique_modes(freq, len(z)))
-                     for freq, z in zip(_parse_number_lists(self.frequencies_text),
-                                        self.numbers))
+        return tuple(
+            _read_only(_unique_modes(freq, len(z)))
+            for freq, z in zip(_parse_number_lists(self.frequencies_text), self.numbers)
+        )
 
     @property
     def n_atoms(self):
@@ -147,8 +154,9 @@ class QM9:
         Negative for bound molecules; shape ``(n,)``. Multiply by
         :data:`HARTREE_TO_KCAL_PER_MOL` for kcal/mol, the unit of Fabregat et al. (2022).
         """
-        atoms_energy = np.array([sum(ATOMIC_REFERENCE_U0[int(z)] for z in numbers)
-                                 for numbers in self.numbers])  # (n,)
+        atoms_energy = np.array(
+            [sum(ATOMIC_REFERENCE_U0[int(z)] for z in numbers) for numbers in self.numbers]
+        )  # (n,)
         return self.u0 - atoms_energy
 
     def to_atoms(self, i):
@@ -168,8 +176,7 @@ class QM9:
         QM9
         """
         indices = np.asarray(indices)
-        if indices.ndim != 1 or not (indices.size == 0 or np.issubdtype(indices.dtype,
-                                                                          np.integer)):
+        if indices.ndim != 1 or not (indices.size == 0 or np.issubdtype(indices.dtype, np.integer)):
             raise ValueError("indices must be a 1-D array of integer positions")
         if indices.size and (indices.min() < 0 or indices.max() >= len(self)):
             raise ValueError(f"indices must lie in [0, {len(self)}), the size of this set")
@@ -222,8 +229,7 @@ def load_qm9():
         ids=_read_only(np.array(columns["index"], dtype=np.int64)),
         smiles=tuple(columns["smiles"]),
         u0=_read_only(np.array(columns["u0"], dtype=np.float64)),
-        homo_lumo_gap=_read_only(np.array([g or "nan" for g in columns["gap"]],
-                                          dtype=np.float64)),
+        homo_lumo_gap=_read_only(np.array([g or "nan" for g in columns["gap"]], dtype=np.float64)),
         elements_text=tuple(columns["elements"]),
         positions_text=tuple(columns["positions"]),
         frequencies_text=tuple(columns["frequencies"]),

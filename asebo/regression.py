@@ -37,8 +37,7 @@ def observation_vector(energies, gradients):
 
 def noise_vector(m, n_atoms, energy_variance, gradient_variance):
     """Noise variances of the observations of ``m`` configurations, (m (3n+1),)."""
-    per_configuration = np.concatenate([[energy_variance],
-                                        np.full(3 * n_atoms, gradient_variance)])
+    per_configuration = np.concatenate([[energy_variance], np.full(3 * n_atoms, gradient_variance)])
     return np.tile(per_configuration, m).astype(np.float64)
 
 
@@ -111,7 +110,7 @@ class SymmetricFactor:
         work = matrix.copy()
         diagonal = np.diag(matrix).copy()
         for attempt in range(self._JITTER_TRIES):
-            self.jitter = 1e-6 * 3.0 ** attempt
+            self.jitter = 1e-6 * 3.0**attempt
             np.fill_diagonal(work, diagonal + self.jitter * scale)
             self.lower = _cholesky(work)
             if self.lower is not None:

@@ -37,26 +37,31 @@ def molecule_from_smiles(smiles, random_state=0):
         from rdkit import Chem, rdBase
         from rdkit.Chem import AllChem
     except ImportError as error:
-        raise ImportError("building a molecule from SMILES needs RDKit: pip install rdkit "
-                          "(in the extras 'asebo[learn]' and 'asebo[campaign]')") from error
+        raise ImportError(
+            "building a molecule from SMILES needs RDKit: pip install rdkit "
+            "(in the extras 'asebo[learn]' and 'asebo[campaign]')"
+        ) from error
 
     with rdBase.BlockLogs():
         parsed = Chem.MolFromSmiles(smiles)
     if parsed is None:
-        raise ValueError(f"invalid SMILES {smiles!r}: RDKit cannot parse it. Check the "
-                         "ring closures, brackets and element symbols (e.g. 'CCO' is ethanol)")
+        raise ValueError(
+            f"invalid SMILES {smiles!r}: RDKit cannot parse it. Check the "
+            "ring closures, brackets and element symbols (e.g. 'CCO' is ethanol)"
+        )
     mol = Chem.AddHs(parsed)
     params = AllChem.ETKDGv3()
     params.randomSeed = int(random_state)
     if AllChem.EmbedMolecule(mol, params) != 0:
-        raise ValueError(f"RDKit could not build a 3D structure for SMILES {smiles!r}: "
-                         "give the molecule as a structure file (xyz, sdf, ...) instead")
+        raise ValueError(
+            f"RDKit could not build a 3D structure for SMILES {smiles!r}: "
+            "give the molecule as a structure file (xyz, sdf, ...) instead"
+        )
     if AllChem.MMFFHasAllMoleculeParams(mol):
         AllChem.MMFFOptimizeMolecule(mol, maxIters=2000)
     elif AllChem.UFFHasAllMoleculeParams(mol):
         AllChem.UFFOptimizeMolecule(mol, maxIters=2000)
     positions = np.array(mol.GetConformer().GetPositions(), dtype=np.float64)  # (n, 3)
-    atoms = Atoms(numbers=[atom.GetAtomicNum() for atom in mol.GetAtoms()],
-                  positions=positions)
+    atoms = Atoms(numbers=[atom.GetAtomicNum() for atom in mol.GetAtoms()], positions=positions)
     atoms.set_initial_charges([float(atom.GetFormalCharge()) for atom in mol.GetAtoms()])
     return atoms

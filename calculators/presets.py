@@ -12,9 +12,7 @@ import importlib.util
 from .box import MoleculeBoxCalculator
 
 TBLITE_INSTALL = "pip install tblite"
-GPAW_INSTALL = (
-    "apt-get install libxc-dev libopenblas-dev && CC=g++ pip install gpaw gpaw-data"
-)
+GPAW_INSTALL = "apt-get install libxc-dev libopenblas-dev && CC=g++ pip install gpaw gpaw-data"
 
 
 def _import(module, package, install):
@@ -171,8 +169,10 @@ def parse_preset(spec):
     name, _, text = str(spec).partition(":")
     name = name.strip().lower()
     if name not in PRESETS:
-        raise ValueError(f"unknown calculator {spec!r}; choose one of {', '.join(PRESETS)}, "
-                         "optionally with options as in 'gpaw:h=0.25,vacuum=3.5'")
+        raise ValueError(
+            f"unknown calculator {spec!r}; choose one of {', '.join(PRESETS)}, "
+            "optionally with options as in 'gpaw:h=0.25,vacuum=3.5'"
+        )
     options = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, equals, value = item.partition("=")

@@ -155,9 +155,7 @@ class RecordingCalculator(Calculator):
             pbc=self.atoms.pbc,
         )
         record.calc = SinglePointCalculator(record, energy=energy, forces=forces)
-        self.db.write(
-            record, calc_key=self.key, calc_name=self.calc.name, wall_time=wall_time
-        )
+        self.db.write(record, calc_key=self.key, calc_name=self.calc.name, wall_time=wall_time)
         self.results = {"energy": energy, "forces": forces}
 
     def _call(self, atoms):

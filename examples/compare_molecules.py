@@ -11,12 +11,20 @@ from asebo.campaign import format_summary, plot_best_energy, plot_runs, run_camp
 
 
 def main():
-    records = run_campaign(["water", "smiles:CCO"], ["bo", "lbfgs", "fire"], starts=3,
-                           noise=0.1, seed=0, calc="gfn2", fmax=0.05,
-                           db="compare_molecules.db")
+    records = run_campaign(
+        ["water", "smiles:CCO"],
+        ["bo", "lbfgs", "fire"],
+        starts=3,
+        noise=0.1,
+        seed=0,
+        calc="gfn2",
+        fmax=0.05,
+        db="compare_molecules.db",
+    )
     print(format_summary(summarize(records)))
     for path in plot_best_energy(records, "compare_molecules") + plot_runs(
-            records, "compare_molecules"):
+        records, "compare_molecules"
+    ):
         print("wrote", path)
 
 

@@ -15,16 +15,29 @@ from asebo.campaign import format_summary, plot_best_energy, plot_runs, run_camp
 
 
 def main():
-    cluster = SLURMCluster(queue="compute", account="my_account", cores=1, processes=1,
-                           memory="4GB", walltime="04:00:00",
-                           job_script_prologue=["export OMP_NUM_THREADS=1"])
+    cluster = SLURMCluster(
+        queue="compute",
+        account="my_account",
+        cores=1,
+        processes=1,
+        memory="4GB",
+        walltime="04:00:00",
+        job_script_prologue=["export OMP_NUM_THREADS=1"],
+    )
     cluster.scale(jobs=32)
     with Client(cluster) as client:
         print("dashboard:", client.dashboard_link)
-        records = run_campaign(["H2O", "NH3", "CH3OH"], ["bo", "bo+gfn1", "lbfgs", "bfgs",
-                                                         "fire"],
-                               starts=40, noise=0.1, seed=0, calc="gfn2", fmax=0.05,
-                               db="slurm_campaign.db", scheduler=cluster.scheduler_address)
+        records = run_campaign(
+            ["H2O", "NH3", "CH3OH"],
+            ["bo", "bo+gfn1", "lbfgs", "bfgs", "fire"],
+            starts=40,
+            noise=0.1,
+            seed=0,
+            calc="gfn2",
+            fmax=0.05,
+            db="slurm_campaign.db",
+            scheduler=cluster.scheduler_address,
+        )
     cluster.close()
     print(format_summary(summarize(records)))
     plot_best_energy(records, "slurm_campaign")

@@ -51,8 +51,12 @@ def main():
     train, test = slice(n_test, None), slice(None, n_test)
     threshold = np.median(gap[train])
     label = gap > threshold  # (n,) above the training median
-    common = dict(n_components=max(DIMENSIONS), kernel=TanimotoKernel(),
-                  n_landmarks=N_LANDMARKS, random_state=SEED)
+    common = dict(
+        n_components=max(DIMENSIONS),
+        kernel=TanimotoKernel(),
+        n_landmarks=N_LANDMARKS,
+        random_state=SEED,
+    )
     methods = {
         "diffusion map, alpha = 1": DiffusionMap(alpha=1.0, **common),
         "diffusion map, alpha = 0": DiffusionMap(alpha=0.0, **common),
@@ -63,11 +67,15 @@ def main():
         Z_train = estimator.fit_transform(bits[train])
         Z_test = estimator.transform(bits[test])
         embeddings[name] = Z_train
-        auc[name] = [classifier_auc(Z_train[:, :d], label[train], Z_test[:, :d], label[test])
-                     for d in DIMENSIONS]
+        auc[name] = [
+            classifier_auc(Z_train[:, :d], label[train], Z_test[:, :d], label[test])
+            for d in DIMENSIONS
+        ]
 
-    print(f"QM9: {N_MOLECULES - n_test} training and {n_test} test molecules, "
-          f"{N_LANDMARKS} landmarks; median gap {threshold:.4f} Ha\n")
+    print(
+        f"QM9: {N_MOLECULES - n_test} training and {n_test} test molecules, "
+        f"{N_LANDMARKS} landmarks; median gap {threshold:.4f} Ha\n"
+    )
     print("| coordinates | " + " | ".join(methods) + " |")
     print("|---:|" + "---:|" * len(methods))
     for i, d in enumerate(DIMENSIONS):
@@ -87,8 +95,9 @@ def main():
     fig, axes = plt.subplots(1, 3, figsize=(13, 4))
     shown = np.random.default_rng(SEED).permutation(N_MOLECULES - n_test)[:5000]
     for ax, (name, Z) in zip(axes, embeddings.items()):
-        points = ax.scatter(Z[shown, 0], Z[shown, 1], c=gap[train][shown] * HARTREE_TO_EV, s=2,
-                            cmap="viridis")
+        points = ax.scatter(
+            Z[shown, 0], Z[shown, 1], c=gap[train][shown] * HARTREE_TO_EV, s=2, cmap="viridis"
+        )
         ax.set_title(name, fontsize=10)
         ax.set_xlabel("coordinate 1")
         ax.set_ylabel("coordinate 2")

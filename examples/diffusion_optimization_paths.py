@@ -50,8 +50,9 @@ def main():
     frames = np.concatenate([np.concatenate(r) for r in runs.values()])  # (N, n, 3)
     d = svd_distance(frames[:, None], frames[None, :])
     epsilon = float(np.median(d))  # k = exp(-d / epsilon): gamma = 2 / epsilon
-    embedding = DiffusionMap(n_components=2, kernel=SVDKernel(gamma=2.0 / epsilon),
-                             random_state=SEED).fit(frames.reshape(len(frames), -1))
+    embedding = DiffusionMap(
+        n_components=2, kernel=SVDKernel(gamma=2.0 / epsilon), random_state=SEED
+    ).fit(frames.reshape(len(frames), -1))
     coordinates = embedding.transform(frames.reshape(len(frames), -1))
     print("configurations:", len(frames), "eigenvalues:", embedding.eigenvalues_)
 
@@ -60,7 +61,7 @@ def main():
     for ax, (name, runs_of) in zip(axes, runs.items()):
         calls = [len(r) for r in runs_of]
         for run in runs_of:
-            path = coordinates[offset:offset + len(run)]
+            path = coordinates[offset : offset + len(run)]
             ax.plot(path[:, 0], path[:, 1], "-", lw=0.6, alpha=0.6)
             ax.plot(path[-1, 0], path[-1, 1], "k.", ms=3)
             offset += len(run)
@@ -68,8 +69,10 @@ def main():
         ax.set_xlabel("diffusion coordinate 1")
         print(f"{name}: mean calls {np.mean(calls):.1f}, median {np.median(calls):.0f}")
     axes[0].set_ylabel("diffusion coordinate 2")
-    fig.suptitle("Methanol, GFN2-xTB, 40 perturbed starts: every evaluated configuration, "
-                 "SVD-kernel diffusion map")
+    fig.suptitle(
+        "Methanol, GFN2-xTB, 40 perturbed starts: every evaluated configuration, "
+        "SVD-kernel diffusion map"
+    )
     fig.tight_layout()
     OUTPUT.mkdir(parents=True, exist_ok=True)
     fig.savefig(OUTPUT / "diffusion_optimization_paths.png", dpi=120)

@@ -52,17 +52,19 @@ def main():
     default_epsilon = median_knn_epsilon(X)
     epsilons = sorted(set(EPSILONS) | {seed_epsilon, default_epsilon})
     methods = {
-        "diffusion map, alpha = 1": lambda e: DiffusionMap(n_components=2, alpha=1.0,
-                                                           epsilon=e),
-        "diffusion map, alpha = 0": lambda e: DiffusionMap(n_components=2, alpha=0.0,
-                                                           epsilon=e),
+        "diffusion map, alpha = 1": lambda e: DiffusionMap(n_components=2, alpha=1.0, epsilon=e),
+        "diffusion map, alpha = 0": lambda e: DiffusionMap(n_components=2, alpha=0.0, epsilon=e),
         "kernel PCA": lambda e: KernelPCAEmbedding(n_components=2, epsilon=e),
     }
-    rho = {name: [first_coordinate_rho(make(e), X, t) for e in epsilons]
-           for name, make in methods.items()}
+    rho = {
+        name: [first_coordinate_rho(make(e), X, t) for e in epsilons]
+        for name, make in methods.items()
+    }
 
-    print(f"{len(X)} points; blog post's epsilon {seed_epsilon:.1f}, "
-          f"k-NN median default {default_epsilon:.1f}\n")
+    print(
+        f"{len(X)} points; blog post's epsilon {seed_epsilon:.1f}, "
+        f"k-NN median default {default_epsilon:.1f}\n"
+    )
     print("| epsilon | " + " | ".join(methods) + " |")
     print("|---:|" + "---:|" * len(methods))
     for i, e in enumerate(epsilons):
@@ -87,10 +89,12 @@ def main():
     ax = fig.add_subplot(2, 3, 1, projection="3d")
     ax.scatter(X[:, 0], X[:, 1], X[:, 2], c=t, s=3)
     ax.set_title("biased swiss roll (colour: t)")
-    panels = [("kernel PCA", KernelPCAEmbedding, seed_epsilon, 2),
-              ("diffusion map", DiffusionMap, seed_epsilon, 3),
-              ("kernel PCA", KernelPCAEmbedding, SHOWN_EPSILON, 5),
-              ("diffusion map", DiffusionMap, SHOWN_EPSILON, 6)]
+    panels = [
+        ("kernel PCA", KernelPCAEmbedding, seed_epsilon, 2),
+        ("diffusion map", DiffusionMap, seed_epsilon, 3),
+        ("kernel PCA", KernelPCAEmbedding, SHOWN_EPSILON, 5),
+        ("diffusion map", DiffusionMap, SHOWN_EPSILON, 6),
+    ]
     for name, estimator, e, position in panels:
         Z = estimator(n_components=2, epsilon=e).fit_transform(X)
         ax = fig.add_subplot(2, 3, position)

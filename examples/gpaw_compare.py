@@ -71,26 +71,35 @@ def same_start_gaps(records):
     gaps = {}
     for record in records:
         if record.converged:
-            gaps.setdefault(record.optimizer, []).append(1000 * (record.energy
-                                                                 - best[record.start]))
-    return {optimizer: (float(np.mean(values)), float(np.max(values)))
-            for optimizer, values in gaps.items()}
+            gaps.setdefault(record.optimizer, []).append(
+                1000 * (record.energy - best[record.start])
+            )
+    return {
+        optimizer: (float(np.mean(values)), float(np.max(values)))
+        for optimizer, values in gaps.items()
+    }
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--molecules", nargs="+", choices=sorted(MOLECULES),
-                        default=list(MOLECULES))
+    parser.add_argument(
+        "--molecules", nargs="+", choices=sorted(MOLECULES), default=list(MOLECULES)
+    )
     parser.add_argument("--optimizers", nargs="+", choices=OPTIMIZERS, default=list(OPTIMIZERS))
     parser.add_argument("--starts", type=int, default=5)
     parser.add_argument("--mode", choices=("lcao", "fd"), default="lcao")
     parser.add_argument("--h", type=float, default=0.2, help="grid spacing, Å")
     parser.add_argument("--vacuum", type=float, default=3.5, help="vacuum around, Å")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="local Dask workers (default: one process, serial)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="local Dask workers (default: one process, serial)",
+    )
     parser.add_argument("--output", type=Path, default=Path("."))
-    parser.add_argument("--report", action="store_true",
-                        help="run nothing: summarise and plot every run stored")
+    parser.add_argument(
+        "--report", action="store_true", help="run nothing: summarise and plot every run stored"
+    )
     args = parser.parse_args()
 
     args.output.mkdir(parents=True, exist_ok=True)
@@ -100,16 +109,25 @@ def main():
         if args.report:
             records = CampaignStore(f"{prefix}.db").records()
         else:
-            records = run_campaign([(name, gfn2_minimum(MOLECULES[name]))], args.optimizers,
-                                   starts=args.starts, noise=0.1, seed=0, calc=calc,
-                                   fmax=0.05, db=f"{prefix}.db",
-                                   scheduler=None if args.workers else "serial",
-                                   workers=args.workers)
+            records = run_campaign(
+                [(name, gfn2_minimum(MOLECULES[name]))],
+                args.optimizers,
+                starts=args.starts,
+                noise=0.1,
+                seed=0,
+                calc=calc,
+                fmax=0.05,
+                db=f"{prefix}.db",
+                scheduler=None if args.workers else "serial",
+                workers=args.workers,
+            )
         print(f"\n{name} ({calc}, sigma 0.1 Å)")
         print(format_summary(summarize(records)))
         for optimizer, (mean, largest) in same_start_gaps(records).items():
-            print(f"{optimizer}: gap to the best final energy of the same start "
-                  f"{mean:.2f} meV on average, {largest:.2f} meV at most")
+            print(
+                f"{optimizer}: gap to the best final energy of the same start "
+                f"{mean:.2f} meV on average, {largest:.2f} meV at most"
+            )
         for path in plot_best_energy(records, prefix) + plot_runs(records, prefix):
             print("wrote", path)
 

@@ -32,17 +32,21 @@ def make(molecule, calculator, count, out, seed):
     path = Path(out) / dataset_filename(molecule, calculator, random_state=seed)
     prerelax = None if calculator.startswith("gfn2") else "gfn2"
     start = time.perf_counter()
-    data = generate_dataset(molecule, calculator, count, random_state=seed, path=path,
-                            prerelax=prerelax, progress=True)
-    print(f"{path}: {len(data)} configurations of {len(data.numbers)} atoms, "
-          f"energy std {data.energies.std():.3f} eV, {time.perf_counter() - start:.0f} s")
+    data = generate_dataset(
+        molecule, calculator, count, random_state=seed, path=path, prerelax=prerelax, progress=True
+    )
+    print(
+        f"{path}: {len(data)} configurations of {len(data.numbers)} atoms, "
+        f"energy std {data.energies.std():.3f} eV, {time.perf_counter() - start:.0f} s"
+    )
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--molecule", help="name (water, glycerol, nonanol) or SMILES")
-    parser.add_argument("--calc", default="gpaw", help="calculator preset: gfn2, gpaw, "
-                        "gpaw:mode=lcao, emt ...")
+    parser.add_argument(
+        "--calc", default="gpaw", help="calculator preset: gfn2, gpaw, gpaw:mode=lcao, emt ..."
+    )
     parser.add_argument("--configs", type=int, default=100)
     parser.add_argument("--out", default=str(DATA_DIR))
     parser.add_argument("--seed", type=int, default=0)

@@ -18,8 +18,9 @@ def _smoothed(values, width=5):
     """Running median over ``width`` steps: single steps vary with the LCB search."""
     values = np.asarray(values)
     half = width // 2
-    return np.array([np.median(values[max(0, i - half):i + half + 1])
-                     for i in range(len(values))])
+    return np.array(
+        [np.median(values[max(0, i - half) : i + half + 1]) for i in range(len(values))]
+    )
 
 
 def main():
@@ -33,14 +34,23 @@ def main():
         with open(path) as fd:
             data = json.load(fd)
         style = "--" if label.endswith("(before)") else "-"
-        line, = time_axis.plot(data["observations"], _smoothed(data["seconds"]), style,
-                               label=label)
-        memory_axis.plot(data["observations"], data["peak_gib"], style, color=line.get_color(),
-                         label=label)
-    time_axis.set(xlabel="observations", ylabel="s per step outside the calculator",
-                  yscale="log", title="processor time, one thread (running median of 5)")
-    memory_axis.set(xlabel="observations", ylabel="peak resident memory, GiB",
-                    title="memory of the whole process")
+        (line,) = time_axis.plot(
+            data["observations"], _smoothed(data["seconds"]), style, label=label
+        )
+        memory_axis.plot(
+            data["observations"], data["peak_gib"], style, color=line.get_color(), label=label
+        )
+    time_axis.set(
+        xlabel="observations",
+        ylabel="s per step outside the calculator",
+        yscale="log",
+        title="processor time, one thread (running median of 5)",
+    )
+    memory_axis.set(
+        xlabel="observations",
+        ylabel="peak resident memory, GiB",
+        title="memory of the whole process",
+    )
     memory_axis.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(args.output, dpi=120)

@@ -17,6 +17,7 @@ python3 -m pip install -q torch==2.13.0
 GPAW_CONFIG="$PWD/scripts/gpaw-siteconfig.py" CC=g++ \
     python3 -m pip install -q -e '.[test,learn,campaign,gpaw,sella]'
 python3 -m ruff check .
+python3 -m ruff format --check .
 markers="not slow"
 if [ "${1:-}" = "--all" ]; then
     markers=""

@@ -20,20 +20,48 @@ def test_the_baker_and_druglike_sets_are_shipped_and_readable():
 
 def test_baker_table_counts_the_calls_of_each_optimizer(tmp_path, capsys):
     table = tmp_path / "baker.md"
-    main(["bench", "baker", "--molecules", "00_water", "--optimizers", "lbfgs", "fire",
-          "--calc", "emt", "--jobs", "1", "--markdown", str(table)])
+    main(
+        [
+            "bench",
+            "baker",
+            "--molecules",
+            "00_water",
+            "--optimizers",
+            "lbfgs",
+            "fire",
+            "--calc",
+            "emt",
+            "--jobs",
+            "1",
+            "--markdown",
+            str(table),
+        ]
+    )
     printed = capsys.readouterr().out
     assert table.read_text().strip() == printed.strip()
     start = read(baker.DEFAULT_DIR / "00_water.xyz")
-    calls = [relax(start, name, EMT(), fmax=0.05, steps=300)["calls"]
-             for name in ("lbfgs", "fire")]
+    calls = [relax(start, name, EMT(), fmax=0.05, steps=300)["calls"] for name in ("lbfgs", "fire")]
     assert f"| 00_water | {calls[0]} | {calls[1]} |" in printed
     assert f"| **total** | {calls[0]} | {calls[1]} |" in printed
 
 
 def test_druglike_table_marks_unconverged_runs(capsys):
-    main(["bench", "druglike", "--molecules", "nicotine", "--optimizers", "bfgs",
-          "--calc", "lj", "--steps", "3", "--jobs", "1"])
+    main(
+        [
+            "bench",
+            "druglike",
+            "--molecules",
+            "nicotine",
+            "--optimizers",
+            "bfgs",
+            "--calc",
+            "lj",
+            "--steps",
+            "3",
+            "--jobs",
+            "1",
+        ]
+    )
     printed = capsys.readouterr().out
     assert "| nicotine | 4* |" in printed  # 3 steps: 4 calls, not converged
     assert "- bfgs failures: nicotine (not converged)" in printed

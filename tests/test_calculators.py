@@ -102,11 +102,14 @@ def test_preset_keywords_reach_the_calculator():
 
 def test_preset_options_in_the_name_reach_the_calculator():
     assert parse_preset("GPAW: h=0.25, vacuum=3.5,mode=lcao") == (
-        "gpaw", {"h": 0.25, "vacuum": 3.5, "mode": "lcao"})
+        "gpaw",
+        {"h": 0.25, "vacuum": 3.5, "mode": "lcao"},
+    )
     assert parse_preset("gfn2") == ("gfn2", {})
     atoms = molecule("H2O")
     assert energy_and_forces(atoms, get_calculator("lj:sigma=1.2"))[0] == pytest.approx(
-        energy_and_forces(atoms, get_calculator("lj", sigma=1.2))[0])
+        energy_and_forces(atoms, get_calculator("lj", sigma=1.2))[0]
+    )
     # keywords win over the options of the name
     assert get_calculator("lj:sigma=1.2", sigma=1.0).parameters.sigma == 1.0
     for bad in ("lj:sigma", "lj:1x=2", "dftb:h=0.2"):

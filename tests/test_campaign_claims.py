@@ -37,9 +37,21 @@ CAMPAIGN = textwrap.dedent("""
 
 
 def quick(db, **kwargs):
-    return run_campaign(["H2O", "NH3"], ["lbfgs", "bfgs"], starts=2, noise=0.05, seed=1,
-                        calc="emt", fmax=0.05, steps=100, db=db, scheduler="serial",
-                        progress=False, log=lambda line: None, **kwargs)
+    return run_campaign(
+        ["H2O", "NH3"],
+        ["lbfgs", "bfgs"],
+        starts=2,
+        noise=0.05,
+        seed=1,
+        calc="emt",
+        fmax=0.05,
+        steps=100,
+        db=db,
+        scheduler="serial",
+        progress=False,
+        log=lambda line: None,
+        **kwargs,
+    )
 
 
 def test_two_campaigns_started_together_compute_every_run_once(tmp_path):
@@ -47,9 +59,16 @@ def test_two_campaigns_started_together_compute_every_run_once(tmp_path):
     script.write_text(CAMPAIGN)
     db, calls = str(tmp_path / "runs.db"), tmp_path / "calls.txt"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    processes = [subprocess.Popen([sys.executable, str(script), db, str(calls)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  env=env) for _ in range(2)]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, str(script), db, str(calls)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(2)
+    ]
     outputs = [process.communicate(timeout=300) for process in processes]
     assert all(process.returncode == 0 for process in processes), outputs
     rows = list(ase.db.connect(db).select())
@@ -84,8 +103,12 @@ def test_a_claimed_run_is_neither_computed_nor_reported_twice(tmp_path):
 def test_claims_of_a_process_that_ended_are_run_again(tmp_path):
     db = str(tmp_path / "runs.db")
     campaign, runs = planned_runs()
-    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                           check=True, capture_output=True, text=True)
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     store = CampaignStore(db)
     row = store.claim(runs[0], campaign)
     store.db.update(row, owner=f"{socket.gethostname()}:{int(ended.stdout)}")
@@ -106,8 +129,9 @@ def test_a_run_claimed_by_a_live_process_is_waited_for_not_computed(tmp_path):
         row = store.claim(run, campaign)
         store.db.update(row, owner=f"{socket.gethostname()}:{holder.pid}")
         lines = []
-        waiting = threading.Thread(target=_wait_for, args=({run.name}, store, lines.append),
-                                   kwargs={"poll": 0.05})
+        waiting = threading.Thread(
+            target=_wait_for, args=({run.name}, store, lines.append), kwargs={"poll": 0.05}
+        )
         waiting.start()
         waiting.join(timeout=1.0)
         assert waiting.is_alive() and lines == []  # waits while the holder lives

@@ -13,12 +13,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_help_imports_neither_torch_nor_any_subcommand():
-    code = ("import sys\nfrom asebo.cli import main\ntry:\n    main(['--help'])\n"
-            "except SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('torch', 'botorch', 'dask', 'sklearn', 'rdkit', "
-            "'asebo.optimize', 'asebo.campaign.workflow') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    code = (
+        "import sys\nfrom asebo.cli import main\ntry:\n    main(['--help'])\n"
+        "except SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('torch', 'botorch', 'dask', 'sklearn', 'rdkit', "
+        "'asebo.optimize', 'asebo.campaign.workflow') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "optimize" in done.stdout and "compare" in done.stdout and "bench" in done.stdout
     assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -49,18 +49,39 @@ class FailingEMT(EMT):
         self.bad_positions = np.asarray(bad_positions, dtype=np.float64)  # (n, 3)
 
     def calculate(self, atoms=None, *args, **kwargs):
-        if (atoms is not None and atoms.positions.shape == self.bad_positions.shape
-                and np.allclose(atoms.positions, self.bad_positions, atol=1e-10)):
+        if (
+            atoms is not None
+            and atoms.positions.shape == self.bad_positions.shape
+            and np.allclose(atoms.positions, self.bad_positions, atol=1e-10)
+        ):
             raise CalculationFailed("SCF did not converge at this geometry")
         super().calculate(atoms, *args, **kwargs)
 
 
-def quick_campaign(db, calc="emt", starts=2, optimizers=("lbfgs", "bfgs"), fmax=0.05,
-                   molecules=("H2O", "NH3"), **kwargs):
-    return run_campaign(list(molecules), list(optimizers), starts=starts, noise=0.05,
-                        seed=1, calc=calc, fmax=fmax, steps=100, db=db,
-                        scheduler="serial", progress=False, log=lambda line: None,
-                        **kwargs)
+def quick_campaign(
+    db,
+    calc="emt",
+    starts=2,
+    optimizers=("lbfgs", "bfgs"),
+    fmax=0.05,
+    molecules=("H2O", "NH3"),
+    **kwargs,
+):
+    return run_campaign(
+        list(molecules),
+        list(optimizers),
+        starts=starts,
+        noise=0.05,
+        seed=1,
+        calc=calc,
+        fmax=fmax,
+        steps=100,
+        db=db,
+        scheduler="serial",
+        progress=False,
+        log=lambda line: None,
+        **kwargs,
+    )
 
 
 def distances(atoms, symbol_a, symbol_b):
@@ -80,8 +101,7 @@ def test_smiles_builds_ethanol_reproducibly():
     bonded = lambda a, b, cut: [x for x in distances(atoms, a, b) if x < cut]  # noqa: E731
     assert np.allclose(bonded("C", "C", 1.7), 1.51, atol=0.03)
     assert np.allclose(bonded("C", "O", 1.7), 1.42, atol=0.03)
-    assert len(bonded("C", "H", 1.2)) == 5 and np.allclose(bonded("C", "H", 1.2), 1.09,
-                                                           atol=0.02)
+    assert len(bonded("C", "H", 1.2)) == 5 and np.allclose(bonded("C", "H", 1.2), 1.09, atol=0.02)
     assert np.array_equal(atoms.positions, molecule_from_smiles("CCO").positions)
 
 
@@ -129,10 +149,15 @@ def test_perturbation_is_seeded_gaussian_and_stable():
     first = perturbed_start(reference, "C60", 3, 0.1, seed=7)
     assert np.array_equal(first.positions, perturbed_start(reference, "C60", 3, 0.1, 7).positions)
     assert not np.allclose(first.positions, perturbed_start(reference, "C60", 3, 0.1, 8).positions)
-    assert np.array_equal(perturbed_start(reference, "C60", 0, 0.1, 7).positions,
-                          reference.positions)
-    noise = np.concatenate([(perturbed_start(reference, "C60", s, 0.1, 7).positions
-                             - reference.positions).ravel() for s in range(1, 21)])  # (3600,)
+    assert np.array_equal(
+        perturbed_start(reference, "C60", 0, 0.1, 7).positions, reference.positions
+    )
+    noise = np.concatenate(
+        [
+            (perturbed_start(reference, "C60", s, 0.1, 7).positions - reference.positions).ravel()
+            for s in range(1, 21)
+        ]
+    )  # (3600,)
     # sample std of 3600 normal draws is within 5 % of sigma with overwhelming odds
     assert np.std(noise) == pytest.approx(0.1, rel=0.05)
     assert abs(noise.mean()) < 4 * 0.1 / np.sqrt(noise.size)
@@ -156,25 +181,37 @@ def test_optimizer_labels_and_priors():
     assert parse_optimizer("bo", prior="gfn1") == ("bo+gfn1", "bo", "gfn1")
     assert parse_optimizer("lbfgs", prior="gfn1") == ("lbfgs", "lbfgs", None)
     assert parse_optimizer("BO+lj:sigma=1.2") == ("bo+lj:sigma=1.2", "bo", "lj:sigma=1.2")
-    for bad, message in [("newton", "unknown optimizer"), ("lbfgs+gfn1", "only bo"),
-                         ("bo+dftb", "unknown prior")]:
+    for bad, message in [
+        ("newton", "unknown optimizer"),
+        ("lbfgs+gfn1", "only bo"),
+        ("bo+dftb", "unknown prior"),
+    ]:
         with pytest.raises(ValueError, match=message):
             parse_optimizer(bad)
 
 
 def test_campaign_key_and_settings_validation():
     assert Campaign(calc="emt").key == Campaign(calc="EMT").key
-    keys = {Campaign(calc="emt", **change).key
-            for change in ({}, {"fmax": 0.02}, {"noise": 0.2}, {"seed": 1}, {"steps": 50})}
+    keys = {
+        Campaign(calc="emt", **change).key
+        for change in ({}, {"fmax": 0.02}, {"noise": 0.2}, {"seed": 1}, {"steps": 50})
+    }
     assert len(keys) == 5
     assert Campaign(calc="gfn2").key != Campaign(calc="gfn1").key
     # a preset with options: one key whatever their order, another than without them
-    assert Campaign(calc="gpaw:vacuum=3.5,h=0.25").settings()["calc"] == \
-        "gpaw:h=0.25,vacuum=3.5"
-    assert Campaign(calc="gpaw:h=0.25").key not in {Campaign(calc="gpaw:h=0.2").key,
-                                                    Campaign(calc="gpaw").key}
-    for bad in ({"fmax": 0.0}, {"noise": -0.1}, {"steps": 0}, {"seed": 1.5},
-                {"calc": "dftb"}, {"fmax": np.nan}):
+    assert Campaign(calc="gpaw:vacuum=3.5,h=0.25").settings()["calc"] == "gpaw:h=0.25,vacuum=3.5"
+    assert Campaign(calc="gpaw:h=0.25").key not in {
+        Campaign(calc="gpaw:h=0.2").key,
+        Campaign(calc="gpaw").key,
+    }
+    for bad in (
+        {"fmax": 0.0},
+        {"noise": -0.1},
+        {"steps": 0},
+        {"seed": 1.5},
+        {"calc": "dftb"},
+        {"fmax": np.nan},
+    ):
         with pytest.raises(ValueError):
             Campaign(**{"calc": "emt", **bad})
 
@@ -211,8 +248,9 @@ def test_runs_are_stored_and_skipped_on_restart(tmp_path):
     CountingEMT.calculations = 0
     again = quick_campaign(db, calc=CountingEMT(), starts=1)
     assert CountingEMT.calculations == 0
-    assert [(r.molecule, r.optimizer, r.start, r.calls) for r in again] == \
-        [(r.molecule, r.optimizer, r.start, r.calls) for r in records]
+    assert [(r.molecule, r.optimizer, r.start, r.calls) for r in again] == [
+        (r.molecule, r.optimizer, r.start, r.calls) for r in records
+    ]
 
     quick_campaign(db, calc=CountingEMT(), starts=2)
     new_rows = list(ase.db.connect(db).select("start=2"))
@@ -251,8 +289,9 @@ def test_failing_calculator_is_recorded_and_the_campaign_goes_on(tmp_path):
     row = ase.db.connect(db).get(molecule="H2O", start=2)
     assert row.failed and np.array_equal(row.positions, bad.positions)
 
-    records = quick_campaign(db, calc=FailingEMT(bad.positions), optimizers=["lbfgs"],
-                             retry_failed=True)
+    records = quick_campaign(
+        db, calc=FailingEMT(bad.positions), optimizers=["lbfgs"], retry_failed=True
+    )
     assert ase.db.connect(db).count() == 4 and sum(r.failed for r in records) == 1
 
 
@@ -263,15 +302,16 @@ def test_summary_against_hand_computation_on_stored_rows(tmp_path):
     db = tmp_path / "runs.db"
     quick_campaign(db, starts=3, optimizers=["lbfgs", "fire"])
     rows = list(ase.db.connect(db).select())
-    summary = {(s.molecule, s.optimizer): s
-               for s in summarize(CampaignStore(db).records())}
+    summary = {(s.molecule, s.optimizer): s for s in summarize(CampaignStore(db).records())}
     assert set(summary) == {(m, o) for m in ("H2O", "NH3", "all") for o in ("lbfgs", "fire")}
-    best = {m: min(r.data.energies.min() for r in rows if r.molecule == m)
-            for m in ("H2O", "NH3")}
+    best = {m: min(r.data.energies.min() for r in rows if r.molecule == m) for m in ("H2O", "NH3")}
     for (name, optimizer), s in summary.items():
         mine = [r for r in rows if r.optimizer == optimizer and name in ("all", r.molecule)]
-        lbfgs = [r.calls for r in rows if r.optimizer == "lbfgs" and r.converged
-                 and name in ("all", r.molecule)]
+        lbfgs = [
+            r.calls
+            for r in rows
+            if r.optimizer == "lbfgs" and r.converged and name in ("all", r.molecule)
+        ]
         calls = [r.calls for r in mine if r.converged]
         gaps = [r.energy - best[r.molecule] for r in mine]
         assert (s.runs, s.converged) == (len(mine), len(calls))
@@ -286,7 +326,8 @@ def test_summary_against_hand_computation_on_stored_rows(tmp_path):
     lbfgs = np.mean([r.calls for r in rows if r.converged and r.optimizer == "lbfgs"])
     assert format_result(list(summary.values())) == (
         f"Result: fire needed {fire / lbfgs:.2f} of lbfgs's force calls (mean calls over all "
-        "molecules).")
+        "molecules)."
+    )
 
 
 def test_best_energy_curve_is_the_mean_running_minimum(tmp_path):
@@ -295,8 +336,13 @@ def test_best_energy_curve_is_the_mean_running_minimum(tmp_path):
     curve = best_energy_curves(records)["H2O"]["fire"]
     length = max(len(r.energies) for r in records)
     assert curve.shape == (length,)
-    expected = np.mean([[min(r.energies[:min(k, len(r.energies))]) for k in range(1, length + 1)]
-                        for r in records], axis=0)
+    expected = np.mean(
+        [
+            [min(r.energies[: min(k, len(r.energies))]) for k in range(1, length + 1)]
+            for r in records
+        ],
+        axis=0,
+    )
     best = min(r.energies.min() for r in records)
     assert np.allclose(curve, expected - best)
     assert np.all(np.diff(curve) <= 0)
@@ -306,8 +352,7 @@ def test_plots_are_written_as_png_and_pdf(tmp_path):
     records = quick_campaign(tmp_path / "runs.db", starts=1, molecules=["H2O"])
     prefix = tmp_path / "fig" / "c"
     paths = plot_best_energy(records, prefix) + plot_runs(records, prefix)
-    assert sorted(p.name for p in paths) == ["c_best.pdf", "c_best.png", "c_runs.pdf",
-                                             "c_runs.png"]
+    assert sorted(p.name for p in paths) == ["c_best.pdf", "c_best.png", "c_runs.pdf", "c_runs.png"]
     for path in paths:
         head = path.read_bytes()[:8]
         assert head.startswith(b"\x89PNG" if path.suffix == ".png" else b"%PDF")
@@ -318,10 +363,24 @@ def test_plots_are_written_as_png_and_pdf(tmp_path):
 
 def test_command_line_runs_bo_prints_table_and_refuses_bad_input(tmp_path, capsys):
     db, prefix = tmp_path / "cli.db", tmp_path / "cli"
-    common = ["compare", "--calc", "emt", "--starts", "1", "--noise", "0.05", "--db", str(db),
-              "--scheduler", "serial", "--no-progress"]
-    assert main(common + ["--molecules", "H2O", "--optimizers", "bo", "lbfgs",
-                          "--plot", str(prefix)]) == 0
+    common = [
+        "compare",
+        "--calc",
+        "emt",
+        "--starts",
+        "1",
+        "--noise",
+        "0.05",
+        "--db",
+        str(db),
+        "--scheduler",
+        "serial",
+        "--no-progress",
+    ]
+    assert (
+        main(common + ["--molecules", "H2O", "--optimizers", "bo", "lbfgs", "--plot", str(prefix)])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "| molecule | optimizer |" in out and "| H2O | bo | 1 | 100% |" in out
     assert (tmp_path / "cli_best.png").exists() and (tmp_path / "cli_runs.pdf").exists()
@@ -334,18 +393,32 @@ def test_command_line_runs_bo_prints_table_and_refuses_bad_input(tmp_path, capsy
     assert "| H2O | lbfgs | 1 | 100% |" in out
     assert legend in out and out.rstrip().endswith(result)
 
-    for bad, message in [(["--molecules", "H2O", "--fmax", "0.01"], "another campaign"),
-                         (["--molecules", "C1CC"], "unknown molecule 'C1CC'"),
-                         (["--molecules", "H2O", "--optimizers", "newton"], "unknown optimizer")]:
+    for bad, message in [
+        (["--molecules", "H2O", "--fmax", "0.01"], "another campaign"),
+        (["--molecules", "C1CC"], "unknown molecule 'C1CC'"),
+        (["--molecules", "H2O", "--optimizers", "newton"], "unknown optimizer"),
+    ]:
         assert main(common + bad) == 2
         assert message in capsys.readouterr().err
     assert ase.db.connect(db).count() == 2
 
 
 def _dask_campaign(db, scheduler, workers=None):
-    return run_campaign(["H2O"], ["lbfgs", "fire"], starts=2, noise=0.05, seed=1, calc="emt",
-                        fmax=0.05, steps=100, db=db, scheduler=scheduler, workers=workers,
-                        progress=False, log=lambda line: None)
+    return run_campaign(
+        ["H2O"],
+        ["lbfgs", "fire"],
+        starts=2,
+        noise=0.05,
+        seed=1,
+        calc="emt",
+        fmax=0.05,
+        steps=100,
+        db=db,
+        scheduler=scheduler,
+        workers=workers,
+        progress=False,
+        log=lambda line: None,
+    )
 
 
 def _same_runs(records, others):
@@ -359,8 +432,9 @@ def _same_runs(records, others):
 
 def test_dask_scheduler_address_gives_the_serial_results(tmp_path):
     serial = _dask_campaign(tmp_path / "serial.db", "serial")
-    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                      dashboard_address=None) as cluster:
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as cluster:
         _same_runs(serial, _dask_campaign(tmp_path / "dask.db", cluster.scheduler_address))
     with pytest.raises(ValueError, match="no Dask scheduler answers"):
         _dask_campaign(tmp_path / "none.db", str(tmp_path / "missing-scheduler.json"))
@@ -374,8 +448,14 @@ def test_default_local_cluster_of_processes_gives_the_serial_results(tmp_path):
 
 def test_lennard_jones_dimer_ends_at_its_known_bond_length(tmp_path):
     reference = Atoms("H2", positions=[[0, 0, 0], [0, 0, 1.3]])
-    records = quick_campaign(tmp_path / "h2.db", calc="lj", molecules=[("H2", reference)],
-                             starts=1, optimizers=["bfgs", "fire"], fmax=1e-3)
+    records = quick_campaign(
+        tmp_path / "h2.db",
+        calc="lj",
+        molecules=[("H2", reference)],
+        starts=1,
+        optimizers=["bfgs", "fire"],
+        fmax=1e-3,
+    )
     assert all(r.converged for r in records)
     for row in ase.db.connect(tmp_path / "h2.db").select():
         # minimum of 4 (r^-12 - r^-6) at r = 2^(1/6), force constant 57 eV/Å²: |Δr| < 1e-4

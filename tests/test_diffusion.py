@@ -90,8 +90,9 @@ def test_circle_harmonics_under_nonuniform_sampling(alpha, recovered):
     psi = eigenfunctions(dm)
     errors = []
     for pair, frequency in ((slice(0, 2), 1), (slice(2, 4), 2)):
-        harmonics = np.sqrt(2.0) * np.column_stack([np.cos(frequency * theta),
-                                                    np.sin(frequency * theta)])
+        harmonics = np.sqrt(2.0) * np.column_stack(
+            [np.cos(frequency * theta), np.sin(frequency * theta)]
+        )
         coefficients = np.linalg.lstsq(psi[:, pair], harmonics, rcond=None)[0]
         errors.append(np.abs(psi[:, pair] @ coefficients - harmonics).max())
         if recovered:  # a rotation: the degenerate pair spans (cos, sin), unit norms
@@ -133,15 +134,15 @@ def test_t_scales_coordinates_by_eigenvalue_powers():
     X = np.random.default_rng(2).normal(size=(120, 2))
     base = DiffusionMap(n_components=3, t=0, epsilon=1.0).fit(X)
     later = DiffusionMap(n_components=3, t=3, epsilon=1.0).fit(X)
-    np.testing.assert_allclose(later.embedding_, base.embedding_ * base.eigenvalues_**3,
-                               atol=1e-12)
+    np.testing.assert_allclose(later.embedding_, base.embedding_ * base.eigenvalues_**3, atol=1e-12)
 
 
 # out-of-sample extension, sparse, landmarks
 
 
-@pytest.mark.parametrize("params", [{}, {"n_neighbors": 12}, {"n_landmarks": 60}],
-                         ids=["dense", "sparse", "landmarks"])
+@pytest.mark.parametrize(
+    "params", [{}, {"n_neighbors": 12}, {"n_landmarks": 60}], ids=["dense", "sparse", "landmarks"]
+)
 def test_transform_of_training_points_reproduces_embedding(params):
     X = np.random.default_rng(3).normal(size=(250, 3))
     dm = DiffusionMap(n_components=4, alpha=0.7, t=2, random_state=0, **params).fit(X)
@@ -156,8 +157,9 @@ def test_nystrom_extension_interpolates_between_training_points():
     assert dm.eigenvalues_[2] < 0.4
     new = np.linspace(0.01, 0.99, 50)
     order = np.argsort(x)
-    interpolated = np.column_stack([np.interp(new, x[order], dm.embedding_[order, k])
-                                    for k in range(3)])
+    interpolated = np.column_stack(
+        [np.interp(new, x[order], dm.embedding_[order, k]) for k in range(3)]
+    )
     np.testing.assert_allclose(dm.transform(new[:, None]), interpolated, atol=0.02)
 
 
@@ -168,8 +170,9 @@ def test_sparse_agrees_with_dense_on_dense_enough_graph():
     np.testing.assert_allclose(complete.embedding_, dense.embedding_, atol=1e-10)
     knn = DiffusionMap(n_components=3, epsilon=0.3, n_neighbors=100).fit(X)
     np.testing.assert_allclose(knn.eigenvalues_, dense.eigenvalues_, rtol=1e-6)
-    np.testing.assert_allclose(knn.embedding_, dense.embedding_,
-                               atol=1e-4 * np.abs(dense.embedding_).max())
+    np.testing.assert_allclose(
+        knn.embedding_, dense.embedding_, atol=1e-4 * np.abs(dense.embedding_).max()
+    )
 
 
 def test_all_points_as_landmarks_is_the_dense_map():
@@ -183,8 +186,7 @@ def test_all_points_as_landmarks_is_the_dense_map():
 def test_few_landmarks_approximate_a_smooth_kernel():
     x = interval_sample(1000, 3.0, seed=0)[:, None]
     dense = DiffusionMap(n_components=3, epsilon=0.05).fit(x)
-    nystrom = DiffusionMap(n_components=3, epsilon=0.05, n_landmarks=100,
-                           random_state=0).fit(x)
+    nystrom = DiffusionMap(n_components=3, epsilon=0.05, n_landmarks=100, random_state=0).fit(x)
     np.testing.assert_allclose(nystrom.eigenvalues_, dense.eigenvalues_, rtol=1e-5)
     np.testing.assert_allclose(nystrom.embedding_, dense.embedding_, atol=1e-3)
     new = np.linspace(0.0, 1.0, 20)[:, None]
@@ -203,8 +205,7 @@ def test_tanimoto_kernel_on_fingerprints():
     complete = DiffusionMap(n_components=3, kernel=kernel, n_neighbors=300).fit(bits)
     np.testing.assert_allclose(complete.embedding_, dense.embedding_, atol=1e-10)
     sparse = DiffusionMap(n_components=3, kernel=kernel, n_neighbors=20).fit(bits)
-    np.testing.assert_allclose(sparse.transform(bits[:50]), sparse.embedding_[:50],
-                               atol=1e-10)
+    np.testing.assert_allclose(sparse.transform(bits[:50]), sparse.embedding_[:50], atol=1e-10)
 
 
 class FlatGaussian:
@@ -226,8 +227,9 @@ def test_kernel_object_on_geometry_arrays(params):
     geometries = np.random.default_rng(7).normal(size=(80, 4, 3))  # (m, n_atoms, 3)
     kernel = FlatGaussian(gamma=0.05)
     dm = DiffusionMap(n_components=2, kernel=kernel, random_state=0, **params).fit(geometries)
-    flat = DiffusionMap(n_components=2, epsilon=20.0, random_state=0,
-                        **params).fit(geometries.reshape(80, -1))
+    flat = DiffusionMap(n_components=2, epsilon=20.0, random_state=0, **params).fit(
+        geometries.reshape(80, -1)
+    )
     np.testing.assert_allclose(dm.embedding_, flat.embedding_, atol=1e-10)
     np.testing.assert_allclose(dm.transform(geometries[:5]), dm.embedding_[:5], atol=1e-10)
 
@@ -314,19 +316,22 @@ def test_median_knn_epsilon_on_a_regular_grid():
 # bad input
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"kernel": "laplacian"}, "kernel="),
-    ({"kernel": 3}, "callable"),
-    ({"kernel": TanimotoKernel(), "epsilon": 1.0}, "epsilon"),
-    ({"alpha": 1.5}, "alpha"),
-    ({"t": -1}, "t must"),
-    ({"n_components": 0}, "n_components"),
-    ({"n_components": 29}, "samples"),
-    ({"n_neighbors": 1}, "n_neighbors"),
-    ({"n_neighbors": 5, "n_landmarks": 10}, "alternatives"),
-    ({"n_landmarks": 2}, "n_landmarks"),
-    ({"epsilon": -1.0}, "epsilon"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"kernel": "laplacian"}, "kernel="),
+        ({"kernel": 3}, "callable"),
+        ({"kernel": TanimotoKernel(), "epsilon": 1.0}, "epsilon"),
+        ({"alpha": 1.5}, "alpha"),
+        ({"t": -1}, "t must"),
+        ({"n_components": 0}, "n_components"),
+        ({"n_components": 29}, "samples"),
+        ({"n_neighbors": 1}, "n_neighbors"),
+        ({"n_neighbors": 5, "n_landmarks": 10}, "alternatives"),
+        ({"n_landmarks": 2}, "n_landmarks"),
+        ({"epsilon": -1.0}, "epsilon"),
+    ],
+)
 def test_bad_parameters_raise_clear_errors(params, message):
     X = np.random.default_rng(13).normal(size=(30, 2))
     with pytest.raises(ValueError, match=message):
@@ -346,13 +351,15 @@ def test_bad_data_raise_clear_errors():
         dm.transform(np.array([[1e3, 1e3]]))
 
 
-@parametrize_with_checks([
-    DiffusionMap(),
-    DiffusionMap(n_neighbors=5),
-    DiffusionMap(n_landmarks=10, random_state=0),
-    KernelPCAEmbedding(),
-    KernelPCAEmbedding(n_landmarks=10, random_state=0),
-])
+@parametrize_with_checks(
+    [
+        DiffusionMap(),
+        DiffusionMap(n_neighbors=5),
+        DiffusionMap(n_landmarks=10, random_state=0),
+        KernelPCAEmbedding(),
+        KernelPCAEmbedding(n_landmarks=10, random_state=0),
+    ]
+)
 def test_scikit_learn_estimator_checks(estimator, check):
     check(estimator)
 

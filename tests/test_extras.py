@@ -10,17 +10,30 @@ import pytest
 from asebo.extras import EXTRAS, missing_extra
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRA_PACKAGES = ("sklearn", "matplotlib", "rdkit", "dask", "distributed", "qm9pack",
-                  "qmllib", "tqdm", "sella")
+EXTRA_PACKAGES = (
+    "sklearn",
+    "matplotlib",
+    "rdkit",
+    "dask",
+    "distributed",
+    "qm9pack",
+    "qmllib",
+    "tqdm",
+    "sella",
+)
 
 
 def run_without_extras(code):
     """Run ``code`` in a fresh interpreter in which no package of an extra can be imported."""
-    prelude = (f"import sys\nfor name in {EXTRA_PACKAGES!r}:\n"
-               "    sys.modules[name] = None\n")
-    return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True,
-                          text=True, cwd=ROOT, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"})
+    prelude = f"import sys\nfor name in {EXTRA_PACKAGES!r}:\n    sys.modules[name] = None\n"
+    return subprocess.run(
+        [sys.executable, "-c", prelude + code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
+    )
 
 
 def test_boptimizer_relaxes_and_the_command_answers_without_any_extra():
@@ -35,30 +48,34 @@ def test_boptimizer_relaxes_and_the_command_answers_without_any_extra():
         "from asebo.campaign.relax import relax\n"
         "assert relax(atoms, 'lbfgs', 'emt')['converged']\n"
         "from asebo.cli import main\n"
-        "main(['--help'])\n")
+        "main(['--help'])\n"
+    )
     assert done.returncode == 0, done.stderr
     assert "usage: asebo" in done.stdout
 
 
-@pytest.mark.parametrize(("module", "package", "extra"), [
-    ("asebo.mlkrr", "sklearn", "learn"),
-    ("asebo.iokr", "sklearn", "learn"),
-    ("asebo.mpiokr", "sklearn", "learn"),
-    ("asebo.diffusion", "sklearn", "learn"),
-    ("asebo.prediction", "sklearn", "learn"),
-    ("asebo.campaign.workflow", "dask", "campaign"),
-    ("asebo.campaign.plots", "matplotlib", "campaign"),
-])
+@pytest.mark.parametrize(
+    ("module", "package", "extra"),
+    [
+        ("asebo.mlkrr", "sklearn", "learn"),
+        ("asebo.iokr", "sklearn", "learn"),
+        ("asebo.mpiokr", "sklearn", "learn"),
+        ("asebo.diffusion", "sklearn", "learn"),
+        ("asebo.prediction", "sklearn", "learn"),
+        ("asebo.campaign.workflow", "dask", "campaign"),
+        ("asebo.campaign.plots", "matplotlib", "campaign"),
+    ],
+)
 def test_a_module_of_an_extra_names_the_extra_to_install(module, package, extra):
     done = run_without_extras(f"import {module}")
     assert done.returncode != 0
-    assert f"needs {package}, which is not installed: pip install 'asebo[{extra}]'" \
-        in done.stderr
+    assert f"needs {package}, which is not installed: pip install 'asebo[{extra}]'" in done.stderr
 
 
 def test_smiles_without_rdkit_and_a_benchmark_without_its_extra_say_what_to_install():
-    done = run_without_extras("from asebo.smiles import molecule_from_smiles\n"
-                              "molecule_from_smiles('CCO')")
+    done = run_without_extras(
+        "from asebo.smiles import molecule_from_smiles\nmolecule_from_smiles('CCO')"
+    )
     assert "building a molecule from SMILES needs RDKit: pip install rdkit" in done.stderr
     done = run_without_extras("from asebo.cli import main\nmain(['bench', 'mlkrr', '--help'])")
     assert done.returncode == 1

@@ -23,8 +23,7 @@ def test_one_molecule_is_relaxed_by_both_and_bo_within_its_budget():
 
 
 def run(calls, converged=True, energy=-1.0):
-    return {"calls": calls, "converged": converged, "energy": energy,
-            "energies": [energy] * calls}
+    return {"calls": calls, "converged": converged, "energy": energy, "energies": [energy] * calls}
 
 
 def test_table_counts_failures_and_ratios_of_the_converged_runs():

@@ -54,8 +54,8 @@ def test_posterior_gradients_match_finite_differences(water, fitted):
     rng = np.random.default_rng(1)
     x = torch.tensor(P[0] + 0.05 * rng.normal(size=P[0].shape), requires_grad=True)
     mean, variance = fitted.posterior(x[None])
-    grad_mean, = torch.autograd.grad(mean[0], x, retain_graph=True)
-    grad_std, = torch.autograd.grad(variance[0].sqrt(), x)
+    (grad_mean,) = torch.autograd.grad(mean[0], x, retain_graph=True)
+    (grad_std,) = torch.autograd.grad(variance[0].sqrt(), x)
     h = 1e-4  # smaller steps drown in the round-off of a well-interpolating posterior
     for a in range(3):
         for i in range(3):
@@ -66,7 +66,8 @@ def test_posterior_gradients_match_finite_differences(water, fitted):
                 mm, vm = fitted.posterior((x - step)[None])
             assert grad_mean[a, i].item() == pytest.approx(((mp - mm) / (2 * h)).item(), abs=1e-6)
             assert grad_std[a, i].item() == pytest.approx(
-                ((vp.sqrt() - vm.sqrt()) / (2 * h)).item(), abs=1e-6)
+                ((vp.sqrt() - vm.sqrt()) / (2 * h)).item(), abs=1e-6
+            )
 
 
 def test_botorch_lcb_is_mean_minus_kappa_sigma(water, fitted):
@@ -76,7 +77,7 @@ def test_botorch_lcb_is_mean_minus_kappa_sigma(water, fitted):
     model = EnergyModel(fitted, torch.tensor(P[0]), free)
     rng = np.random.default_rng(2)
     X = torch.tensor(P[:3].reshape(3, 1, 9) + 0.05 * rng.normal(size=(3, 1, 9)))
-    acquisition = UpperConfidenceBound(model, beta=kappa ** 2, maximize=False)
+    acquisition = UpperConfidenceBound(model, beta=kappa**2, maximize=False)
     mean, variance = fitted.posterior(X.reshape(3, 3, 3))
     expected = mean - kappa * variance.sqrt()
     torch.testing.assert_close(-acquisition(X), expected, atol=0, rtol=1e-10)
@@ -141,7 +142,7 @@ def test_gp_interpolates_a_recorded_gpaw_relaxation_with_a_gfn2_prior():
     P, E, F = data["positions"], data["energies"], data["forces"]
     atoms = Atoms(numbers=data["numbers"], positions=P[0])
     gp = EnergyForceGP(prior=CalculatorPrior(get_calculator("gfn2"), atoms)).fit(P, E, F)
-    assert gp.jitter_ <= gp.energy_noise ** 2
+    assert gp.jitter_ <= gp.energy_noise**2
     # the last 15: energies relative to the lowest, to a tenth of their spread
     relative_mean = gp.predict(P[10:]) - gp.predict(P[10:]).min()
     relative_observed = E[10:] - E[10:].min()
@@ -206,11 +207,13 @@ def dense_posterior(gp, P, E, F, x, select=None):
     alpha = torch.linalg.solve(K, y)
     xt = torch.tensor(x, requires_grad=True)
     if gp.kernel == "svd":
-        k, _, dk_dZ = svd_kernel_blocks_batched(xt[None], torch.as_tensor(P[select]), gp.gamma_,
-                                                gp.proper, second=False)
+        k, _, dk_dZ = svd_kernel_blocks_batched(
+            xt[None], torch.as_tensor(P[select]), gp.gamma_, gp.proper, second=False
+        )
     else:
-        k, _, dk_dZ, _ = cartesian_rbf_blocks_batched(xt[None], torch.as_tensor(P[select]),
-                                                      gp.gamma_)
+        k, _, dk_dZ, _ = cartesian_rbf_blocks_batched(
+            xt[None], torch.as_tensor(P[select]), gp.gamma_
+        )
     c = torch.cat([k[0, :, None], dk_dZ[0].reshape(len(select), -1)], dim=1).reshape(-1)
     mean = c @ alpha
     (gradient,) = torch.autograd.grad(mean, xt)
@@ -225,30 +228,46 @@ def test_structured_posterior_equals_the_dense_one(kernel, proper, max_size):
     # max_size 40 holds two of the seven configurations: the mean then comes from
     # conjugate gradients over all seven, the variance from the two nearest the best
     atoms, P, E, F = samples("CH3OH", m=7, scale=0.05, seed=5)
-    gp = EnergyForceGP(kernel=kernel, proper=proper, fit_gamma=False, gamma=3.0, prior="mean",
-                       energy_noise=0.05, gradient_noise=0.05, max_size=max_size,
-                       cg_tolerance=1e-13, cg_max_iter=2000).fit(P, E, F)
+    gp = EnergyForceGP(
+        kernel=kernel,
+        proper=proper,
+        fit_gamma=False,
+        gamma=3.0,
+        prior="mean",
+        energy_noise=0.05,
+        gradient_noise=0.05,
+        max_size=max_size,
+        cg_tolerance=1e-13,
+        cg_max_iter=2000,
+    ).fit(P, E, F)
     assert (gp.solve_info_ is None) == (max_size > 7 * 19)
     x = P[2] + 0.04 * np.random.default_rng(6).normal(size=P[2].shape)
     mean, std, gradient = gp.predict(x, return_std=True, return_gradient=True)
     dense_mean, _, dense_gradient = dense_posterior(gp, P, E, F, x)
     _, dense_variance, _ = dense_posterior(gp, P, E, F, x, gp.selected_.numpy())
     assert mean == pytest.approx(dense_mean, rel=1e-8)
-    np.testing.assert_allclose(gradient, dense_gradient, rtol=1e-8,
-                               atol=1e-8 * np.abs(dense_gradient).max())
-    assert std ** 2 == pytest.approx(dense_variance, rel=1e-8)
+    np.testing.assert_allclose(
+        gradient, dense_gradient, rtol=1e-8, atol=1e-8 * np.abs(dense_gradient).max()
+    )
+    assert std**2 == pytest.approx(dense_variance, rel=1e-8)
     if max_size < 7 * 19:
         assert gp.solve_info_.method == "cg" and gp.solve_info_.residual < 1e-12
         assert len(gp.selected_) == 2
         # conditioning on fewer observations can only widen the posterior
         _, full_variance, _ = dense_posterior(gp, P, E, F, x)
-        assert std ** 2 >= full_variance
+        assert std**2 >= full_variance
 
 
 def test_posterior_variance_gradient_matches_finite_differences_on_the_cg_path():
     atoms, P, E, F = samples("CH3OH", m=7, scale=0.05, seed=5)
-    gp = EnergyForceGP(fit_gamma=False, gamma=3.0, prior="mean", max_size=60,
-                       energy_noise=0.05, gradient_noise=0.05).fit(P, E, F)
+    gp = EnergyForceGP(
+        fit_gamma=False,
+        gamma=3.0,
+        prior="mean",
+        max_size=60,
+        energy_noise=0.05,
+        gradient_noise=0.05,
+    ).fit(P, E, F)
     assert gp.solve_info_.method == "cg"
     x = torch.tensor(P[3] + 0.03, requires_grad=True)
     mean, variance = gp.posterior(x[None])
@@ -262,5 +281,6 @@ def test_posterior_variance_gradient_matches_finite_differences_on_the_cg_path()
             mp, vp = gp.posterior((x + step)[None])
             mm, vm = gp.posterior((x - step)[None])
         assert grad_mean[a, i].item() == pytest.approx(((mp - mm) / (2 * h)).item(), abs=1e-6)
-        assert grad_variance[a, i].item() == pytest.approx(((vp - vm) / (2 * h)).item(),
-                                                           abs=1e-6 * gp.outputscale_)
+        assert grad_variance[a, i].item() == pytest.approx(
+            ((vp - vm) / (2 * h)).item(), abs=1e-6 * gp.outputscale_
+        )

@@ -82,10 +82,13 @@ def test_booptimizer_with_gpaw_reaches_the_bfgs_minimum(gpaw_calculator):
     atoms.calc = CountingCalculator(gpaw_calculator)
     assert BOOptimizer(atoms, logfile=None).run(fmax=0.05, steps=30)
     # both stop within fmax = 0.05 eV/Å of one minimum: energies agree to a few meV
-    assert atoms.get_potential_energy() == pytest.approx(reference.get_potential_energy(),
-                                                         abs=0.005)
+    assert atoms.get_potential_energy() == pytest.approx(
+        reference.get_potential_energy(), abs=0.005
+    )
     for hydrogen in (1, 2):
         assert atoms.get_distance(0, hydrogen) == pytest.approx(
-            reference.get_distance(0, hydrogen), abs=BOND_TOLERANCE)
-    assert atoms.get_angle(1, 0, 2) == pytest.approx(reference.get_angle(1, 0, 2),
-                                                     abs=ANGLE_TOLERANCE)
+            reference.get_distance(0, hydrogen), abs=BOND_TOLERANCE
+        )
+    assert atoms.get_angle(1, 0, 2) == pytest.approx(
+        reference.get_angle(1, 0, 2), abs=ANGLE_TOLERANCE
+    )

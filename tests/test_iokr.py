@@ -59,30 +59,37 @@ def test_iokr_inner_scores_are_krr_predictions_times_candidates():
 def test_iokr_distance_score_is_eq3_up_to_the_norm_of_the_prediction():
     X, Y, *_, X_test, C, _ = problem()
     kernel = GaussianKernel(0.3)
-    scores = IOKR(kernel, LinearKernel(), lam=LAM, centre=False).fit(X, Y).decision_function(
-        X_test, C)
+    scores = (
+        IOKR(kernel, LinearKernel(), lam=LAM, centre=False).fit(X, Y).decision_function(X_test, C)
+    )
     h = KernelRidge(alpha=LAM, kernel="precomputed").fit(kernel(X), Y).predict(kernel(X_test, X))
     distance = ((h[:, None, :] - C[None, :, :]) ** 2).sum(axis=2)  # (m, n_c)
-    np.testing.assert_allclose(scores, (h ** 2).sum(axis=1)[:, None] - distance, atol=1e-10)
+    np.testing.assert_allclose(scores, (h**2).sum(axis=1)[:, None] - distance, atol=1e-10)
 
 
 def test_kernel_centring_equals_explicit_feature_centring():
     X, Y, *_, X_test, C, _ = problem()
-    scores = IOKR(LinearKernel(), LinearKernel(), lam=LAM, centre=True).fit(X, Y) \
+    scores = (
+        IOKR(LinearKernel(), LinearKernel(), lam=LAM, centre=True)
+        .fit(X, Y)
         .decision_function(X_test, C)
+    )
     x_mean, y_mean = X.mean(axis=0), Y.mean(axis=0)
-    h_c = KernelRidge(alpha=LAM, kernel="linear").fit(X - x_mean, Y - y_mean) \
-        .predict(X_test - x_mean)
+    h_c = (
+        KernelRidge(alpha=LAM, kernel="linear").fit(X - x_mean, Y - y_mean).predict(X_test - x_mean)
+    )
     h = y_mean + h_c  # (m, p) prediction of psi(y)
-    np.testing.assert_allclose(scores, 2 * h @ C.T - (C ** 2).sum(axis=1), atol=1e-10)
+    np.testing.assert_allclose(scores, 2 * h @ C.T - (C**2).sum(axis=1), atol=1e-10)
 
 
 def test_iokr_hand_computed_case():
     # K = [[0, 0], [0, 1]], lam = 1: (K + I)^-1 k(x=2) = [0, 1], so h(2) = y_2 = 2.
-    model = IOKR(LinearKernel(), LinearKernel(), lam=1.0, centre=False).fit([[0.0], [1.0]],
-                                                                          [[1.0], [2.0]])
-    np.testing.assert_allclose(model.decision_function([[2.0]], [[3.0], [2.0]]),
-                               [[2 * 6 - 9, 2 * 4 - 4]])
+    model = IOKR(LinearKernel(), LinearKernel(), lam=1.0, centre=False).fit(
+        [[0.0], [1.0]], [[1.0], [2.0]]
+    )
+    np.testing.assert_allclose(
+        model.decision_function([[2.0]], [[3.0], [2.0]]), [[2 * 6 - 9, 2 * 4 - 4]]
+    )
     np.testing.assert_array_equal(model.rank([[2.0]], [[3.0], [2.0]]), [[1, 0]])
 
 
@@ -90,8 +97,11 @@ def test_precomputed_kernels_give_the_same_scores_as_kernel_objects():
     X, Y, *_, X_test, C, _ = problem()
     kx, ky = GaussianKernel(0.3), GaussianKernel(0.5)
     by_data = IOKR(kx, ky, lam=LAM).fit(X, Y).decision_function(X_test, C)
-    by_matrix = IOKR(PRECOMPUTED, PRECOMPUTED, lam=LAM).fit(kx(X), ky(Y)).decision_function(
-        kx(X_test, X), ky(C, Y), candidate_gram=ky(C))
+    by_matrix = (
+        IOKR(PRECOMPUTED, PRECOMPUTED, lam=LAM)
+        .fit(kx(X), ky(Y))
+        .decision_function(kx(X_test, X), ky(C, Y), candidate_gram=ky(C))
+    )
     np.testing.assert_allclose(by_matrix, by_data, atol=1e-12)
 
 
@@ -100,11 +110,13 @@ def test_several_input_kernels_are_their_weighted_sum():
     kernels, weights = [GaussianKernel(0.3), LinearKernel()], [0.25, 0.75]
     combined = IOKR(kernels, LinearKernel(), kernel_weights=weights, lam=LAM).fit(X, Y)
     summed = IOKR(PRECOMPUTED, LinearKernel(), lam=LAM).fit(
-        sum(w * k(X) for w, k in zip(weights, kernels)), Y)
+        sum(w * k(X) for w, k in zip(weights, kernels)), Y
+    )
     np.testing.assert_allclose(
         combined.decision_function(X_test, C),
         summed.decision_function(sum(w * k(X_test, X) for w, k in zip(weights, kernels)), C),
-        atol=1e-12)
+        atol=1e-12,
+    )
 
 
 @pytest.mark.parametrize("centre", [False, True])
@@ -118,11 +130,12 @@ def test_closed_form_loo_equals_explicit_leave_one_out_refits(centre):
             keep = np.delete(np.arange(len(X)), i)
             model = IOKR(kernel, LinearKernel(), lam=lam, centre=centre, score="inner")
             model.fit(X[keep], Y[keep])
-            h = model.decision_function(X[i:i + 1], np.eye(Y.shape[1]))  # <h(x), e_k>
+            h = model.decision_function(X[i : i + 1], np.eye(Y.shape[1]))  # <h(x), e_k>
             total += np.sum((h - Y[i]) ** 2)
         errors.append(total / len(X))
-    np.testing.assert_allclose(loo_squared_errors(kernel(X), Y @ Y.T, lams, centre=centre),
-                               errors, rtol=1e-7)
+    np.testing.assert_allclose(
+        loo_squared_errors(kernel(X), Y @ Y.T, lams, centre=centre), errors, rtol=1e-7
+    )
     cv = IOKRCV(kernel, LinearKernel(), lams=lams, cv=len(X), centre=centre).fit(X, Y)
     np.testing.assert_allclose(cv.cv_errors_, errors, rtol=1e-7)
 
@@ -136,7 +149,8 @@ def test_kfold_error_with_centring_refits_the_centring_in_each_fold():
     expected = []
     for lam in lams:
         h = y_mean + KernelRidge(alpha=lam, kernel="linear").fit(
-            X[train] - x_mean, Y[train] - y_mean).predict(X[test] - x_mean)
+            X[train] - x_mean, Y[train] - y_mean
+        ).predict(X[test] - x_mean)
         expected.append(np.mean(np.sum((h - Y[test]) ** 2, axis=1)))
     cv = IOKRCV(LinearKernel(), LinearKernel(), lams=lams, cv=[(train, test)]).fit(X, Y)
     np.testing.assert_allclose(cv.cv_errors_, expected, rtol=1e-10)
@@ -151,9 +165,13 @@ def test_iokrcv_ranking_criterion_matches_refits_through_the_public_api():
     expected = []
     for lam in lams:
         model = IOKR(kernel, LinearKernel(), lam=lam).fit(X[train], Y[train])
-        ranks = [np.sum(s > s[0]) for s in (
-            model.decision_function(X[i:i + 1], np.vstack([Y[i:i + 1], Y_pool[sets[i]]]))[0]
-            for i in test)]
+        ranks = [
+            np.sum(s > s[0])
+            for s in (
+                model.decision_function(X[i : i + 1], np.vstack([Y[i : i + 1], Y_pool[sets[i]]]))[0]
+                for i in test
+            )
+        ]
         expected.append(np.mean(1.0 / (1.0 + np.array(ranks))))
     cv = IOKRCV(kernel, LinearKernel(), lams=lams, cv=[(train, test)])
     cv.fit(X, Y, Y_pool, sets)
@@ -168,8 +186,7 @@ def test_iokrcv_refits_with_the_selected_lambda():
     cv = IOKRCV(GaussianKernel(0.3), LinearKernel(), lams=[1e-3, 1e-1, 10.0]).fit(X, Y)
     assert cv.lam_ == [1e-3, 1e-1, 10.0][int(np.argmin(cv.cv_errors_))]
     direct = IOKR(GaussianKernel(0.3), LinearKernel(), lam=cv.lam_).fit(X, Y)
-    np.testing.assert_allclose(cv.decision_function(X_test, C),
-                               direct.decision_function(X_test, C))
+    np.testing.assert_allclose(cv.decision_function(X_test, C), direct.decision_function(X_test, C))
 
 
 # ---------------------------------------------------------------- MP-IOKR, known inputs
@@ -191,8 +208,9 @@ def test_hand_computed_magnitude_preserving_case():
     # One example (x=1, y=2), candidates (0, 0) and (3, -3), lam = 1/2:
     # W = mean(dx dy) / (mean(dx^2) + lam) = -4 / (5/2 + 1/2) = -4/3.
     model = MPIOKR(LinearKernel(), LinearKernel(), lam=0.5, centre=False, score="inner")
-    model.fit([[1.0]], [[2.0]], [[0.0], [-3.0]], [np.array([0, 1])],
-              candidate_inputs=[[0.0], [3.0]])
+    model.fit(
+        [[1.0]], [[2.0]], [[0.0], [-3.0]], [np.array([0, 1])], candidate_inputs=[[0.0], [3.0]]
+    )
     np.testing.assert_allclose(model.decision_function([[3.0]], [[1.0], [-2.0]]), [[-4.0, 8.0]])
 
 
@@ -224,9 +242,16 @@ def test_known_inputs_agree_with_the_printed_prop3_system():
     kx, ky = GaussianKernel(0.2), GaussianKernel(0.4)
     replicated = np.concatenate(sets)  # pool rows of the n candidate columns
     reference = paper_prop3_scores(
-        kx(X), kx(X, X_pool[replicated]), kx(X_pool[replicated]), kx(X_test, X),
-        kx(X_test, X_pool[replicated]), ky(C, Y), ky(C, Y_pool[replicated]),
-        np.array([len(s) for s in sets]), LAM)
+        kx(X),
+        kx(X, X_pool[replicated]),
+        kx(X_pool[replicated]),
+        kx(X_test, X),
+        kx(X_test, X_pool[replicated]),
+        ky(C, Y),
+        ky(C, Y_pool[replicated]),
+        np.array([len(s) for s in sets]),
+        LAM,
+    )
     model = MPIOKR(kx, ky, lam=LAM, centre=False, score="inner")
     model.fit(X, Y, Y_pool, sets, candidate_inputs=X_pool)
     np.testing.assert_allclose(model.decision_function(X_test, C), reference, atol=1e-10)
@@ -246,10 +271,17 @@ def test_printed_prop3_kernel_blocks_equal_explicit_modified_features():
     Phi, Psi = modified_features(X, X_pool, sets), modified_features(Y, Y_pool, sets)
     W = Psi @ np.linalg.solve(LAM * np.eye(Phi.shape[1]) + Phi.T @ Phi, Phi.T)  # eq. 6, (p, d)
     k = LinearKernel()
-    reference = paper_prop3_scores(k(X), k(X, X_pool[replicated]), k(X_pool[replicated]),
-                                   k(X_test, X), k(X_test, X_pool[replicated]), k(C, Y),
-                                   k(C, Y_pool[replicated]), np.array([len(s) for s in sets]),
-                                   LAM)
+    reference = paper_prop3_scores(
+        k(X),
+        k(X, X_pool[replicated]),
+        k(X_pool[replicated]),
+        k(X_test, X),
+        k(X_test, X_pool[replicated]),
+        k(C, Y),
+        k(C, Y_pool[replicated]),
+        np.array([len(s) for s in sets]),
+        LAM,
+    )
     np.testing.assert_allclose(reference, (X_test @ W.T) @ C.T, atol=1e-10)
 
 
@@ -287,11 +319,13 @@ def test_l_sized_prop4_equals_prop3_with_approximated_inputs(centre):
     X, Y, _, Y_pool, sets, X_test, C, _ = problem()
     kx, ky = GaussianKernel(0.2), GaussianKernel(0.4)
     KX_S, pool_rows, input_rows, candidate_rows = approximated_inputs(
-        [kx(X)], [1.0], [GAMMA], ky(Y), ky(Y, Y_pool))
+        [kx(X)], [1.0], [GAMMA], ky(Y), ky(Y, Y_pool)
+    )
     known = MPIOKR(PRECOMPUTED, ky, lam=LAM, centre=centre)
     known.fit(KX_S, Y, Y_pool, sets, candidate_inputs=pool_rows)
-    expected = known.decision_function(input_rows([kx(X_test, X)]), C,
-                                       candidate_inputs=candidate_rows(ky(Y, C)))
+    expected = known.decision_function(
+        input_rows([kx(X_test, X)]), C, candidate_inputs=candidate_rows(ky(Y, C))
+    )
     approximated = MPIOKR(kx, ky, lam=LAM, gamma=GAMMA, centre=centre).fit(X, Y, Y_pool, sets)
     assert approximated.coef_.shape == (len(X) + len(Y_pool), len(X))
     np.testing.assert_allclose(approximated.decision_function(X_test, C), expected, atol=1e-9)
@@ -304,11 +338,13 @@ def test_separate_approximation_prop5_equals_prop3_with_blockwise_inputs(centre)
     ky = TanimotoKernel()
     Y, Y_pool, C = np.abs(Y), np.abs(Y_pool), np.abs(C)  # non-negative, for Tanimoto
     KX_S, pool_rows, input_rows, candidate_rows = approximated_inputs(
-        [k(X) for k in kernels], weights, gammas, ky(Y), ky(Y, Y_pool))
+        [k(X) for k in kernels], weights, gammas, ky(Y), ky(Y, Y_pool)
+    )
     known = MPIOKR(PRECOMPUTED, ky, lam=LAM, centre=centre)
     known.fit(KX_S, Y, Y_pool, sets, candidate_inputs=pool_rows)
-    expected = known.decision_function(input_rows([k(X_test, X) for k in kernels]), C,
-                                       candidate_inputs=candidate_rows(ky(Y, C)))
+    expected = known.decision_function(
+        input_rows([k(X_test, X) for k in kernels]), C, candidate_inputs=candidate_rows(ky(Y, C))
+    )
     separate = MPIOKR(kernels, ky, kernel_weights=weights, lam=LAM, gamma=gammas, centre=centre)
     separate.fit(X, Y, Y_pool, sets)
     assert [members for _, members in separate.groups_] == [[0], [1]]
@@ -322,17 +358,22 @@ def test_kernels_sharing_a_gamma_are_grouped_exactly():
     weights, gammas = [0.2, 0.3, 0.5], [0.7, 0.05, 0.7]
     ky = GaussianKernel(0.4)
     KX_S, pool_rows, input_rows, candidate_rows = approximated_inputs(
-        [k(X) for k in kernels], weights, gammas, ky(Y), ky(Y, Y_pool))
-    known = MPIOKR(PRECOMPUTED, ky, lam=LAM).fit(KX_S, Y, Y_pool, sets,
-                                                   candidate_inputs=pool_rows)
+        [k(X) for k in kernels], weights, gammas, ky(Y), ky(Y, Y_pool)
+    )
+    known = MPIOKR(PRECOMPUTED, ky, lam=LAM).fit(KX_S, Y, Y_pool, sets, candidate_inputs=pool_rows)
     grouped = MPIOKR(kernels, ky, kernel_weights=weights, lam=LAM, gamma=gammas)
     grouped.fit(X, Y, Y_pool, sets)
     assert [members for _, members in grouped.groups_] == [[0, 2], [1]]
     assert grouped.coef_.shape[1] == 2 * len(X)
     np.testing.assert_allclose(
         grouped.decision_function(X_test, C),
-        known.decision_function(input_rows([k(X_test, X) for k in kernels]), C,
-                                candidate_inputs=candidate_rows(ky(Y, C))), atol=1e-9)
+        known.decision_function(
+            input_rows([k(X_test, X) for k in kernels]),
+            C,
+            candidate_inputs=candidate_rows(ky(Y, C)),
+        ),
+        atol=1e-9,
+    )
 
 
 def test_one_gamma_for_all_kernels_is_the_joint_approximation_of_prop4():
@@ -345,7 +386,8 @@ def test_one_gamma_for_all_kernels_is_the_joint_approximation_of_prop4():
     np.testing.assert_allclose(
         joint.decision_function(X_test, C),
         combined.decision_function(sum(w * k(X_test, X) for w, k in zip(weights, kernels)), C),
-        atol=1e-10)
+        atol=1e-10,
+    )
 
 
 # ---------------------------------------------------------------- MP-IOKR, invariances, API
@@ -371,14 +413,21 @@ def test_precomputed_mp_iokr_equals_kernel_objects(known):
     X, Y, X_pool, Y_pool, sets, X_test, C, X_C = problem()
     kx, ky = GaussianKernel(0.2), GaussianKernel(0.4)
     XB, YB = np.vstack([X, X_pool]), np.vstack([Y, Y_pool])  # the basis [S, P]
-    by_data = MPIOKR(kx, ky, lam=LAM, gamma=GAMMA).fit(
-        X, Y, Y_pool, sets, candidate_inputs=X_pool if known else None).decision_function(
-        X_test, C, candidate_inputs=X_C if known else None)
-    by_matrix = MPIOKR(PRECOMPUTED, PRECOMPUTED, lam=LAM, gamma=GAMMA).fit(
-        kx(X), ky(Y), ky(Y_pool, YB), sets,
-        candidate_inputs=kx(X_pool, XB) if known else None).decision_function(
-        kx(X_test, XB if known else X), ky(C, YB),
-        candidate_inputs=kx(X_C, XB) if known else None, candidate_gram=ky(C))
+    by_data = (
+        MPIOKR(kx, ky, lam=LAM, gamma=GAMMA)
+        .fit(X, Y, Y_pool, sets, candidate_inputs=X_pool if known else None)
+        .decision_function(X_test, C, candidate_inputs=X_C if known else None)
+    )
+    by_matrix = (
+        MPIOKR(PRECOMPUTED, PRECOMPUTED, lam=LAM, gamma=GAMMA)
+        .fit(kx(X), ky(Y), ky(Y_pool, YB), sets, candidate_inputs=kx(X_pool, XB) if known else None)
+        .decision_function(
+            kx(X_test, XB if known else X),
+            ky(C, YB),
+            candidate_inputs=kx(X_C, XB) if known else None,
+            candidate_gram=ky(C),
+        )
+    )
     np.testing.assert_allclose(by_matrix, by_data, atol=1e-12)
 
 
@@ -388,8 +437,8 @@ def reciprocal_rank_by_refit(X, Y, Y_pool, sets, train, test, lam, gamma):
     model.fit(X[train], Y[train], Y_pool, [sets[i] for i in train])
     reciprocal = []
     for i in test:
-        candidates = np.vstack([Y[i:i + 1], Y_pool[sets[i]]])  # the right one first
-        s = model.decision_function(X[i:i + 1], candidates)[0]
+        candidates = np.vstack([Y[i : i + 1], Y_pool[sets[i]]])  # the right one first
+        s = model.decision_function(X[i : i + 1], candidates)[0]
         reciprocal.append(1.0 / (1 + np.sum(s > s[0])))
     return np.mean(reciprocal)
 
@@ -399,30 +448,35 @@ def test_mpiokrcv_selection_matches_refits_through_the_public_api():
     lams, gammas = [1e-3, 1e-1, 10.0], [1e-2, 1.0]
     test = np.array([1, 4, 9, 13])
     train = np.setdiff1d(np.arange(16), test)
-    cv = MPIOKRCV(GaussianKernel(0.3), LinearKernel(), lams=lams, gammas=gammas,
-                  cv=[(train, test)]).fit(X, Y, Y_pool, sets)
+    cv = MPIOKRCV(
+        GaussianKernel(0.3), LinearKernel(), lams=lams, gammas=gammas, cv=[(train, test)]
+    ).fit(X, Y, Y_pool, sets)
     loo = loo_squared_errors(LinearKernel()(Y), GaussianKernel(0.3)(X), gammas)
     assert cv.gamma_ == gammas[int(np.argmin(loo))]
-    expected = [reciprocal_rank_by_refit(X, Y, Y_pool, sets, train, test, lam, cv.gamma_)
-                for lam in lams]
+    expected = [
+        reciprocal_rank_by_refit(X, Y, Y_pool, sets, train, test, lam, cv.gamma_) for lam in lams
+    ]
     np.testing.assert_allclose(cv.cv_scores_, expected, rtol=1e-12)
     assert cv.lam_ == lams[int(np.argmax(expected))]
     direct = MPIOKR(GaussianKernel(0.3), LinearKernel(), lam=cv.lam_, gamma=cv.gamma_)
-    np.testing.assert_allclose(cv.decision_function(X_test, C),
-                               direct.fit(X, Y, Y_pool, sets).decision_function(X_test, C))
+    np.testing.assert_allclose(
+        cv.decision_function(X_test, C), direct.fit(X, Y, Y_pool, sets).decision_function(X_test, C)
+    )
 
 
 def test_mpiokrcv_separate_gammas_minimise_each_kernels_loo_error():
     X, Y, X_pool, Y_pool, sets, *_ = problem()
     kernels, gammas = [GaussianKernel(0.3), LinearKernel()], [1e-3, 1e-1, 10.0]
-    cv = MPIOKRCV(kernels, LinearKernel(), lams=[0.1], gammas=gammas, separate=True, cv=3,
-                  random_state=0).fit([X, X[:, :2]], Y, Y_pool, sets)
+    cv = MPIOKRCV(
+        kernels, LinearKernel(), lams=[0.1], gammas=gammas, separate=True, cv=3, random_state=0
+    ).fit([X, X[:, :2]], Y, Y_pool, sets)
     for k, (kernel, data) in enumerate(zip(kernels, [X, X[:, :2]])):
         errors = loo_squared_errors(Y @ Y.T, 0.5 * kernel(data), gammas)  # mu_k = 1/2
         np.testing.assert_allclose(cv.gamma_errors_[k], errors)
         assert cv.gamma_[k] == gammas[int(np.argmin(errors))]
-    known = MPIOKRCV(GaussianKernel(0.3), LinearKernel(), lams=[0.1, 1.0], cv=3,
-                     random_state=0).fit(X, Y, Y_pool, sets, candidate_inputs=X_pool)
+    known = MPIOKRCV(
+        GaussianKernel(0.3), LinearKernel(), lams=[0.1, 1.0], cv=3, random_state=0
+    ).fit(X, Y, Y_pool, sets, candidate_inputs=X_pool)
     assert known.gamma_ is None and known.best_estimator_.setting_ == "known"
 
 
@@ -448,10 +502,12 @@ def test_bad_input_raises_clear_errors():
         IOKR(LinearKernel(), LinearKernel()).fit(X, Y[:-1])
     with pytest.raises(ValueError, match="columns; expected"):
         IOKR(PRECOMPUTED, PRECOMPUTED).fit(X @ X.T, Y @ Y.T).decision_function(
-            X_test @ X.T, C @ Y[:-1].T, candidate_gram=C @ C.T)
+            X_test @ X.T, C @ Y[:-1].T, candidate_gram=C @ C.T
+        )
     with pytest.raises(ValueError, match="candidate_gram"):
         IOKR(PRECOMPUTED, PRECOMPUTED).fit(X @ X.T, Y @ Y.T).decision_function(
-            X_test @ X.T, C @ Y.T)
+            X_test @ X.T, C @ Y.T
+        )
     with pytest.raises(ValueError, match="positive"):
         IOKR(LinearKernel(), LinearKernel(), lam=0.0).fit(X, Y)
     with pytest.raises(ValueError, match="only"):
@@ -464,7 +520,8 @@ def test_bad_input_raises_clear_errors():
         MPIOKR([LinearKernel()] * 2, LinearKernel(), gamma=[1.0, 2.0, 3.0]).fit(X, Y, Y_pool, sets)
     with pytest.raises(ValueError, match="candidate_inputs"):
         MPIOKR(LinearKernel(), LinearKernel()).fit(
-            X, Y, Y_pool, sets, candidate_inputs=X_pool).decision_function(X_test, C)
+            X, Y, Y_pool, sets, candidate_inputs=X_pool
+        ).decision_function(X_test, C)
 
 
 # ---------------------------------------------------------------- benchmark helpers
@@ -475,15 +532,15 @@ def test_sparse_tanimoto_equals_the_dense_kernel():
     A = (rng.random((6, 40)) < 0.2).astype(float)
     B = (rng.random((5, 40)) < 0.2).astype(float)
     B[0] = 0.0
-    np.testing.assert_allclose(tanimoto_sparse(sp.csr_matrix(A), sp.csr_matrix(B)),
-                               TanimotoKernel()(A, B), atol=1e-15)
+    np.testing.assert_allclose(
+        tanimoto_sparse(sp.csr_matrix(A), sp.csr_matrix(B)), TanimotoKernel()(A, B), atol=1e-15
+    )
 
 
 def test_blas_gaussian_gram_equals_the_gaussian_kernel():
     rng = np.random.default_rng(2)
     A, B = rng.normal(size=(7, 30)), rng.normal(size=(4, 30))
-    np.testing.assert_allclose(gaussian_gram(A, B, 0.05), GaussianKernel(0.05)(A, B),
-                               atol=1e-12)
+    np.testing.assert_allclose(gaussian_gram(A, B, 0.05), GaussianKernel(0.05)(A, B), atol=1e-12)
 
 
 def test_formula_fingerprints_and_spectra():
@@ -507,12 +564,12 @@ def test_pessimistic_rank_counts_ties_and_identical_structures_against():
     np.testing.assert_array_equal(pessimistic_ranks(scores, [3], KY_TT), [3])
 
 
-
 def test_sign_test_counts_paired_wins_and_losses():
     ranks = {"ref": np.array([0, 3, 2, 5, 1, 0]), "new": np.array([0, 1, 4, 2, 0, 0])}
     better, worse, p = sign_tests(ranks, "ref")["new"]
     assert (better, worse) == (3, 1)
     assert p == pytest.approx(2 * (1 + 4) / 16)  # two-sided binomial, n = 4
+
 
 @pytest.mark.slow
 def test_qm9_retrieval_benchmark_beats_random_ranking():
@@ -520,9 +577,20 @@ def test_qm9_retrieval_benchmark_beats_random_ranking():
 
     from asebo.benchmarks.iokr import run_benchmark, top_k_accuracy
 
-    args = Namespace(molecules=80, folds=2, max_folds=None, max_set_size=200, pool_per_set=3,
-                     sigmas=[20.0, 40.0], lams=[1e-2, 1.0], gammas=[1e-2, 1.0],
-                     width_factors=[0.5, 2.0], inner_folds=2, seed=0, lambda_sweep=False)
+    args = Namespace(
+        molecules=80,
+        folds=2,
+        max_folds=None,
+        max_set_size=200,
+        pool_per_set=3,
+        sigmas=[20.0, 40.0],
+        lams=[1e-2, 1.0],
+        gammas=[1e-2, 1.0],
+        width_factors=[0.5, 2.0],
+        inner_folds=2,
+        seed=0,
+        lambda_sweep=False,
+    )
     ranks, _, _, data = run_benchmark(args, log=lambda message: None)
     set_sizes = np.bincount(data.formula)[data.formula[data.library]]  # (80,)
     random_top_10 = 100 * np.mean(np.minimum(10 / set_sizes, 1.0))

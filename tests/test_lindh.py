@@ -19,13 +19,15 @@ def numerical_forces(model, positions, h=1e-5):
         up, down = positions.copy(), positions.copy()
         up[index] += h
         down[index] -= h
-        forces[index] = -(model.energy_and_forces(up)[0]
-                          - model.energy_and_forces(down)[0]) / (2 * h)
+        forces[index] = -(model.energy_and_forces(up)[0] - model.energy_and_forces(down)[0]) / (
+            2 * h
+        )
     return forces
 
 
-@pytest.mark.parametrize("name", ["CH3CH2OH", "C2H2", "SiH4", "CH3COCH3", "C6H6", "H2O2",
-                                  "C3H4_C3v"])  # benzene planar, propyne straight
+@pytest.mark.parametrize(
+    "name", ["CH3CH2OH", "C2H2", "SiH4", "CH3COCH3", "C6H6", "H2O2", "C3H4_C3v"]
+)  # benzene planar, propyne straight
 def test_forces_are_minus_the_gradient(name):
     atoms = molecule(name)
     model = LindhModel(atoms.positions, atoms.numbers)
@@ -58,9 +60,14 @@ def hydrogen_peroxide(dihedral, oxygen_angle=PEROXIDE_ANGLE):
     the dihedral ``dihedral`` (rad); the O-O bond on the z axis."""
     oo, oh = 1.45, 0.97
     along, across = -oh * np.cos(oxygen_angle), oh * np.sin(oxygen_angle)
-    return np.array([[0, 0, 0], [0, 0, oo],
-                     [across, 0, -along],
-                     [across * np.cos(dihedral), across * np.sin(dihedral), oo + along]])
+    return np.array(
+        [
+            [0, 0, 0],
+            [0, 0, oo],
+            [across, 0, -along],
+            [across * np.cos(dihedral), across * np.sin(dihedral), oo + along],
+        ]
+    )
 
 
 def test_torsions_are_the_bonded_chains_and_can_be_left_out():
@@ -78,10 +85,10 @@ def test_torsion_force_constant_is_four_times_lindhs(twist):
     numbers, start = [8, 8, 1, 1], np.radians(115.0)
     model = LindhModel(hydrogen_peroxide(start), numbers, cutoff=0.1)
     oo, oh = 1.45 / Bohr, 0.97 / Bohr
-    rho_oo = np.exp(0.2800 * (2.87 ** 2 - oo ** 2))
-    rho_oh = np.exp(0.3949 * (2.10 ** 2 - oh ** 2))
+    rho_oo = np.exp(0.2800 * (2.87**2 - oo**2))
+    rho_oh = np.exp(0.3949 * (2.10**2 - oh**2))
     energy, _ = model.energy_and_forces(hydrogen_peroxide(start + twist))
-    expected = 0.5 * 4 * 0.005 * Hartree * rho_oh ** 2 * rho_oo * twist ** 2
+    expected = 0.5 * 4 * 0.005 * Hartree * rho_oh**2 * rho_oo * twist**2
     assert energy == pytest.approx(expected, rel=1e-10)
 
 
@@ -100,8 +107,9 @@ def test_torsion_fades_smoothly_as_a_bend_straightens():
     twisted = np.radians(60.0)
     # inside the fade (170 degrees): forces still minus the gradient of the energy
     fading = hydrogen_peroxide(twisted, np.radians(170.0))
-    np.testing.assert_allclose(model.energy_and_forces(fading)[1],
-                               numerical_forces(model, fading), atol=1e-6)
+    np.testing.assert_allclose(
+        model.energy_and_forces(fading)[1], numerical_forces(model, fading), atol=1e-6
+    )
     assert model.energy_and_forces(fading)[0] > full.energy_and_forces(fading)[0]
     # straight: the dihedral is undefined, the torsion is off and the forces finite
     for angle in (np.radians(176.0), np.pi):
@@ -117,8 +125,9 @@ def test_out_of_plane_forces_are_minus_the_gradient(name):
     model = LindhModel(atoms.positions, atoms.numbers, out_of_plane_constant=1.0)
     assert len(model.out_of_plane) > 0
     moved = atoms.positions + 0.08 * np.random.default_rng(4).normal(size=atoms.positions.shape)
-    np.testing.assert_allclose(model.energy_and_forces(moved)[1],
-                               numerical_forces(model, moved), atol=1e-6)
+    np.testing.assert_allclose(
+        model.energy_and_forces(moved)[1], numerical_forces(model, moved), atol=1e-6
+    )
 
 
 def test_out_of_plane_term_makes_a_planar_centre_harmonic():
@@ -131,8 +140,9 @@ def test_out_of_plane_term_makes_a_planar_centre_harmonic():
     lift = np.zeros_like(atoms.positions)
     lift[0] = 1e-3 * normal / np.linalg.norm(normal)
     for constant, ratio in ((0.0, 16.0), (1.0, 4.0)):
-        model = LindhModel(atoms.positions, atoms.numbers, torsion_constant=0,
-                           out_of_plane_constant=constant)
+        model = LindhModel(
+            atoms.positions, atoms.numbers, torsion_constant=0, out_of_plane_constant=constant
+        )
         small = model.energy_and_forces(atoms.positions + lift)[0]
         large = model.energy_and_forces(atoms.positions + 2 * lift)[0]
         assert large / small == pytest.approx(ratio, rel=1e-2)
@@ -142,9 +152,9 @@ def test_stretch_force_constant_is_lindhs():
     # H2 at 0.74 Å: k = 0.45 Ha/bohr² exp(1.0 (1.35² - r²)), r in bohr (Lindh et al. 1995)
     r0, delta = 0.74, 1e-3
     model = LindhModel([[0, 0, 0], [0, 0, r0]], [1, 1])
-    expected = 0.45 * Hartree / Bohr ** 2 * np.exp(1.35 ** 2 - (r0 / Bohr) ** 2)
+    expected = 0.45 * Hartree / Bohr**2 * np.exp(1.35**2 - (r0 / Bohr) ** 2)
     energy, _ = model.energy_and_forces(np.array([[0, 0, 0], [0, 0, r0 + delta]]))
-    assert energy == pytest.approx(0.5 * expected * delta ** 2, rel=1e-12)
+    assert energy == pytest.approx(0.5 * expected * delta**2, rel=1e-12)
 
 
 def test_bend_force_constant_is_lindhs():
@@ -153,15 +163,16 @@ def test_bend_force_constant_is_lindhs():
     length, angle, delta = 0.96, np.radians(104.5), 0.01
 
     def water(theta):
-        return np.array([[0, 0, 0], [length, 0, 0],
-                         [length * np.cos(theta), length * np.sin(theta), 0]])
+        return np.array(
+            [[0, 0, 0], [length, 0, 0], [length * np.cos(theta), length * np.sin(theta), 0]]
+        )
 
     model = LindhModel(water(angle), [8, 1, 1])
     assert len(model.stretches) == 2 and len(model.bends) == 1
     rho = lindh_weights(water(angle), [8, 1, 1])[0, 1]
-    assert rho == pytest.approx(np.exp(0.3949 * (2.10 ** 2 - (length / Bohr) ** 2)))
+    assert rho == pytest.approx(np.exp(0.3949 * (2.10**2 - (length / Bohr) ** 2)))
     energy, _ = model.energy_and_forces(water(angle + delta))
-    assert energy == pytest.approx(0.5 * 0.15 * Hartree * rho ** 2 * delta ** 2, rel=1e-10)
+    assert energy == pytest.approx(0.5 * 0.15 * Hartree * rho**2 * delta**2, rel=1e-10)
 
 
 def test_straight_angles_give_finite_forces():
@@ -210,7 +221,7 @@ def test_model_is_recentred_on_the_best_configuration_and_restart_rebuilds_it(tm
     first, model = opt.positions_seen[0], opt.lindh_model
     centre = [i for i, p in enumerate(opt.positions_seen) if np.array_equal(p, model.reference)]
     assert centre and centre[0] > 0  # moved off the distorted start...
-    best_so_far = int(np.argmin(opt.energies[:centre[0] + 1]))
+    best_so_far = int(np.argmin(opt.energies[: centre[0] + 1]))
     assert centre[0] == best_so_far  # ...to the lowest energy seen at that time
     assert not np.array_equal(model.reference, first)
     resumed = BOOptimizer(distorted_water(), logfile=None, restart=restart)

@@ -20,13 +20,21 @@ def straightened(name):
     return sorted(np.degrees(plain[moved]).round(1))
 
 
-@pytest.mark.parametrize("name, angles", [
-    ("C2H2", [160.1, 173.2]), ("CO2", [173.9]), ("CH3CN", [162.5]), ("H2CCO", [162.7]),
-    ("C3H4_D2d", [174.7]),
-    # the ring carbons of methylenecyclopropane have three bonds: their 152-155 degree
-    # bends are real; furan's wide angles are between atoms not bonded
-    ("methylenecyclopropane", []), ("C4H4O", []), ("H2O", []),
-])
+@pytest.mark.parametrize(
+    "name, angles",
+    [
+        ("C2H2", [160.1, 173.2]),
+        ("CO2", [173.9]),
+        ("CH3CN", [162.5]),
+        ("H2CCO", [162.7]),
+        ("C3H4_D2d", [174.7]),
+        # the ring carbons of methylenecyclopropane have three bonds: their 152-155 degree
+        # bends are real; furan's wide angles are between atoms not bonded
+        ("methylenecyclopropane", []),
+        ("C4H4O", []),
+        ("H2O", []),
+    ],
+)
 def test_only_wide_bends_of_two_coordinated_atoms_are_straightened(name, angles):
     assert straightened(name) == angles
 

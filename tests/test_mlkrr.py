@@ -37,11 +37,11 @@ def test_pair_outer_sum_matches_loop(rng):
     W = rng.normal(size=(7, 7))
     X = rng.normal(size=(7, 4))
     A = rng.normal(size=(3, 4))
-    expected = sum(W[i, j] * np.outer(A @ (X[i] - X[j]), X[i] - X[j])
-                   for i in range(7) for j in range(7))
+    expected = sum(
+        W[i, j] * np.outer(A @ (X[i] - X[j]), X[i] - X[j]) for i in range(7) for j in range(7)
+    )
     np.testing.assert_allclose(pair_outer_sum(W, X, X @ A.T), expected, atol=1e-12)
-    plain = sum(W[i, j] * np.outer(X[i] - X[j], X[i] - X[j])
-                for i in range(7) for j in range(7))
+    plain = sum(W[i, j] * np.outer(X[i] - X[j], X[i] - X[j]) for i in range(7) for j in range(7))
     np.testing.assert_allclose(pair_outer_sum(W, X), plain, atol=1e-12)
 
 
@@ -52,10 +52,11 @@ def test_mlkr_loss_matches_nadaraya_watson_loop(rng):
     sigma = 1.3
     y_hat = []
     for i in range(9):
-        k = np.array([math.exp(-np.sum((A @ (X[i] - X[j]))**2) / sigma**2)
-                      for j in range(9) if j != i])
+        k = np.array(
+            [math.exp(-np.sum((A @ (X[i] - X[j])) ** 2) / sigma**2) for j in range(9) if j != i]
+        )
         y_hat.append(k @ np.delete(y, i) / k.sum())
-    expected = np.sum((np.array(y_hat) - y)**2)
+    expected = np.sum((np.array(y_hat) - y) ** 2)
     assert mlkr_loss(A, X, y, sigma)[0] == pytest.approx(expected, rel=1e-12)
 
 
@@ -66,7 +67,7 @@ def test_mlkrr_loss_matches_kernel_ridge(rng):
     sigma, krr_lambda = 1.7, 1e-3
     reference = KernelRidge(alpha=krr_lambda, kernel="rbf", gamma=1.0 / sigma**2)
     reference.fit(X_alpha @ A.T, y_alpha)
-    expected = np.sum((reference.predict(X_A @ A.T) - y_A)**2)
+    expected = np.sum((reference.predict(X_A @ A.T) - y_A) ** 2)
     cost, _ = mlkrr_loss(A, X_A, y_A, X_alpha, y_alpha, sigma, krr_lambda)
     assert cost == pytest.approx(expected, rel=1e-9)
 
@@ -139,8 +140,9 @@ def test_losses_invariant_under_rotation_of_A(rng):
     np.testing.assert_allclose(grad_q, Q @ grad, rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize("estimator", [MLKR(max_iter=20),
-                                       MLKRR(max_iter=20, shuffle_every=5, random_state=0)])
+@pytest.mark.parametrize(
+    "estimator", [MLKR(max_iter=20), MLKRR(max_iter=20, shuffle_every=5, random_state=0)]
+)
 def test_predictions_invariant_under_rotation_of_A(estimator):
     X, y, _ = _projection_problem(60)
     fitted = estimator.fit(X[:40], y[:40])
@@ -156,9 +158,9 @@ def test_predict_is_kernel_ridge_in_the_learned_metric():
     model = MLKRR(sigma=2.0, krr_lambda=1e-3, max_iter=10, random_state=0).fit(X[:35], y[:35])
     reference = KernelRidge(alpha=1e-3, kernel="rbf", gamma=1.0 / model.sigma_**2)
     reference.fit(model.transform(X[:35]), y[:35] - y[:35].mean())
-    np.testing.assert_allclose(model.predict(X[35:]),
-                               reference.predict(model.transform(X[35:])) + y[:35].mean(),
-                               atol=1e-8)
+    np.testing.assert_allclose(
+        model.predict(X[35:]), reference.predict(model.transform(X[35:])) + y[:35].mean(), atol=1e-8
+    )
 
 
 def test_mlkrr_finds_the_relevant_projection():
@@ -224,13 +226,16 @@ def test_convergence_warning(estimator):
     assert estimator.n_iter_ == 2
 
 
-@pytest.mark.parametrize("params, match", [
-    ({"sigma": -1.0}, "sigma"),
-    ({"krr_lambda": 0.0}, "krr_lambda"),
-    ({"max_iter": 0}, "max_iter"),
-    ({"shuffle_every": 0}, "shuffle_every"),
-    ({"alpha_fraction": 1.0}, "alpha_fraction"),
-])
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"sigma": -1.0}, "sigma"),
+        ({"krr_lambda": 0.0}, "krr_lambda"),
+        ({"max_iter": 0}, "max_iter"),
+        ({"shuffle_every": 0}, "shuffle_every"),
+        ({"alpha_fraction": 1.0}, "alpha_fraction"),
+    ],
+)
 def test_bad_hyperparameters_raise(params, match):
     X, y, _ = _projection_problem(20)
     with pytest.raises(ValueError, match=match):
@@ -277,13 +282,12 @@ def test_select_and_score_is_kernel_ridge_with_the_chosen_hyperparameters():
     train, test, val = slice(0, 80), slice(80, 120), slice(120, 160)
     result = select_and_score(X[train], y[train], X[test], y[test], X[val], y[val])
     assert result["lambda"] in LAMBDAS
-    reference = KernelRidge(alpha=result["lambda"], kernel="rbf",
-                            gamma=1.0 / result["sigma"]**2)
+    reference = KernelRidge(alpha=result["lambda"], kernel="rbf", gamma=1.0 / result["sigma"] ** 2)
     reference.fit(X[train], y[train] - y[train].mean())
     for part, key in ((test, "test_mae"), (val, "mae")):
         mae = np.mean(np.abs(reference.predict(X[part]) + y[train].mean() - y[part]))
         assert result[key] == pytest.approx(mae, rel=1e-6)
-    distances = np.sqrt(((X[train, None] - X[None, train])**2).sum(-1))
+    distances = np.sqrt(((X[train, None] - X[None, train]) ** 2).sum(-1))
     median = np.median(distances[np.triu_indices(80, 1)])
     for sigma in SIGMA_FACTORS * median:
         for krr_lambda in LAMBDAS:

@@ -57,8 +57,10 @@ def gpaw_has_mpi():
 pytestmark = [
     pytest.mark.gpaw,
     pytest.mark.skipif(MPIEXEC is None, reason="no mpiexec on the PATH"),
-    pytest.mark.skipif(not gpaw_has_mpi(), reason="GPAW was built without MPI and "
-                       "ScaLAPACK (see scripts/gpaw-siteconfig.py)"),
+    pytest.mark.skipif(
+        not gpaw_has_mpi(),
+        reason="GPAW was built without MPI and ScaLAPACK (see scripts/gpaw-siteconfig.py)",
+    ),
 ]
 
 
@@ -70,8 +72,9 @@ def run_script(tmp_path, prefix, ranks):
         # GPAW runs MPI-parallel as `gpaw python` (its MPI-enabled interpreter)
         command = [MPIEXEC, "-n", str(ranks), sys.executable, "-m", "gpaw", "python", *command[1:]]
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return [np.load(tmp_path / f"{prefix}-rank{rank}-of-{ranks}.npy") for rank in range(ranks)]
 
@@ -87,9 +90,13 @@ def test_two_ranks_take_the_serial_steps_and_rank_0_alone_writes(tmp_path):
     np.testing.assert_allclose(rank0, serial, atol=1e-6)
 
     # one writer: the files of the parallel run are those of a serial run, not doubled
-    log_lines = {prefix: (tmp_path / f"{prefix}.log").read_text().splitlines()
-                 for prefix in ("serial", "parallel")}
+    log_lines = {
+        prefix: (tmp_path / f"{prefix}.log").read_text().splitlines()
+        for prefix in ("serial", "parallel")
+    }
     assert len(log_lines["parallel"]) == len(log_lines["serial"])
-    energies = {prefix: decode((tmp_path / f"{prefix}.json").read_text())["energies"]
-                for prefix in ("serial", "parallel")}
+    energies = {
+        prefix: decode((tmp_path / f"{prefix}.json").read_text())["energies"]
+        for prefix in ("serial", "parallel")
+    }
     np.testing.assert_allclose(energies["parallel"], energies["serial"], atol=1e-6)

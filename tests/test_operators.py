@@ -43,8 +43,9 @@ def test_structured_product_equals_dense_product(name, kernel, proper):
     op = joint_covariance(P, gamma=0.8, proper=proper, kernel=kernel)
     dense = reference_dense(P, P, 0.8, kernel, proper)
     assert torch.allclose(op.to_dense(), dense, atol=1e-12)
-    rhs = torch.randn(dense.shape[0], 3, dtype=torch.float64,
-                      generator=torch.Generator().manual_seed(1))
+    rhs = torch.randn(
+        dense.shape[0], 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1)
+    )
     product = op @ rhs
     assert (product - dense @ rhs).norm() <= 1e-10 * (dense @ rhs).norm()
     assert torch.allclose(op @ rhs[:, 0], product[:, 0], atol=1e-14)
@@ -56,8 +57,9 @@ def test_rectangular_products_equal_the_dense_cross_covariance(kernel, proper):
     X, Z = configurations("CH3CH2OH", 3, seed=1), configurations("CH3CH2OH", 4, seed=2)
     dense = reference_dense(X, Z, 0.6, kernel, proper)  # (3 * 28, 4 * 28)
     geometry = pair_geometry(torch.as_tensor(X), torch.as_tensor(Z), kernel, proper)
-    rhs = torch.randn(dense.shape[1], 2, dtype=torch.float64,
-                      generator=torch.Generator().manual_seed(3))
+    rhs = torch.randn(
+        dense.shape[1], 2, dtype=torch.float64, generator=torch.Generator().manual_seed(3)
+    )
     product = joint_matmul(geometry, 0.6, rhs)
     assert (product - dense @ rhs).norm() <= 1e-10 * (dense @ rhs).norm()
     assert torch.allclose(energy_rows(geometry, 0.6), dense[::28], atol=1e-14)
@@ -106,7 +108,7 @@ def test_structure_stores_per_pair_data_independent_of_the_atoms(kernel):
         assert per_pair == 37  # the distance and four 3x3 alignment matrices
         assert capacity <= 1.5 * 30 + 9
         sizes[n] = structure.stored_numbers()
-        assert sizes[n] == 37 * capacity ** 2 + 2 * 30 * n * 3
+        assert sizes[n] == 37 * capacity**2 + 2 * 30 * n * 3
 
 
 def test_joint_covariance_is_symmetric_with_unit_energy_variance():
@@ -162,8 +164,9 @@ def test_a_better_preconditioner_and_a_warm_start_save_iterations():
     x, blocked = solve_joint(op, rhs, noise, method="cg", tolerance=1e-10, preconditioner=block)
     assert blocked.residual < 1e-9 and blocked.iterations < jacobi.iterations
     nearby = x + 1e-6 * torch.randn(size, dtype=torch.float64)
-    _, warm = solve_joint(op, rhs, noise, method="cg", tolerance=1e-10, preconditioner=block,
-                          initial_guess=nearby)
+    _, warm = solve_joint(
+        op, rhs, noise, method="cg", tolerance=1e-10, preconditioner=block, initial_guess=nearby
+    )
     assert warm.residual < 1e-9 and warm.iterations < blocked.iterations
 
 
@@ -185,11 +188,15 @@ def test_cartesian_rbf_blocks_match_finite_differences():
         for i in range(3):
             step = torch.zeros_like(X)
             step[a, i] = h
-            fd = (cartesian_rbf_blocks_batched((X + step)[None], Z[None], gamma)[2]
-                  - cartesian_rbf_blocks_batched((X - step)[None], Z[None], gamma)[2]) / (2 * h)
+            fd = (
+                cartesian_rbf_blocks_batched((X + step)[None], Z[None], gamma)[2]
+                - cartesian_rbf_blocks_batched((X - step)[None], Z[None], gamma)[2]
+            ) / (2 * h)
             assert torch.allclose(fd.reshape(-1), d2[0, 0, 3 * a + i], atol=1e-8)
-            fdk = (cartesian_rbf_blocks_batched((X + step)[None], Z[None], gamma)[0]
-                   - cartesian_rbf_blocks_batched((X - step)[None], Z[None], gamma)[0]) / (2 * h)
+            fdk = (
+                cartesian_rbf_blocks_batched((X + step)[None], Z[None], gamma)[0]
+                - cartesian_rbf_blocks_batched((X - step)[None], Z[None], gamma)[0]
+            ) / (2 * h)
             assert fdk.item() == pytest.approx(dX[0, 0, a, i].item(), abs=1e-8)
     dense = reference_dense(Xs, Xs, gamma, "cartesian")
     assert torch.allclose(dense, dense.T, atol=1e-14)

@@ -26,8 +26,9 @@ def lj_cluster(seed=0):
     """Argon in reduced units (1.1 Å apart): no covalent bonds for the Lindh model,
     so the tests on it give BOOptimizer the constant prior ``'max'``."""
     rng = np.random.default_rng(seed)
-    positions = np.array([[0, 0, 0], [1.1, 0, 0], [0.55, 0.95, 0], [0.55, 0.32, 0.9],
-                          [1.6, 0.9, 0.6]], dtype=float)
+    positions = np.array(
+        [[0, 0, 0], [1.1, 0, 0], [0.55, 0.95, 0], [0.55, 0.32, 0.9], [1.6, 0.9, 0.6]], dtype=float
+    )
     atoms = Atoms("Ar5", positions=positions + 0.05 * rng.normal(size=(5, 3)))
     atoms.calc = LennardJones(sigma=1.0, epsilon=1.0, rc=4.0)
     return atoms
@@ -66,8 +67,7 @@ def test_converges_with_gfn2_xtb_on_water_to_the_bfgs_minimum():
 def test_run_twice_adds_steps_and_logs_predictions(tmp_path):
     atoms = lj_cluster(1)
     log = tmp_path / "bo.log"
-    opt = BOOptimizer(atoms, logfile=str(log), trajectory=str(tmp_path / "bo.traj"),
-                      prior="max")
+    opt = BOOptimizer(atoms, logfile=str(log), trajectory=str(tmp_path / "bo.traj"), prior="max")
     opt.run(fmax=1e-4, steps=2)
     assert opt.nsteps == 2
     converged = opt.run(fmax=0.01, steps=100)
@@ -89,8 +89,9 @@ def gfn2_water(seed=0):
 
 # GFN2-xTB starts each SCF from the previous density: a fresh calculator after the
 # restart changes the forces by about 1e-7 eV/Å, and the path by as much
-@pytest.mark.parametrize("start, prior, atol", [(lj_cluster, "max", 1e-8),
-                                                (gfn2_water, "lindh", 1e-5)])
+@pytest.mark.parametrize(
+    "start, prior, atol", [(lj_cluster, "max", 1e-8), (gfn2_water, "lindh", 1e-5)]
+)
 def test_fragile_restart_follows_the_uninterrupted_path(tmp_path, start, prior, atol):
     uninterrupted = start(2)
     uninterrupted.calc = CountingCalculator(uninterrupted.calc)
@@ -102,8 +103,7 @@ def test_fragile_restart_follows_the_uninterrupted_path(tmp_path, start, prior, 
     BOOptimizer(first, restart=str(restart), logfile=None, prior=prior).run(fmax=0.01, steps=2)
     resumed = start(2)  # the original start, as a user would pass it again
     resumed.calc = CountingCalculator(resumed.calc)
-    BOOptimizer(resumed, restart=str(restart), logfile=None, prior=prior).run(fmax=0.01,
-                                                                            steps=28)
+    BOOptimizer(resumed, restart=str(restart), logfile=None, prior=prior).run(fmax=0.01, steps=28)
     np.testing.assert_allclose(resumed.positions, uninterrupted.positions, atol=atol)
     assert first.calc.ncalls + resumed.calc.ncalls == uninterrupted.calc.ncalls
     stored = BOOptimizer(start(2), restart=str(restart), logfile=None, prior=prior)
@@ -142,12 +142,22 @@ def test_kill_9_mid_run_then_resume_repeats_no_call(tmp_path):
     script.write_text(KILLED_RUN)
     restart, calls = tmp_path / "bo.json", tmp_path / "calls.txt"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    killed = subprocess.run([sys.executable, str(script), str(restart), str(calls), "5"],
-                            check=False, capture_output=True, text=True, env=env)
+    killed = subprocess.run(
+        [sys.executable, str(script), str(restart), str(calls), "5"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert killed.returncode == -signal.SIGKILL
     assert calls.read_text().count("\n") == 4
-    resumed = subprocess.run([sys.executable, str(script), str(restart), str(calls), "0"],
-                             check=False, capture_output=True, text=True, env=env)
+    resumed = subprocess.run(
+        [sys.executable, str(script), str(restart), str(calls), "0"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stdout.strip().endswith("True")
     evaluated = calls.read_text().splitlines()
@@ -255,8 +265,20 @@ def test_command_line_relaxes_a_file_and_logs_predictions(tmp_path, capsys):
     start = tmp_path / "cluster.xyz"
     lj_cluster(5).write(start)
     log = tmp_path / "cli.log"
-    status = main(["optimize", str(start), "--calc", "lj", "--fmax", "0.05",
-                   "--trajectory", str(tmp_path / "out.traj"), "--logfile", str(log)])
+    status = main(
+        [
+            "optimize",
+            str(start),
+            "--calc",
+            "lj",
+            "--fmax",
+            "0.05",
+            "--trajectory",
+            str(tmp_path / "out.traj"),
+            "--logfile",
+            str(log),
+        ]
+    )
     assert status == 0
     relaxed = read(tmp_path / "cluster_relaxed.xyz")
     relaxed.calc = get_calculator("lj")

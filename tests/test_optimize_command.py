@@ -26,8 +26,9 @@ def one_line_exit(argv, match):
 @pytest.mark.parametrize("count", [0, 1])
 def test_files_with_fewer_than_two_atoms_are_refused(tmp_path, count):
     path = argon_file(tmp_path, count)
-    one_line_exit(["optimize", str(path), "--calc", "lj"],
-                  f"{count} atom\\(s\\).*give two atoms or more")
+    one_line_exit(
+        ["optimize", str(path), "--calc", "lj"], f"{count} atom\\(s\\).*give two atoms or more"
+    )
     assert not (tmp_path / "argon_relaxed.xyz").exists()
 
 
@@ -35,17 +36,20 @@ def test_corrupt_restart_is_refused_and_kept(tmp_path):
     path = argon_file(tmp_path)
     restart = tmp_path / "bo.json"
     restart.write_text('{"version": 1, "positions": [[[0')
-    one_line_exit(["optimize", str(path), "--calc", "lj", "--restart", str(restart)],
-                  "restart file .* cannot be read.*left untouched")
+    one_line_exit(
+        ["optimize", str(path), "--calc", "lj", "--restart", str(restart)],
+        "restart file .* cannot be read.*left untouched",
+    )
     assert restart.read_text() == '{"version": 1, "positions": [[[0'
 
 
 def test_an_element_the_calculator_does_not_know_is_reported(tmp_path):
     path = tmp_path / "iron.xyz"
     Atoms("Fe2", positions=[[0, 0, 0], [0, 0, 2.3]]).write(path)
-    one_line_exit(["optimize", str(path), "--calc", "emt"],
-                  "the emt calculator failed on .*iron.xyz: NotImplementedError: "
-                  "No EMT-potential for Fe")
+    one_line_exit(
+        ["optimize", str(path), "--calc", "emt"],
+        "the emt calculator failed on .*iron.xyz: NotImplementedError: No EMT-potential for Fe",
+    )
 
 
 def test_unknown_file_formats_are_reported(tmp_path):
@@ -58,10 +62,26 @@ def test_an_existing_output_is_kept_unless_forced(tmp_path, capsys):
     path = argon_file(tmp_path)
     output = tmp_path / "argon_relaxed.xyz"
     output.write_text("keep me\n")
-    one_line_exit(["optimize", str(path), "--calc", "lj", "--fmax", "0.05"],
-                  "argon_relaxed.xyz exists: pass --force")
+    one_line_exit(
+        ["optimize", str(path), "--calc", "lj", "--fmax", "0.05"],
+        "argon_relaxed.xyz exists: pass --force",
+    )
     assert output.read_text() == "keep me\n"
-    assert main(["optimize", str(path), "--calc", "lj", "--fmax", "0.05", "--force",
-                 "--logfile", str(tmp_path / "log")]) == 0
+    assert (
+        main(
+            [
+                "optimize",
+                str(path),
+                "--calc",
+                "lj",
+                "--fmax",
+                "0.05",
+                "--force",
+                "--logfile",
+                str(tmp_path / "log"),
+            ]
+        )
+        == 0
+    )
     assert len(read(output)) == 4
     assert "converged after" in capsys.readouterr().out

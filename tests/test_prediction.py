@@ -32,7 +32,7 @@ BASE = np.array([[0.0, 0.0, 0.0], [1.1, 0.1, 0.0], [-0.3, 1.2, 0.2], [0.4, -0.2,
 def pair_energy(positions):
     """A smooth rotation-invariant energy, sum of exp(-r^2 / 2) over pairs, and its forces."""
     diff = positions[:, :, None] - positions[:, None]  # (m, n, n, 3)
-    weight = np.exp(-0.5 * (diff ** 2).sum(-1))  # (m, n, n)
+    weight = np.exp(-0.5 * (diff**2).sum(-1))  # (m, n, n)
     n = positions.shape[1]
     weight[:, np.arange(n), np.arange(n)] = 0.0
     energies = 0.5 * weight.sum(axis=(1, 2))
@@ -71,8 +71,7 @@ def test_stored_forces_are_minus_the_gradient_of_the_stored_energies():
         shifted[atom, axis] -= 2 * step
         atoms.positions = shifted
         minus = atoms.get_potential_energy()
-        assert -(plus - minus) / (2 * step) == pytest.approx(data.forces[1, atom, axis],
-                                                              abs=1e-6)
+        assert -(plus - minus) / (2 * step) == pytest.approx(data.forces[1, atom, axis], abs=1e-6)
 
 
 def test_generation_is_reproducible_with_the_seed():
@@ -126,8 +125,7 @@ def test_coulomb_eigenspectrum_is_invariant_to_permutation_rotation_translation(
     order = np.array([2, 0, 3, 1])
     rotation = Rotation.random(random_state=1).as_matrix()
     moved = positions[:, order] @ rotation.T + np.array([1.0, -2.0, 0.5])
-    np.testing.assert_allclose(coulomb_eigenspectrum(numbers[order], moved), reference,
-                               rtol=1e-12)
+    np.testing.assert_allclose(coulomb_eigenspectrum(numbers[order], moved), reference, rtol=1e-12)
     assert np.all(np.diff(reference, axis=1) <= 0)
 
 
@@ -145,7 +143,7 @@ def dense_reference_prediction(train, energies, forces, test, gamma, lam, lam_de
             block[0, 1:] = dk_dZ.ravel()
             block[1:, 0] = dk_dX.ravel()
             block[1:, 1:] = d2k
-            K[i * size:(i + 1) * size, j * size:(j + 1) * size] = block
+            K[i * size : (i + 1) * size, j * size : (j + 1) * size] = block
     regularisation = np.tile(np.r_[lam, np.full(3 * n, lam_deriv)], m)
     offset = energies.mean()
     y = np.concatenate([(energies - offset)[:, None], -forces.reshape(m, -1)], axis=1).ravel()
@@ -154,7 +152,7 @@ def dense_reference_prediction(train, energies, forces, test, gamma, lam, lam_de
         for j in range(m):
             k, _, dk_dZ, _ = svd_kernel_blocks(test[t], train[j], gamma)
             cross[t, j * size] = k
-            cross[t, j * size + 1:(j + 1) * size] = dk_dZ.ravel()
+            cross[t, j * size + 1 : (j + 1) * size] = dk_dZ.ravel()
     return offset + cross @ np.linalg.solve(K + np.diag(regularisation), y)
 
 
@@ -262,25 +260,27 @@ def test_evidence_is_the_profiled_gaussian_likelihood():
 def test_cross_validated_selection_refits_what_a_naive_search_finds():
     train, energies, _ = synthetic(12, 10)
     grid = {"gamma_factor": [0.5, 2.0], "lam": [1e-6, 1e-2]}
-    selection = select_hyperparameters(SVDKernelKRR(), train, energies, grid=grid,
-                                       n_folds=3, random_state=0)
+    selection = select_hyperparameters(
+        SVDKernelKRR(), train, energies, grid=grid, n_folds=3, random_state=0
+    )
     folds = configuration_folds(12, 3, 0)
     for params, score in selection.scores:
-        errors = np.concatenate([
-            SVDKernelKRR(**params).fit(train[a], energies[a]).predict(train[b]) - energies[b]
-            for a, b in folds])
-        assert score == pytest.approx(np.sqrt(np.mean(errors ** 2)), rel=1e-8)
+        errors = np.concatenate(
+            [
+                SVDKernelKRR(**params).fit(train[a], energies[a]).predict(train[b]) - energies[b]
+                for a, b in folds
+            ]
+        )
+        assert score == pytest.approx(np.sqrt(np.mean(errors**2)), rel=1e-8)
     assert selection.score == min(score for _, score in selection.scores)
 
 
 def test_screening_cross_validates_the_best_points_of_the_first_fold():
     train, energies, forces = synthetic(12, 12)
-    grid = {"gamma_factor": [0.3, 1.0, 3.0], "lam": [1e-6, 1e-3],
-            "lam_deriv": [1e-4, 1e-2]}
+    grid = {"gamma_factor": [0.3, 1.0, 3.0], "lam": [1e-6, 1e-3], "lam_deriv": [1e-4, 1e-2]}
     model = SVDDerivativeKRR()
     full = select_hyperparameters(model, train, energies, forces, grid, n_folds=3)
-    screened = select_hyperparameters(model, train, energies, forces, grid, n_folds=3,
-                                      screen=2)
+    screened = select_hyperparameters(model, train, energies, forces, grid, n_folds=3, screen=2)
     # every first-fold score is a fresh fit (all lam from one factorisation by Woodbury)
     fit, held_out = configuration_folds(12, 3, 0)[0]
     assert len(screened.screening) == 12
@@ -317,15 +317,44 @@ def test_outer_cross_validation_of_the_mean_predictor():
 
 def test_benchmark_writes_rmse_per_model(tmp_path):
     out = tmp_path / "rmse.json"
-    main(["bench", "prediction", "--molecule", "water", "--calc", "emt", "--configs", "12",
-          "--folds", "3", "--inner-folds", "3", "--sizes", "--screen", "3",
-          "--cache-dir", str(tmp_path), "--json", str(out)])
+    main(
+        [
+            "bench",
+            "prediction",
+            "--molecule",
+            "water",
+            "--calc",
+            "emt",
+            "--configs",
+            "12",
+            "--folds",
+            "3",
+            "--inner-folds",
+            "3",
+            "--sizes",
+            "--screen",
+            "3",
+            "--cache-dir",
+            str(tmp_path),
+            "--json",
+            str(out),
+        ]
+    )
     rmse = json.loads(out.read_text())
-    assert set(rmse) == {"mean", "eigenspectrum", "eigenspectrum_ml", "svd", "svd_ml",
-                         "svd_deriv", "svd_deriv_ml"}
+    assert set(rmse) == {
+        "mean",
+        "eigenspectrum",
+        "eigenspectrum_ml",
+        "svd",
+        "svd_ml",
+        "svd_deriv",
+        "svd_deriv_ml",
+    }
     assert all(np.isfinite(value) and value >= 0 for value in rmse.values())
     data = load_dataset("water", "emt", 12, cache_dir=tmp_path, generate=False)
-    errors = [data.energies[test] - data.energies[train].mean()
-              for train, test in configuration_folds(12, 3, 0)]
-    expected = np.mean([np.sqrt(np.mean(e ** 2)) for e in errors])
+    errors = [
+        data.energies[test] - data.energies[train].mean()
+        for train, test in configuration_folds(12, 3, 0)
+    ]
+    expected = np.mean([np.sqrt(np.mean(e**2)) for e in errors])
     assert rmse["mean"] == pytest.approx(expected)

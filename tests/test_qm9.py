@@ -27,8 +27,7 @@ def test_methane_first_molecule(qm9):
     assert methane.u0[0] == pytest.approx(-40.47893)
     expected = -40.47893 - ATOMIC_REFERENCE_U0[6] - 4 * ATOMIC_REFERENCE_U0[1]
     assert methane.atomization_energy[0] == pytest.approx(expected, abs=1e-9)
-    assert methane.atomization_energy[0] * HARTREE_TO_KCAL_PER_MOL == pytest.approx(-396.0,
-                                                                                   abs=0.1)
+    assert methane.atomization_energy[0] * HARTREE_TO_KCAL_PER_MOL == pytest.approx(-396.0, abs=0.1)
     assert methane.homo_lumo_gap[0] == pytest.approx(0.5048)
 
 
@@ -43,8 +42,7 @@ def test_sample_is_reproducible_and_consistent(qm9):
     np.testing.assert_array_equal(first.ids, second.ids)
     assert len(set(first.ids.tolist())) == 300
     assert isinstance(first, QM9)
-    for numbers, positions, frequencies in zip(first.numbers, first.positions,
-                                               first.frequencies):
+    for numbers, positions, frequencies in zip(first.numbers, first.positions, first.frequencies):
         assert positions.shape == (len(numbers), 3)
         assert len(frequencies) in (3 * len(numbers) - 6, 3 * len(numbers) - 5)
         assert np.all(np.isin(numbers, list(ATOMIC_REFERENCE_U0)))

@@ -111,19 +111,22 @@ def test_temporary_restart_name_is_unique_to_the_writer(tmp_path):
     assert len(Observations.load(atoms.numbers, str(restart))) == atoms.calc.ncalls == 3
 
 
-@pytest.mark.parametrize("options, error, message", [
-    ({"maxstep": 0}, ValueError, "maxstep must be a finite number > 0, got 0.0"),
-    ({"maxstep": -0.1}, ValueError, "maxstep must be a finite number > 0"),
-    ({"trust_radius": 0.0}, ValueError, "trust_radius must be a finite number > 0"),
-    ({"trust_radius": np.inf}, ValueError, "trust_radius must be a finite number > 0"),
-    ({"kappa": np.nan}, ValueError, "kappa must be a finite number >= 0, got nan"),
-    ({"kappa": -1.0}, ValueError, "kappa must be a finite number >= 0"),
-    ({"kappa": "big"}, TypeError, "kappa must be a number, got 'big'"),
-    ({"prior": np.nan}, ValueError, "prior must be .* a finite number of eV, got nan"),
-    ({"prior": True}, ValueError, "prior must be .* got True"),
-    ({"prior": "gfn2"}, ValueError, "prior must be an ASE calculator, lindh, max, mean"),
-    ({"recentre": np.nan}, ValueError, "recentre must be an energy >= 0"),
-])
+@pytest.mark.parametrize(
+    "options, error, message",
+    [
+        ({"maxstep": 0}, ValueError, "maxstep must be a finite number > 0, got 0.0"),
+        ({"maxstep": -0.1}, ValueError, "maxstep must be a finite number > 0"),
+        ({"trust_radius": 0.0}, ValueError, "trust_radius must be a finite number > 0"),
+        ({"trust_radius": np.inf}, ValueError, "trust_radius must be a finite number > 0"),
+        ({"kappa": np.nan}, ValueError, "kappa must be a finite number >= 0, got nan"),
+        ({"kappa": -1.0}, ValueError, "kappa must be a finite number >= 0"),
+        ({"kappa": "big"}, TypeError, "kappa must be a number, got 'big'"),
+        ({"prior": np.nan}, ValueError, "prior must be .* a finite number of eV, got nan"),
+        ({"prior": True}, ValueError, "prior must be .* got True"),
+        ({"prior": "gfn2"}, ValueError, "prior must be an ASE calculator, lindh, max, mean"),
+        ({"recentre": np.nan}, ValueError, "recentre must be an energy >= 0"),
+    ],
+)
 def test_bad_arguments_fail_at_construction_before_any_call(options, error, message):
     atoms = rattled("H2O")
     with pytest.raises(error, match=message):
@@ -162,15 +165,22 @@ def test_read_only_trajectory_file_fails_at_construction(tmp_path):
     assert atoms.calc.ncalls == 0
 
 
-@pytest.mark.parametrize("constraint", [
-    FixBondLength(0, 1), FixBondLengths([(0, 1), (0, 2)]),
-    FixInternals(bonds=[(0.97, (0, 1))]),
-])
+@pytest.mark.parametrize(
+    "constraint",
+    [
+        FixBondLength(0, 1),
+        FixBondLengths([(0, 1), (0, 2)]),
+        FixInternals(bonds=[(0.97, (0, 1))]),
+    ],
+)
 def test_constraints_that_couple_coordinates_are_refused_before_any_call(constraint):
     atoms = rattled("H2O")
     atoms.set_constraint(constraint)
-    with pytest.raises(TypeError, match=f"cannot honour the constraint "
-                                        f"{type(constraint).__name__}.*FixAtoms and FixCartesian"):
+    with pytest.raises(
+        TypeError,
+        match=f"cannot honour the constraint "
+        f"{type(constraint).__name__}.*FixAtoms and FixCartesian",
+    ):
         BOOptimizer(atoms, logfile=None)
     assert atoms.calc.ncalls == 0
 
@@ -198,8 +208,7 @@ def test_fix_cartesian_holds_its_coordinates_and_converges_like_bfgs():
     assert opt.kernel == "cartesian"
     assert opt.run(fmax=0.02, steps=60)
     np.testing.assert_array_equal(atoms.positions[[0, 1], 2], start[[0, 1], 2])
-    assert atoms.get_potential_energy() == pytest.approx(reference.get_potential_energy(),
-                                                         abs=2e-3)
+    assert atoms.get_potential_energy() == pytest.approx(reference.get_potential_energy(), abs=2e-3)
     assert atoms.calc.ncalls <= reference.calc.ncalls
 
 
@@ -257,8 +266,10 @@ def test_lindh_prior_is_smooth_across_the_straight_geometry_of_a_near_linear_ben
         assert (abs(slope_right - slope_left) > 0.1) == cusp
 
 
-@pytest.mark.parametrize("name, seed", [("C2H2", 0), ("C2H2", 1), ("C2H2", 2), ("CS2", 0),
-                                        ("OCS", 0), ("CH3CO", 0), ("CH3ONO", 0)])
+@pytest.mark.parametrize(
+    "name, seed",
+    [("C2H2", 0), ("C2H2", 1), ("C2H2", 2), ("CS2", 0), ("OCS", 0), ("CH3CO", 0), ("CH3ONO", 0)],
+)
 def test_hardest_rattled_g2_molecules_converge_within_three_times_lbfgs(name, seed):
     """Near-linear molecules and the largest ratios of `asebo bench g2`."""
     from ase.optimize import LBFGS
@@ -270,5 +281,4 @@ def test_hardest_rattled_g2_molecules_converge_within_three_times_lbfgs(name, se
     budget = 3 * reference.calc.ncalls
     assert BOOptimizer(atoms, logfile=None).run(fmax=0.05, steps=budget - 1)
     assert atoms.calc.ncalls <= budget
-    assert atoms.get_potential_energy() == pytest.approx(reference.get_potential_energy(),
-                                                         abs=2e-3)
+    assert atoms.get_potential_energy() == pytest.approx(reference.get_potential_energy(), abs=2e-3)

@@ -37,8 +37,9 @@ def assert_frames_are_the_observations(trajectory, restart, numbers):
     frames = read(trajectory, index=":")
     record = Observations.load(numbers, restart)
     assert len(frames) == len(record)
-    for frame, positions, energy, forces in zip(frames, record.positions, record.energies,
-                                                record.forces, strict=True):
+    for frame, positions, energy, forces in zip(
+        frames, record.positions, record.energies, record.forces, strict=True
+    ):
         np.testing.assert_array_equal(frame.positions, positions)
         assert frame.get_potential_energy() == energy
         np.testing.assert_array_equal(frame.get_forces(apply_constraint=False), forces)
@@ -52,13 +53,15 @@ def test_every_evaluation_is_in_the_trajectory_once_after_many_resumes(tmp_path)
     calls, converged = 0, False
     for _ in range(4):  # three resumes
         atoms = water()
-        converged = BOOptimizer(atoms, restart=restart, trajectory=trajectory,
-                                logfile=None).run(fmax=0.01, steps=1)
+        converged = BOOptimizer(atoms, restart=restart, trajectory=trajectory, logfile=None).run(
+            fmax=0.01, steps=1
+        )
         calls += atoms.calc.ncalls
     assert not converged
     atoms = water()
-    assert BOOptimizer(atoms, restart=restart, trajectory=trajectory,
-                       logfile=None).run(fmax=0.01, steps=50)
+    assert BOOptimizer(atoms, restart=restart, trajectory=trajectory, logfile=None).run(
+        fmax=0.01, steps=50
+    )
     calls += atoms.calc.ncalls
     assert assert_frames_are_the_observations(trajectory, restart, atoms.numbers) == calls
     # the final geometry is the last frame
@@ -71,8 +74,9 @@ def test_a_fresh_trajectory_after_a_resume_receives_every_observation(tmp_path):
     BOOptimizer(first, restart=restart, logfile=None).run(fmax=0.01, steps=3)
     trajectory = str(tmp_path / "bo.traj")
     atoms = water()
-    BOOptimizer(atoms, restart=restart, trajectory=trajectory, logfile=None,
-                append_trajectory=False).run(fmax=0.01, steps=2)
+    BOOptimizer(
+        atoms, restart=restart, trajectory=trajectory, logfile=None, append_trajectory=False
+    ).run(fmax=0.01, steps=2)
     total = first.calc.ncalls + atoms.calc.ncalls
     assert assert_frames_are_the_observations(trajectory, restart, atoms.numbers) == total
 
@@ -85,16 +89,18 @@ def test_without_a_restart_file_the_trajectory_starts_afresh_unless_appending(tm
     BOOptimizer(again, trajectory=trajectory, logfile=None).run(fmax=0.01, steps=2)
     assert len(read(trajectory, index=":")) == again.calc.ncalls
     more = water(2)
-    BOOptimizer(more, trajectory=trajectory, logfile=None,
-                append_trajectory=True).run(fmax=0.01, steps=2)
+    BOOptimizer(more, trajectory=trajectory, logfile=None, append_trajectory=True).run(
+        fmax=0.01, steps=2
+    )
     assert len(read(trajectory, index=":")) == again.calc.ncalls + more.calc.ncalls
 
 
 def test_a_converged_restart_reports_convergence_without_a_call(tmp_path):
     restart, trajectory = str(tmp_path / "bo.json"), str(tmp_path / "bo.traj")
     first = water()
-    assert BOOptimizer(first, restart=restart, trajectory=trajectory,
-                       logfile=None).run(fmax=0.01, steps=50)
+    assert BOOptimizer(first, restart=restart, trajectory=trajectory, logfile=None).run(
+        fmax=0.01, steps=50
+    )
     saved = Path(restart).read_text()
     again = water()  # the original start, as a user would pass it again
     log = tmp_path / "again.log"
@@ -160,16 +166,26 @@ KILLED_RUN = textwrap.dedent("""
 def test_kill_9_then_resume_keeps_every_frame_once(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(KILLED_RUN)
-    restart, trajectory, calls = (str(tmp_path / name) for name in
-                                  ("bo.json", "bo.traj", "calls.txt"))
+    restart, trajectory, calls = (
+        str(tmp_path / name) for name in ("bo.json", "bo.traj", "calls.txt")
+    )
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     for kill_at in (4, 7):
-        killed = subprocess.run([sys.executable, str(script), restart, trajectory, calls,
-                                 str(kill_at), "20"], check=False, capture_output=True,
-                                text=True, env=env)
+        killed = subprocess.run(
+            [sys.executable, str(script), restart, trajectory, calls, str(kill_at), "20"],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         assert killed.returncode == -signal.SIGKILL, killed.stderr
-    resumed = subprocess.run([sys.executable, str(script), restart, trajectory, calls, "0",
-                              "4"], check=False, capture_output=True, text=True, env=env)
+    resumed = subprocess.run(
+        [sys.executable, str(script), restart, trajectory, calls, "0", "4"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert resumed.returncode == 0, resumed.stderr
     evaluated = Path(calls).read_text().splitlines()
     # 3 + 3 calls before the kills; the pending proposal and 4 steps after
@@ -185,6 +201,10 @@ def test_an_open_trajectory_receives_every_evaluation(tmp_path):
     atoms = water()
     with Trajectory(str(tmp_path / "open.traj"), "w") as trajectory:
         BOOptimizer(atoms, restart=restart, trajectory=trajectory, logfile=None).run(
-            fmax=0.01, steps=3)
-    assert assert_frames_are_the_observations(str(tmp_path / "open.traj"), restart,
-                                              atoms.numbers) == atoms.calc.ncalls == 4
+            fmax=0.01, steps=3
+        )
+    assert (
+        assert_frames_are_the_observations(str(tmp_path / "open.traj"), restart, atoms.numbers)
+        == atoms.calc.ncalls
+        == 4
+    )

@@ -10,8 +10,18 @@ from asebo.kernels import SVDKernel, svd_kernel_blocks, svd_kernel_blocks_batche
 from asebo.kernels.svd import optimal_alignment, svd_distance
 
 GAMMA = 0.6
-SF6 = np.array([[0, 0, 0], [1.56, 0, 0], [-1.56, 0, 0], [0, 1.56, 0], [0, -1.56, 0],
-                [0, 0, 1.56], [0, 0, -1.56]], dtype=float)
+SF6 = np.array(
+    [
+        [0, 0, 0],
+        [1.56, 0, 0],
+        [-1.56, 0, 0],
+        [0, 1.56, 0],
+        [0, -1.56, 0],
+        [0, 0, 1.56],
+        [0, 0, -1.56],
+    ],
+    dtype=float,
+)
 
 
 def geometry(name):
@@ -30,8 +40,10 @@ def finite_difference_blocks(X, Z, proper, h=1e-5):
             minus = svd_kernel_blocks(X - step, Z, GAMMA, proper)
             dX[a, i] = (plus[0] - minus[0]) / (2 * h)
             d2[3 * a + i] = ((plus[2] - minus[2]) / (2 * h)).ravel()
-            dZ[a, i] = (svd_kernel_blocks(X, Z + step, GAMMA, proper)[0]
-                        - svd_kernel_blocks(X, Z - step, GAMMA, proper)[0]) / (2 * h)
+            dZ[a, i] = (
+                svd_kernel_blocks(X, Z + step, GAMMA, proper)[0]
+                - svd_kernel_blocks(X, Z - step, GAMMA, proper)[0]
+            ) / (2 * h)
     return dX, dZ, d2
 
 
@@ -190,7 +202,7 @@ def test_proper_variant_is_smooth_through_planarity_and_the_papers_is_not():
     steps = np.array([-h, 0.0, h])
     for proper, smooth in ((True, True), (False, False)):
         minus, centre, plus = second_difference_profile(proper, steps)
-        curvature = (plus - 2 * centre + minus) / h ** 2
+        curvature = (plus - 2 * centre + minus) / h**2
         # a smooth k has a bounded second difference; a V-shaped one grows like 1/h
         assert (abs(curvature) < 10.0) == smooth, (proper, curvature)
 

@@ -19,15 +19,27 @@ DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
 def add_arguments(parser, folder, optimizers):
     """The options of a relaxation benchmark on the xyz files of ``folder``."""
-    parser.add_argument("--dir", type=Path, default=folder,
-                        help="folder of the xyz files (default: the set shipped with asebo)")
-    parser.add_argument("--molecules", nargs="+", default=None,
-                        help="file stems or substrings to run (default: all)")
-    parser.add_argument("--optimizers", nargs="+", default=optimizers,
-                        help="bo, bfgs, lbfgs, fire, gpmin, sella (pip install "
-                             "'asebo[sella]'); 'bo+gfn1' runs bo with a GFN1-xTB prior (any "
-                             "calculator preset after the '+'), 'bo+max' with a constant "
-                             "prior instead of the Lindh model")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=folder,
+        help="folder of the xyz files (default: the set shipped with asebo)",
+    )
+    parser.add_argument(
+        "--molecules",
+        nargs="+",
+        default=None,
+        help="file stems or substrings to run (default: all)",
+    )
+    parser.add_argument(
+        "--optimizers",
+        nargs="+",
+        default=optimizers,
+        help="bo, bfgs, lbfgs, fire, gpmin, sella (pip install "
+        "'asebo[sella]'); 'bo+gfn1' runs bo with a GFN1-xTB prior (any "
+        "calculator preset after the '+'), 'bo+max' with a constant "
+        "prior instead of the Lindh model",
+    )
     parser.add_argument("--calc", default="gfn2")
     parser.add_argument("--fmax", type=float, default=0.05)
     parser.add_argument("--steps", type=int, default=300)
@@ -52,8 +64,7 @@ def _check_optimizers(labels):
     for label in labels:
         name = label.partition("+")[0]
         if name not in OPTIMIZERS:
-            raise SystemExit(f"unknown optimizer {label!r}: choose among "
-                             f"{', '.join(OPTIMIZERS)}")
+            raise SystemExit(f"unknown optimizer {label!r}: choose among {', '.join(OPTIMIZERS)}")
         if name == "sella" and importlib.util.find_spec("sella") is None:
             raise SystemExit("the sella optimizer needs Sella: pip install 'asebo[sella]'")
 
@@ -80,8 +91,7 @@ def run(args):
     """Relax every molecule with every optimizer and print the table."""
     _check_optimizers(args.optimizers)
     files = _files(args.dir, args.molecules)
-    tasks = [(f, o, args.calc, args.fmax, args.steps)
-             for f in files for o in args.optimizers]
+    tasks = [(f, o, args.calc, args.fmax, args.steps) for f in files for o in args.optimizers]
     results = {}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for stem, label, result in pool.map(_run_one, tasks):
@@ -122,11 +132,18 @@ def _table(results, labels):
         lines.append(f"| {stem} | " + " | ".join(cells) + " |")
     lines.append("| **total** | " + " | ".join(str(totals[label]) for label in labels) + " |")
     if "bfgs" in totals and totals["bfgs"]:
-        lines.append("| **/ BFGS** | " + " | ".join(f"{totals[label] / totals['bfgs']:.2f}"
-                                                 for label in labels) + " |")
-    lines.append("| **s/step outside calc (mean)** | "
-                 + " | ".join(f"{np.mean(outside[label]):.3f}" if outside[label] else "-"
-                              for label in labels) + " |")
+        lines.append(
+            "| **/ BFGS** | "
+            + " | ".join(f"{totals[label] / totals['bfgs']:.2f}" for label in labels)
+            + " |"
+        )
+    lines.append(
+        "| **s/step outside calc (mean)** | "
+        + " | ".join(
+            f"{np.mean(outside[label]):.3f}" if outside[label] else "-" for label in labels
+        )
+        + " |"
+    )
     lines.append("")
     lines.append("`*` not converged, `^` final energy more than 0.01 eV above the best found.")
     for label in labels:

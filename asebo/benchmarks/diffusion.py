@@ -28,16 +28,27 @@ from asebo.kernels import TanimotoKernel
 
 
 def add_arguments(parser):
-    parser.add_argument("--molecules", type=int, default=100_000,
-                        help="molecules to embed (default 100000; QM9 has 130831)")
-    parser.add_argument("--landmarks", type=int, default=2000,
-                        help="Nyström landmarks (default 2000)")
-    parser.add_argument("--components", type=int, default=10,
-                        help="diffusion coordinates (default 10)")
-    parser.add_argument("--new-molecules", type=int, default=10_000,
-                        help="further molecules placed by transform (default 10000)")
-    parser.add_argument("--kpca", action="store_true",
-                        help="also time kernel PCA on the same landmarks")
+    parser.add_argument(
+        "--molecules",
+        type=int,
+        default=100_000,
+        help="molecules to embed (default 100000; QM9 has 130831)",
+    )
+    parser.add_argument(
+        "--landmarks", type=int, default=2000, help="Nyström landmarks (default 2000)"
+    )
+    parser.add_argument(
+        "--components", type=int, default=10, help="diffusion coordinates (default 10)"
+    )
+    parser.add_argument(
+        "--new-molecules",
+        type=int,
+        default=10_000,
+        help="further molecules placed by transform (default 10000)",
+    )
+    parser.add_argument(
+        "--kpca", action="store_true", help="also time kernel PCA on the same landmarks"
+    )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
 
 
@@ -103,21 +114,41 @@ def run(args):
     start = time.perf_counter()
     bits, _ = qm9_fingerprints(args.molecules + args.new_molecules, random_state=args.seed)
     featurise = time.perf_counter() - start
-    train, new = bits[:args.molecules], bits[args.molecules:]
+    train, new = bits[: args.molecules], bits[args.molecules :]
     threads = os.environ.get("OMP_NUM_THREADS", "unset")
-    print(f"QM9 fingerprints: {len(bits)} molecules x {bits.shape[1]} bits, "
-          f"{bits.mean() * bits.shape[1]:.1f} bits on a molecule, read and featurised in "
-          f"{featurise:.1f} s; {len(os.sched_getaffinity(0))} cores, "
-          f"OMP_NUM_THREADS={threads}\n")
-    methods = [("diffusion map", DiffusionMap(
-        n_components=args.components, kernel=TanimotoKernel(), n_landmarks=args.landmarks,
-        random_state=args.seed))]
+    print(
+        f"QM9 fingerprints: {len(bits)} molecules x {bits.shape[1]} bits, "
+        f"{bits.mean() * bits.shape[1]:.1f} bits on a molecule, read and featurised in "
+        f"{featurise:.1f} s; {len(os.sched_getaffinity(0))} cores, "
+        f"OMP_NUM_THREADS={threads}\n"
+    )
+    methods = [
+        (
+            "diffusion map",
+            DiffusionMap(
+                n_components=args.components,
+                kernel=TanimotoKernel(),
+                n_landmarks=args.landmarks,
+                random_state=args.seed,
+            ),
+        )
+    ]
     if args.kpca:
-        methods.append(("kernel PCA", KernelPCAEmbedding(
-            n_components=args.components, kernel=TanimotoKernel(),
-            n_landmarks=args.landmarks, random_state=args.seed)))
-    print("| method | n | landmarks | fit wall (s) | fit CPU (s) | fit peak alloc (MB) "
-          "| transform of new (s) |")
+        methods.append(
+            (
+                "kernel PCA",
+                KernelPCAEmbedding(
+                    n_components=args.components,
+                    kernel=TanimotoKernel(),
+                    n_landmarks=args.landmarks,
+                    random_state=args.seed,
+                ),
+            )
+        )
+    print(
+        "| method | n | landmarks | fit wall (s) | fit CPU (s) | fit peak alloc (MB) "
+        "| transform of new (s) |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name, estimator in methods:
         _, wall, cpu, peak = _measure(estimator.fit, train)
@@ -126,8 +157,10 @@ def run(args):
             extend_text = f"{extend:.1f} ({len(new)})"
         else:
             extend_text = "-"
-        print(f"| {name} | {len(train)} | {args.landmarks} | {wall:.1f} | {cpu:.1f} "
-              f"| {peak / 2**20:.0f} | {extend_text} |")
+        print(
+            f"| {name} | {len(train)} | {args.landmarks} | {wall:.1f} | {cpu:.1f} "
+            f"| {peak / 2**20:.0f} | {extend_text} |"
+        )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
     print(f"\nleading eigenvalues: {np.array2string(methods[0][1].eigenvalues_, precision=4)}")
     print(f"process peak resident memory: {rss:.0f} MB (QM9 text and fingerprints included)")

@@ -19,18 +19,29 @@ HIGHER = 0.01  # eV: a final energy this far above L-BFGS's is a different minim
 
 
 def add_arguments(parser):
-    parser.add_argument("--molecules", nargs="+", default=None,
-                        help="G2 names to run (default: all with two atoms or more)")
+    parser.add_argument(
+        "--molecules",
+        nargs="+",
+        default=None,
+        help="G2 names to run (default: all with two atoms or more)",
+    )
     parser.add_argument("--calc", default="gfn2", help="calculator preset (default: gfn2)")
-    parser.add_argument("--prior", default=None,
-                        help="prior of bo: lindh, max, mean or a calculator preset "
-                             "(default: bo's own)")
-    parser.add_argument("--rattle", type=float, default=0.1,
-                        help="standard deviation of the random displacements, Å")
+    parser.add_argument(
+        "--prior",
+        default=None,
+        help="prior of bo: lindh, max, mean or a calculator preset (default: bo's own)",
+    )
+    parser.add_argument(
+        "--rattle",
+        type=float,
+        default=0.1,
+        help="standard deviation of the random displacements, Å",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å")
-    parser.add_argument("--limit", type=float, default=3.0,
-                        help="bo may take this many times L-BFGS's calls")
+    parser.add_argument(
+        "--limit", type=float, default=3.0, help="bo may take this many times L-BFGS's calls"
+    )
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table here")
 
@@ -43,8 +54,10 @@ def g2_names(wanted=None):
     if wanted:
         unknown = sorted(set(wanted) - set(g2.names))
         if unknown:
-            raise SystemExit(f"not in the G2 set: {', '.join(unknown)}; the names are those "
-                             "of ase.collections.g2.names")
+            raise SystemExit(
+                f"not in the G2 set: {', '.join(unknown)}; the names are those "
+                "of ase.collections.g2.names"
+            )
         names = [name for name in names if name in wanted]
     return names
 
@@ -90,13 +103,17 @@ def compare_one(task):
 
 def run(args):
     names = g2_names(args.molecules)
-    tasks = [(name, args.calc, args.prior, args.rattle, args.seed, args.fmax, args.limit)
-             for name in names]
+    tasks = [
+        (name, args.calc, args.prior, args.rattle, args.seed, args.fmax, args.limit)
+        for name in names
+    ]
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         results = dict(pool.map(compare_one, tasks))
     text = table(results, args.limit)
-    header = (f"G2 molecules rattled by {args.rattle} Å (seed {args.seed}), {args.calc}, "
-              f"fmax {args.fmax} eV/Å, bo limited to {args.limit:g} x L-BFGS's calls\n\n")
+    header = (
+        f"G2 molecules rattled by {args.rattle} Å (seed {args.seed}), {args.calc}, "
+        f"fmax {args.fmax} eV/Å, bo limited to {args.limit:g} x L-BFGS's calls\n\n"
+    )
     print(header + text)
     if args.markdown:
         args.markdown.write_text(header + text + "\n")
@@ -104,8 +121,10 @@ def run(args):
 
 def table(results, limit):
     """Markdown table of calls per molecule, then failures and summary ratios."""
-    lines = ["| molecule | atoms | L-BFGS | bo | bo / L-BFGS | E(bo) - E(L-BFGS), eV |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| molecule | atoms | L-BFGS | bo | bo / L-BFGS | E(bo) - E(L-BFGS), eV |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     failures, ratios, totals = [], [], [0, 0]
     for name, result in results.items():
         if "error" in result:
@@ -117,8 +136,9 @@ def table(results, limit):
         difference = bo["energy"] - reference["energy"]
         converged = bo["converged"] and ratio <= limit
         if not converged:
-            failures.append(f"{name}: not converged in {bo['calls']} calls "
-                            f"(L-BFGS {reference['calls']})")
+            failures.append(
+                f"{name}: not converged in {bo['calls']} calls (L-BFGS {reference['calls']})"
+            )
         elif difference > HIGHER:
             failures.append(f"{name}: minimum {difference:.3f} eV above L-BFGS's")
         if converged:
@@ -126,14 +146,22 @@ def table(results, limit):
             totals[0] += reference["calls"]
             totals[1] += bo["calls"]
         mark = "" if converged else "*"
-        lines.append(f"| {name} | {result['atoms']} | "
-                     f"{reference['calls']} | {bo['calls']}{mark} | {ratio:.2f} | "
-                     f"{difference:+.4f} |")
-    lines += ["", f"`*` not converged within {limit:g} x L-BFGS's calls.", "",
-              f"- molecules: {len(results)}, failures: {len(failures)}"]
+        lines.append(
+            f"| {name} | {result['atoms']} | "
+            f"{reference['calls']} | {bo['calls']}{mark} | {ratio:.2f} | "
+            f"{difference:+.4f} |"
+        )
+    lines += [
+        "",
+        f"`*` not converged within {limit:g} x L-BFGS's calls.",
+        "",
+        f"- molecules: {len(results)}, failures: {len(failures)}",
+    ]
     if ratios:
-        lines.append(f"- converged: total calls L-BFGS {totals[0]}, bo {totals[1]} "
-                     f"(ratio {totals[1] / totals[0]:.2f}); median ratio "
-                     f"{np.median(ratios):.2f}, largest {max(ratios):.2f}")
+        lines.append(
+            f"- converged: total calls L-BFGS {totals[0]}, bo {totals[1]} "
+            f"(ratio {totals[1] / totals[0]:.2f}); median ratio "
+            f"{np.median(ratios):.2f}, largest {max(ratios):.2f}"
+        )
     lines += [f"- {failure}" for failure in failures]
     return "\n".join(lines)

@@ -205,8 +205,9 @@ def select_gaussian_width(spectra, KY, factors, lams):
     """
     sq = squared_distances(spectra, spectra)  # (l, l)
     base = 1.0 / np.median(sq[np.triu_indices(len(sq), 1)])
-    errors = [loo_squared_errors(np.exp(-f * base * sq), KY, lams, centre=True).min()
-              for f in factors]
+    errors = [
+        loo_squared_errors(np.exp(-f * base * sq), KY, lams, centre=True).min() for f in factors
+    ]
     return factors[int(np.argmin(errors))] * base
 
 
@@ -253,7 +254,10 @@ def fold_kernels(data, train, test, pool_per_set, width_factors, lams, rng):
         KY_PB=tanimoto_sparse(F[pool], F[basis]),
         candidate_sets=[candidate_sets[f] for f in data.formula[train]],
         pool_sets=[candidate_sets[f] for f in data.formula[pool]],
-        gammas=gammas, train=train, pool=pool)
+        gammas=gammas,
+        train=train,
+        pool=pool,
+    )
 
 
 def _iokr(kernels, lams, inner_folds=None, random_state=None):
@@ -262,69 +266,114 @@ def _iokr(kernels, lams, inner_folds=None, random_state=None):
     lambda by closed-form leave-one-out squared error (``inner_folds`` None), or by the
     mean reciprocal rank among the training candidate sets in K-fold cross-validation.
     """
+
     def fit(fk):
-        model = IOKRCV([PRECOMPUTED] * len(kernels), PRECOMPUTED, lams=lams, cv=inner_folds,
-                       random_state=random_state)
-        ranking = {} if inner_folds is None else dict(candidates=fk.KY_PB,
-                                                      candidate_sets=fk.candidate_sets)
+        model = IOKRCV(
+            [PRECOMPUTED] * len(kernels),
+            PRECOMPUTED,
+            lams=lams,
+            cv=inner_folds,
+            random_state=random_state,
+        )
+        ranking = (
+            {}
+            if inner_folds is None
+            else dict(candidates=fk.KY_PB, candidate_sets=fk.candidate_sets)
+        )
         return model.fit([fk.KX_SS[k] for k in kernels], fk.KY_SS, **ranking)
 
     def scores(model, fk, group):
         l = len(fk.train)
-        return model.decision_function([group["KX_QB"][k][:, :l] for k in kernels],
-                                       group["KY_TB"][:, :l], candidate_gram=group["KY_TT"])
+        return model.decision_function(
+            [group["KX_QB"][k][:, :l] for k in kernels],
+            group["KY_TB"][:, :l],
+            candidate_gram=group["KY_TT"],
+        )
+
     return fit, scores
 
 
 def _iokr_with_pool(kernels, lams, inner_folds, random_state):
     """IOKR trained on the training molecules and the pool, lambda by ranking."""
+
     def fit(fk):
         l = len(fk.train)
-        KX = [np.vstack([np.hstack([fk.KX_SS[k], fk.KX_PB[k][:, :l].T]), fk.KX_PB[k]])
-              for k in kernels]
+        KX = [
+            np.vstack([np.hstack([fk.KX_SS[k], fk.KX_PB[k][:, :l].T]), fk.KX_PB[k]])
+            for k in kernels
+        ]
         KY = np.vstack([np.hstack([fk.KY_SS, fk.KY_PB[:, :l].T]), fk.KY_PB])  # over [S, P]
-        model = IOKRCV([PRECOMPUTED] * len(kernels), PRECOMPUTED, lams=lams, cv=inner_folds,
-                       random_state=random_state)
-        return model.fit(KX, KY, np.hstack([fk.KY_PB, fk.KY_PB[:, l:]]),
-                         fk.candidate_sets + fk.pool_sets)
+        model = IOKRCV(
+            [PRECOMPUTED] * len(kernels),
+            PRECOMPUTED,
+            lams=lams,
+            cv=inner_folds,
+            random_state=random_state,
+        )
+        return model.fit(
+            KX, KY, np.hstack([fk.KY_PB, fk.KY_PB[:, l:]]), fk.candidate_sets + fk.pool_sets
+        )
 
     def scores(model, fk, group):
-        return model.decision_function([group["KX_QB"][k] for k in kernels], group["KY_TB"],
-                                       candidate_gram=group["KY_TT"])
+        return model.decision_function(
+            [group["KX_QB"][k] for k in kernels], group["KY_TB"], candidate_gram=group["KY_TT"]
+        )
+
     return fit, scores
 
 
 def _mp_iokr(known, lams, gammas, separate, centre, inner_folds, random_state):
     """MP-IOKR on all input kernels in one of the paper's settings."""
+
     def fit(fk):
-        model = MPIOKRCV([PRECOMPUTED] * len(fk.KX_SS), PRECOMPUTED, lams=lams, gammas=gammas,
-                         separate=separate, cv=inner_folds, centre=centre,
-                         random_state=random_state)
-        return model.fit(fk.KX_SS, fk.KY_SS, fk.KY_PB, fk.candidate_sets,
-                         candidate_inputs=fk.KX_PB if known else None)
+        model = MPIOKRCV(
+            [PRECOMPUTED] * len(fk.KX_SS),
+            PRECOMPUTED,
+            lams=lams,
+            gammas=gammas,
+            separate=separate,
+            cv=inner_folds,
+            centre=centre,
+            random_state=random_state,
+        )
+        return model.fit(
+            fk.KX_SS,
+            fk.KY_SS,
+            fk.KY_PB,
+            fk.candidate_sets,
+            candidate_inputs=fk.KX_PB if known else None,
+        )
 
     def scores(model, fk, group):
         l = len(fk.train)
         X = group["KX_QB"] if known else [K[:, :l] for K in group["KX_QB"]]
-        return model.decision_function(X, group["KY_TB"],
-                                       candidate_inputs=group["KX_TB"] if known else None,
-                                       candidate_gram=group["KY_TT"])
+        return model.decision_function(
+            X,
+            group["KY_TB"],
+            candidate_inputs=group["KX_TB"] if known else None,
+            candidate_gram=group["KY_TT"],
+        )
+
     return fit, scores
 
 
 def _mp_iokr_fixed_lambda(lam, gammas):
     """MP-IOKR, joint approximation (Prop. 4) at a given lambda; gamma by leave-one-out."""
+
     def fit(fk):
-        gamma = gammas[int(np.argmin(loo_squared_errors(fk.KY_SS, sum(fk.KX_SS) / len(fk.KX_SS),
-                                                         gammas)))]
+        gamma = gammas[
+            int(np.argmin(loo_squared_errors(fk.KY_SS, sum(fk.KX_SS) / len(fk.KX_SS), gammas)))
+        ]
         return MPIOKR([PRECOMPUTED] * len(fk.KX_SS), PRECOMPUTED, lam=lam, gamma=gamma).fit(
-            fk.KX_SS, fk.KY_SS, fk.KY_PB, fk.candidate_sets)
+            fk.KX_SS, fk.KY_SS, fk.KY_PB, fk.candidate_sets
+        )
 
     return fit, _mp_iokr(False, [lam], gammas, False, True, 2, None)[1]
 
 
 def _nearest_neighbour():
     """Rank by Tanimoto similarity to the structure of the nearest training spectrum."""
+
     def fit(fk):
         return None
 
@@ -332,17 +381,21 @@ def _nearest_neighbour():
         l = len(fk.train)
         nearest = np.argmax(sum(K[:, :l] for K in group["KX_QB"]), axis=1)  # (m,)
         return group["KY_TB"][:, nearest].T
+
     return fit, scores
 
 
 def methods(args):
     """The compared methods: name -> (fit(fold_kernels), scores(model, fold_kernels, group))."""
-    mp = dict(lams=args.lams, gammas=args.gammas, inner_folds=args.inner_folds,
-              random_state=args.seed)
+    mp = dict(
+        lams=args.lams, gammas=args.gammas, inner_folds=args.inner_folds, random_state=args.seed
+    )
     all_kernels = list(range(len(args.sigmas)))
     ranking = dict(inner_folds=args.inner_folds, random_state=args.seed)
-    table = {"1-NN": _nearest_neighbour(),
-             f"IOKR (sigma={args.sigmas[0]:g}), lambda by LOO": _iokr([0], args.lams)}
+    table = {
+        "1-NN": _nearest_neighbour(),
+        f"IOKR (sigma={args.sigmas[0]:g}), lambda by LOO": _iokr([0], args.lams),
+    }
     if len(all_kernels) > 1:
         table["IOKR (all kernels), lambda by LOO"] = _iokr(all_kernels, args.lams)
     table[REFERENCE] = _iokr(all_kernels, args.lams, **ranking)
@@ -377,10 +430,10 @@ def _test_groups(data, test, fk):
             "true": np.searchsorted(isomers, rows),
             "KY_TB": tanimoto_sparse(F[isomers], F[basis]),
             "KY_TT": tanimoto_sparse(F[isomers], F[isomers]),
-            "KX_QB": [gaussian_gram(Z[rows], Z[basis], g)
-                      for Z, g in zip(data.spectra, fk.gammas)],
-            "KX_TB": [gaussian_gram(Z[isomers], Z[basis], g)
-                      for Z, g in zip(data.spectra, fk.gammas)],
+            "KX_QB": [gaussian_gram(Z[rows], Z[basis], g) for Z, g in zip(data.spectra, fk.gammas)],
+            "KX_TB": [
+                gaussian_gram(Z[isomers], Z[basis], g) for Z, g in zip(data.spectra, fk.gammas)
+            ],
         }
 
 
@@ -398,9 +451,11 @@ def run_benchmark(args, log=print):
     """Cross-validate every method; returns ranks and CPU times per method."""
     t0 = time.process_time()
     data = build_data(args.molecules, args.max_set_size, args.sigmas, args.seed)
-    log(f"library: {len(data.library)} molecules of {len(np.unique(data.formula[data.library]))}"
+    log(
+        f"library: {len(data.library)} molecules of {len(np.unique(data.formula[data.library]))}"
         f" formulas; {len(data.formula)} candidates in all "
-        f"({time.process_time() - t0:.0f} s CPU to load QM9, fingerprints and spectra)")
+        f"({time.process_time() - t0:.0f} s CPU to load QM9, fingerprints and spectra)"
+    )
     table = lambda_sweep_methods(args) if args.lambda_sweep else methods(args)
     ranks = {name: [] for name in table}
     times = {name: {"train": 0.0, "test": 0.0} for name in table}
@@ -412,8 +467,7 @@ def run_benchmark(args, log=print):
             break
         t = time.process_time()
         train, test = data.library[train_idx], data.library[test_idx]
-        fk = fold_kernels(data, train, test, args.pool_per_set, args.width_factors, args.lams,
-                          rng)
+        fk = fold_kernels(data, train, test, args.pool_per_set, args.width_factors, args.lams, rng)
         kernel_time += time.process_time() - t
         models = {}
         for name, (fit, _) in table.items():
@@ -431,8 +485,10 @@ def run_benchmark(args, log=print):
                 times[name]["test"] += time.process_time() - t
                 ranks[name].append(pessimistic_ranks(s, group["true"], group["KY_TT"]))
             t = time.process_time()
-        log(f"fold {n + 1}/{args.folds}: {len(train)} training molecules, pool of "
-            f"{len(fk.pool)} isomers, {n_candidates} test candidates")
+        log(
+            f"fold {n + 1}/{args.folds}: {len(train)} training molecules, pool of "
+            f"{len(fk.pool)} isomers, {n_candidates} test candidates"
+        )
     ranks = {name: np.concatenate(r) for name, r in ranks.items()}
     return ranks, times, kernel_time, data
 
@@ -444,13 +500,13 @@ def top_k_accuracy(ranks, k):
 
 def markdown_table(ranks, times):
     """Table 3 + Table 5 of the paper, for our task, as markdown."""
-    header = ("| method | " + " | ".join(f"top-{k}" for k in TOP_K)
-              + " | train CPU s | test CPU s |")
+    header = "| method | " + " | ".join(f"top-{k}" for k in TOP_K) + " | train CPU s | test CPU s |"
     lines = [header, "|" + "---|" * (len(TOP_K) + 3)]
     for name, r in ranks.items():
         accs = " | ".join(f"{top_k_accuracy(r, k):.1f}" for k in TOP_K)
-        lines.append(f"| {name} | {accs} | {times[name]['train']:.1f} | "
-                     f"{times[name]['test']:.1f} |")
+        lines.append(
+            f"| {name} | {accs} | {times[name]['train']:.1f} | {times[name]['test']:.1f} |"
+        )
     return "\n".join(lines)
 
 
@@ -498,31 +554,62 @@ def plot_top_k_differences(ranks, reference, path, k_max=50):
 
 def add_arguments(parser):
     """Options of ``asebo bench iokr``."""
-    parser.add_argument("--molecules", type=int, default=1000,
-                        help="annotated molecules in the library (default 1000)")
+    parser.add_argument(
+        "--molecules",
+        type=int,
+        default=1000,
+        help="annotated molecules in the library (default 1000)",
+    )
     parser.add_argument("--folds", type=int, default=10, help="cross-validation folds")
-    parser.add_argument("--max-set-size", type=int, default=1000,
-                        help="use formulas with at most this many QM9 isomers (default 1000)")
-    parser.add_argument("--pool-per-set", type=int, default=10,
-                        help="isomers per distinct training formula in the MP-IOKR "
-                             "candidate statistics (default 10)")
-    parser.add_argument("--sigmas", type=float, nargs="+", default=[20.0, 40.0],
-                        help="Gaussian broadenings of the spectra in cm^-1, one input "
-                             "kernel each (default 20 40)")
-    parser.add_argument("--lams", type=float, nargs="+", default=list(np.logspace(-4, 2, 7)),
-                        help="grid of lambda")
-    parser.add_argument("--gammas", type=float, nargs="+", default=list(np.logspace(-4, 0, 5)),
-                        help="grid of gamma (MP-IOKR input approximation)")
-    parser.add_argument("--width-factors", type=float, nargs="+", default=[0.25, 0.5, 1, 2, 4],
-                        help="Gaussian kernel gamma grid, in units of 1 / median squared "
-                             "distance")
-    parser.add_argument("--inner-folds", type=int, default=3,
-                        help="folds of the lambda selection of MP-IOKR")
-    parser.add_argument("--max-folds", type=int,
-                        help="evaluate only the first folds of the cross-validation")
-    parser.add_argument("--lambda-sweep", action="store_true",
-                        help="instead of the comparison, IOKR and joint MP-IOKR at every "
-                             "lambda of --lams, to see the selection's effect")
+    parser.add_argument(
+        "--max-set-size",
+        type=int,
+        default=1000,
+        help="use formulas with at most this many QM9 isomers (default 1000)",
+    )
+    parser.add_argument(
+        "--pool-per-set",
+        type=int,
+        default=10,
+        help="isomers per distinct training formula in the MP-IOKR "
+        "candidate statistics (default 10)",
+    )
+    parser.add_argument(
+        "--sigmas",
+        type=float,
+        nargs="+",
+        default=[20.0, 40.0],
+        help="Gaussian broadenings of the spectra in cm^-1, one input kernel each (default 20 40)",
+    )
+    parser.add_argument(
+        "--lams", type=float, nargs="+", default=list(np.logspace(-4, 2, 7)), help="grid of lambda"
+    )
+    parser.add_argument(
+        "--gammas",
+        type=float,
+        nargs="+",
+        default=list(np.logspace(-4, 0, 5)),
+        help="grid of gamma (MP-IOKR input approximation)",
+    )
+    parser.add_argument(
+        "--width-factors",
+        type=float,
+        nargs="+",
+        default=[0.25, 0.5, 1, 2, 4],
+        help="Gaussian kernel gamma grid, in units of 1 / median squared distance",
+    )
+    parser.add_argument(
+        "--inner-folds", type=int, default=3, help="folds of the lambda selection of MP-IOKR"
+    )
+    parser.add_argument(
+        "--max-folds", type=int, help="evaluate only the first folds of the cross-validation"
+    )
+    parser.add_argument(
+        "--lambda-sweep",
+        action="store_true",
+        help="instead of the comparison, IOKR and joint MP-IOKR at every "
+        "lambda of --lams, to see the selection's effect",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--figure", help="write the top-k difference plot to this PNG file")
 

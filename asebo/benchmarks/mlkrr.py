@@ -44,24 +44,41 @@ LAMBDAS = (1e-10, 1e-8, 1e-6, 1e-4)
 
 
 def add_arguments(parser):
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 2000, 4000],
-                        help="training sizes N of the learning curves")
-    parser.add_argument("--metric-size", type=int, default=8000,
-                        help="training molecules on which MLKR and MLKRR learn A")
-    parser.add_argument("--iterations", type=int, default=600,
-                        help="L-BFGS iterations of MLKR and of MLKRR")
-    parser.add_argument("--fixed-sigma", action="store_true",
-                        help="keep sigma at the plain-KRR value while learning A "
-                             "(default: learn it too)")
-    parser.add_argument("--test-size", type=int, default=1000,
-                        help="molecules that choose sigma and lambda")
-    parser.add_argument("--validation-size", type=int, default=1000,
-                        help="molecules on which the MAE is reported")
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        default=[1000, 2000, 4000],
+        help="training sizes N of the learning curves",
+    )
+    parser.add_argument(
+        "--metric-size",
+        type=int,
+        default=8000,
+        help="training molecules on which MLKR and MLKRR learn A",
+    )
+    parser.add_argument(
+        "--iterations", type=int, default=600, help="L-BFGS iterations of MLKR and of MLKRR"
+    )
+    parser.add_argument(
+        "--fixed-sigma",
+        action="store_true",
+        help="keep sigma at the plain-KRR value while learning A (default: learn it too)",
+    )
+    parser.add_argument(
+        "--test-size", type=int, default=1000, help="molecules that choose sigma and lambda"
+    )
+    parser.add_argument(
+        "--validation-size", type=int, default=1000, help="molecules on which the MAE is reported"
+    )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--output", type=Path, default=Path("."),
-                        help="folder of the figures (default: the working directory)")
-    parser.add_argument("--markdown", type=Path, default=None,
-                        help="also write the table here")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=Path("."),
+        help="folder of the figures (default: the working directory)",
+    )
+    parser.add_argument("--markdown", type=Path, default=None, help="also write the table here")
 
 
 def global_fchl19(numbers, positions):
@@ -89,8 +106,9 @@ def global_fchl19(numbers, positions):
         z = np.asarray(z)
         if not np.all(np.isin(z, QM9_ELEMENTS)):
             raise ValueError(f"global_fchl19 covers the elements {QM9_ELEMENTS}, got {z}")
-        atomic = generate_fchl19(z, np.asarray(xyz, dtype=np.float64),
-                                 elements=list(QM9_ELEMENTS))  # (n_atoms, 720)
+        atomic = generate_fchl19(
+            z, np.asarray(xyz, dtype=np.float64), elements=list(QM9_ELEMENTS)
+        )  # (n_atoms, 720)
         features.append(atomic.sum(axis=0))
     return np.array(features)
 
@@ -124,9 +142,13 @@ def select_and_score(Z_train, y_train, Z_test, y_test, Z_val, y_val):
             coef = cho_solve(factor, y_train - offset)  # (N,)
             test_mae = float(np.mean(np.abs(K_test @ coef + offset - y_test)))
             if best is None or test_mae < best["test_mae"]:
-                best = {"test_mae": test_mae, "sigma": float(sigma), "lambda": krr_lambda,
-                        "coef": coef}
-    prediction = np.exp(-D_val / best["sigma"]**2) @ best.pop("coef") + offset
+                best = {
+                    "test_mae": test_mae,
+                    "sigma": float(sigma),
+                    "lambda": krr_lambda,
+                    "coef": coef,
+                }
+    prediction = np.exp(-D_val / best["sigma"] ** 2) @ best.pop("coef") + offset
     best["mae"] = float(np.mean(np.abs(prediction - y_val)))
     return best
 
@@ -148,8 +170,12 @@ def run(args):
     plain = select_and_score(X[:M], y[:M], X[test], y[test], X[val], y[val])
     timings["plain KRR hyperparameters"] = time.perf_counter() - start
     metrics = {"original": np.eye(X.shape[1])}
-    common = {"sigma": plain["sigma"], "krr_lambda": plain["lambda"],
-              "learn_sigma": not args.fixed_sigma, "max_iter": args.iterations}
+    common = {
+        "sigma": plain["sigma"],
+        "krr_lambda": plain["lambda"],
+        "learn_sigma": not args.fixed_sigma,
+        "max_iter": args.iterations,
+    }
     learners = {"MLKR": MLKR(**common), "MLKRR": MLKRR(**common, random_state=args.seed)}
     for name, learner in learners.items():
         start = time.perf_counter()
@@ -173,15 +199,21 @@ def run(args):
     _plot_learning_curves(rows, args.output / "mlkrr_learning_curves.png")
     _plot_pca(X[val], y[val], metrics, args.output / "mlkrr_pca.png")
     _plot_matrices(metrics, args.output / "mlkrr_matrices.png")
-    text = "\n".join([
-        f"QM9, {n_total} molecules (seed {args.seed}): training pool {n_pool}, test "
-        f"{args.test_size}, validation {args.validation_size}; metric learned on {M} "
-        f"molecules, at most {args.iterations} L-BFGS iterations, sigma "
-        f"{'fixed' if args.fixed_sigma else 'learned'}; plain KRR at N={M}: sigma "
-        f"{plain['sigma']:.4g}, lambda {plain['lambda']:.0e}.", "",
-        table, "",
-        "| stage | seconds |", "| --- | ---: |",
-        *[f"| {stage} | {seconds:.0f} |" for stage, seconds in timings.items()]])
+    text = "\n".join(
+        [
+            f"QM9, {n_total} molecules (seed {args.seed}): training pool {n_pool}, test "
+            f"{args.test_size}, validation {args.validation_size}; metric learned on {M} "
+            f"molecules, at most {args.iterations} L-BFGS iterations, sigma "
+            f"{'fixed' if args.fixed_sigma else 'learned'}; plain KRR at N={M}: sigma "
+            f"{plain['sigma']:.4g}, lambda {plain['lambda']:.0e}.",
+            "",
+            table,
+            "",
+            "| stage | seconds |",
+            "| --- | ---: |",
+            *[f"| {stage} | {seconds:.0f} |" for stage, seconds in timings.items()],
+        ]
+    )
     print(text)
     if args.markdown:
         args.markdown.write_text(text + "\n")
@@ -189,23 +221,27 @@ def run(args):
 
 def _table(rows, sizes):
     by_key = {(r["metric"], r["N"]): r for r in rows}
-    lines = ["| N | original MAE | MLKR MAE | MLKRR MAE | MLKR vs original | "
-             "MLKRR vs original |",
-             "| ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = [
+        "| N | original MAE | MLKR MAE | MLKRR MAE | MLKR vs original | MLKRR vs original |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     for n in sizes:
         base = by_key[("original", n)]["mae"]
         mlkr = by_key[("MLKR", n)]["mae"]
         mlkrr = by_key[("MLKRR", n)]["mae"]
-        lines.append(f"| {n} | {base:.3f} | {mlkr:.3f} | {mlkrr:.3f} | "
-                     f"{100 * (mlkr / base - 1):+.1f}% | {100 * (mlkrr / base - 1):+.1f}% |")
+        lines.append(
+            f"| {n} | {base:.3f} | {mlkr:.3f} | {mlkrr:.3f} | "
+            f"{100 * (mlkr / base - 1):+.1f}% | {100 * (mlkrr / base - 1):+.1f}% |"
+        )
     lines.append("")
-    lines.append("MAE in kcal/mol on the validation set. Chosen (sigma, lambda) per metric "
-                 "and N:")
+    lines.append("MAE in kcal/mol on the validation set. Chosen (sigma, lambda) per metric and N:")
     lines.append("")
     lines.append("| metric | N | sigma | lambda | test MAE |")
     lines.append("| --- | ---: | ---: | ---: | ---: |")
-    lines.extend(f"| {r['metric']} | {r['N']} | {r['sigma']:.4g} | {r['lambda']:.0e} | "
-                 f"{r['test_mae']:.3f} |" for r in rows)
+    lines.extend(
+        f"| {r['metric']} | {r['N']} | {r['sigma']:.4g} | {r['lambda']:.0e} | {r['test_mae']:.3f} |"
+        for r in rows
+    )
     return "\n".join(lines)
 
 

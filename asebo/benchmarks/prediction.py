@@ -23,44 +23,78 @@ from asebo.prediction import MODELS, configuration_folds, evaluate_model, load_d
 
 
 def add_arguments(parser):
-    parser.add_argument("--molecule", default="glycerol",
-                        help="water, glycerol, nonanol or a SMILES string")
-    parser.add_argument("--calc", default="gfn2", help="calculator preset: gfn2, gpaw, "
-                        "gpaw:mode=lcao, emt ...")
+    parser.add_argument(
+        "--molecule", default="glycerol", help="water, glycerol, nonanol or a SMILES string"
+    )
+    parser.add_argument(
+        "--calc", default="gfn2", help="calculator preset: gfn2, gpaw, gpaw:mode=lcao, emt ..."
+    )
     parser.add_argument("--configs", type=int, default=100)
-    parser.add_argument("--displacement", type=float, default=None,
-                        help="noise standard deviation in Å (default per molecule)")
+    parser.add_argument(
+        "--displacement",
+        type=float,
+        default=None,
+        help="noise standard deviation in Å (default per molecule)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
-    parser.add_argument("--selection", nargs="+", default=["cv", "ml"], choices=["cv", "ml"],
-                        help="cv: inner cross-validation on RMSE (the paper); "
-                             "ml: marginal likelihood")
+    parser.add_argument(
+        "--selection",
+        nargs="+",
+        default=["cv", "ml"],
+        choices=["cv", "ml"],
+        help="cv: inner cross-validation on RMSE (the paper); ml: marginal likelihood",
+    )
     parser.add_argument("--folds", type=int, default=5, help="outer folds")
     parser.add_argument("--inner-folds", type=int, default=4)
-    parser.add_argument("--sizes", type=int, nargs="*", default=[5, 10, 20, 40],
-                        help="training sizes of the learning curves (the full training "
-                             "size is added); none: no curves")
-    parser.add_argument("--curve-models", nargs="*", default=["mean", "svd", "svd_deriv"],
-                        choices=list(MODELS))
-    parser.add_argument("--solver", default="cholesky", choices=["cholesky", "cg"],
-                        help="linear solver of the final fits of the derivative model")
-    parser.add_argument("--cg-tolerance", type=float, default=1e-6,
-                        help="relative residual at which CG stops")
-    parser.add_argument("--cg-max-iter", type=int, default=5000,
-                        help="most CG iterations of a fit")
-    parser.add_argument("--search-configs", type=int, default=None,
-                        help="choose hyperparameters on at most this many training "
-                             "configurations")
-    parser.add_argument("--screen", type=int, default=None,
-                        help="cross-validate only this many grid points (without lam) on "
-                             "all inner folds: the best on the first inner fold")
-    parser.add_argument("--deriv-grid", nargs="+", metavar="KEY=V1,V2",
-                        help="grid of the derivative model, e.g. gamma_factor=0.1,0.3 "
-                             "lam=1e-4 lam_deriv=1e-2 (default: asebo.prediction.DEFAULT_GRIDS)")
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="*",
+        default=[5, 10, 20, 40],
+        help="training sizes of the learning curves (the full training "
+        "size is added); none: no curves",
+    )
+    parser.add_argument(
+        "--curve-models", nargs="*", default=["mean", "svd", "svd_deriv"], choices=list(MODELS)
+    )
+    parser.add_argument(
+        "--solver",
+        default="cholesky",
+        choices=["cholesky", "cg"],
+        help="linear solver of the final fits of the derivative model",
+    )
+    parser.add_argument(
+        "--cg-tolerance", type=float, default=1e-6, help="relative residual at which CG stops"
+    )
+    parser.add_argument("--cg-max-iter", type=int, default=5000, help="most CG iterations of a fit")
+    parser.add_argument(
+        "--search-configs",
+        type=int,
+        default=None,
+        help="choose hyperparameters on at most this many training configurations",
+    )
+    parser.add_argument(
+        "--screen",
+        type=int,
+        default=None,
+        help="cross-validate only this many grid points (without lam) on "
+        "all inner folds: the best on the first inner fold",
+    )
+    parser.add_argument(
+        "--deriv-grid",
+        nargs="+",
+        metavar="KEY=V1,V2",
+        help="grid of the derivative model, e.g. gamma_factor=0.1,0.3 "
+        "lam=1e-4 lam_deriv=1e-2 (default: asebo.prediction.DEFAULT_GRIDS)",
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--cache-dir", default=None)
-    parser.add_argument("--no-generate", action="store_true",
-                        help="fail instead of computing missing configurations")
+    parser.add_argument(
+        "--no-generate",
+        action="store_true",
+        help="fail instead of computing missing configurations",
+    )
     parser.add_argument("--json", help="write {model: RMSE} here")
     parser.add_argument("--details", help="write all results here (JSON)")
     parser.add_argument("--plot", help="write the learning curves here (PNG)")
@@ -68,14 +102,18 @@ def add_arguments(parser):
 
 def _summary(results):
     rmse = np.array([r.rmse for r in results])
-    return {"rmse": float(rmse.mean()), "std": float(rmse.std()),
-            "folds": rmse.tolist(), "params": [r.params for r in results],
-            "search_seconds": float(sum(r.search_seconds for r in results)),
-            "fit_seconds": float(sum(r.fit_seconds for r in results)),
-            "search_cpu_seconds": float(sum(r.search_cpu_seconds for r in results)),
-            "fit_cpu_seconds": float(sum(r.fit_cpu_seconds for r in results)),
-            "training_size": results[0].training_size,
-            "solver": [r.solver for r in results if r.solver]}
+    return {
+        "rmse": float(rmse.mean()),
+        "std": float(rmse.std()),
+        "folds": rmse.tolist(),
+        "params": [r.params for r in results],
+        "search_seconds": float(sum(r.search_seconds for r in results)),
+        "fit_seconds": float(sum(r.fit_seconds for r in results)),
+        "search_cpu_seconds": float(sum(r.search_cpu_seconds for r in results)),
+        "fit_cpu_seconds": float(sum(r.fit_cpu_seconds for r in results)),
+        "training_size": results[0].training_size,
+        "solver": [r.solver for r in results if r.solver],
+    }
 
 
 def _parse_grid(items):
@@ -97,14 +135,25 @@ def _parse_grid(items):
 def _evaluate(data, name, selection, folds, args, training_size=None):
     options, grid = {}, None
     if name == "svd_deriv":
-        options = {"solver": args.solver, "cg_tolerance": args.cg_tolerance,
-                   "cg_max_iter": args.cg_max_iter}
+        options = {
+            "solver": args.solver,
+            "cg_tolerance": args.cg_tolerance,
+            "cg_max_iter": args.cg_max_iter,
+        }
         grid = _parse_grid(args.deriv_grid)
-    return evaluate_model(data, name, selection, folds, training_size,
-                          inner_folds=args.inner_folds, grid=grid,
-                          search_configs=args.search_configs, screen=args.screen,
-                          random_state=args.seed,
-                          **options)
+    return evaluate_model(
+        data,
+        name,
+        selection,
+        folds,
+        training_size,
+        inner_folds=args.inner_folds,
+        grid=grid,
+        search_configs=args.search_configs,
+        screen=args.screen,
+        random_state=args.seed,
+        **options,
+    )
 
 
 def _plot(path, curves, data, args):
@@ -113,18 +162,31 @@ def _plot(path, curves, data, args):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = {"mean": "mean predictor", "eigenspectrum": "Coulomb eigenspectrum",
-              "svd": "SVD kernel", "svd_deriv": "SVD kernel with derivatives"}
+    labels = {
+        "mean": "mean predictor",
+        "eigenspectrum": "Coulomb eigenspectrum",
+        "svd": "SVD kernel",
+        "svd_deriv": "SVD kernel with derivatives",
+    }
     figure, axes = plt.subplots(figsize=(5.5, 3.8))
     for name, curve in curves.items():
         sizes = sorted(curve)
         rmse = np.array([curve[s] for s in sizes])  # (sizes, folds)
-        axes.errorbar(sizes, rmse.mean(1), yerr=rmse.std(1), marker="o", capsize=3,
-                      label=labels.get(name, name), linestyle="--" if name == "mean" else "-")
+        axes.errorbar(
+            sizes,
+            rmse.mean(1),
+            yerr=rmse.std(1),
+            marker="o",
+            capsize=3,
+            label=labels.get(name, name),
+            linestyle="--" if name == "mean" else "-",
+        )
     axes.set_xlabel("training configurations")
     axes.set_ylabel("RMSE of the energy (eV)")
-    axes.set_title(f"{args.molecule}, {args.calc}: {len(data)} configurations, "
-                   f"{args.folds}-fold CV", fontsize=10)
+    axes.set_title(
+        f"{args.molecule}, {args.calc}: {len(data)} configurations, {args.folds}-fold CV",
+        fontsize=10,
+    )
     axes.set_ylim(bottom=0)
     axes.legend(fontsize=8)
     figure.tight_layout()
@@ -135,25 +197,38 @@ def _plot(path, curves, data, args):
 def run(args):
     torch.set_num_threads(args.threads)
     start, cpu_start = time.perf_counter(), time.process_time()
-    data = load_dataset(args.molecule, args.calc, args.configs, args.displacement, args.seed,
-                        cache_dir=args.cache_dir, generate=not args.no_generate,
-                        progress=True)
+    data = load_dataset(
+        args.molecule,
+        args.calc,
+        args.configs,
+        args.displacement,
+        args.seed,
+        cache_dir=args.cache_dir,
+        generate=not args.no_generate,
+        progress=True,
+    )
     generated = time.perf_counter() - start
-    print(f"{args.molecule} ({len(data.numbers)} atoms), {args.calc}: {len(data)} "
-          f"configurations, energy std {data.energies.std():.4f} eV ({generated:.1f} s)")
+    print(
+        f"{args.molecule} ({len(data.numbers)} atoms), {args.calc}: {len(data)} "
+        f"configurations, energy std {data.energies.std():.4f} eV ({generated:.1f} s)"
+    )
     folds = configuration_folds(len(data), args.folds, args.seed)
     table = {}
-    print(f"{'model':<18} {'RMSE (eV)':>18} {'search s':>9} {'fit s':>8} "
-          f"{'search CPU s':>13} {'fit CPU s':>10}")
+    print(
+        f"{'model':<18} {'RMSE (eV)':>18} {'search s':>9} {'fit s':>8} "
+        f"{'search CPU s':>13} {'fit CPU s':>10}"
+    )
     for name in args.models:
-        for selection in (["cv"] if name == "mean" else args.selection):
+        for selection in ["cv"] if name == "mean" else args.selection:
             key = name if selection == "cv" else f"{name}_ml"
             table[key] = _summary(_evaluate(data, name, selection, folds, args))
             row = table[key]
-            print(f"{key:<18} {row['rmse']:9.4f} ± {row['std']:6.4f} "
-                  f"{row['search_seconds']:9.1f} {row['fit_seconds']:8.1f} "
-                  f"{row['search_cpu_seconds']:13.1f} {row['fit_cpu_seconds']:10.1f}",
-                  flush=True)
+            print(
+                f"{key:<18} {row['rmse']:9.4f} ± {row['std']:6.4f} "
+                f"{row['search_seconds']:9.1f} {row['fit_seconds']:8.1f} "
+                f"{row['search_cpu_seconds']:13.1f} {row['fit_cpu_seconds']:10.1f}",
+                flush=True,
+            )
     curves = {}
     full = len(data) - max(len(test) for _, test in folds)
     sizes = sorted({s for s in args.sizes if s < full})
@@ -162,8 +237,10 @@ def run(args):
         for size in sizes:
             curves[name][size] = [r.rmse for r in _evaluate(data, name, "cv", folds, args, size)]
             rmse = np.array(curves[name][size])
-            print(f"curve {name:<13} {size:4d} configurations: {rmse.mean():.4f} ± "
-                  f"{rmse.std():.4f}", flush=True)
+            print(
+                f"curve {name:<13} {size:4d} configurations: {rmse.mean():.4f} ± {rmse.std():.4f}",
+                flush=True,
+            )
         if name in table:
             curves[name][table[name]["training_size"]] = table[name]["folds"]
     total, cpu = time.perf_counter() - start, time.process_time() - cpu_start
@@ -172,15 +249,24 @@ def run(args):
         with open(args.json, "w") as handle:
             json.dump({key: row["rmse"] for key, row in table.items()}, handle, indent=1)
     if args.details:
-        details = {"molecule": args.molecule, "calculator": args.calc, "configs": len(data),
-                   "n_atoms": len(data.numbers), "energy_std": float(data.energies.std()),
-                   "metadata": data.metadata, "folds": args.folds,
-                   "inner_folds": args.inner_folds, "solver": args.solver,
-                   "search_configs": args.search_configs, "screen": args.screen,
-                   "deriv_grid": args.deriv_grid,
-                   "seconds": total, "cpu_seconds": cpu, "models": table,
-                   "curves": {name: {str(s): v for s, v in c.items()}
-                              for name, c in curves.items()}}
+        details = {
+            "molecule": args.molecule,
+            "calculator": args.calc,
+            "configs": len(data),
+            "n_atoms": len(data.numbers),
+            "energy_std": float(data.energies.std()),
+            "metadata": data.metadata,
+            "folds": args.folds,
+            "inner_folds": args.inner_folds,
+            "solver": args.solver,
+            "search_configs": args.search_configs,
+            "screen": args.screen,
+            "deriv_grid": args.deriv_grid,
+            "seconds": total,
+            "cpu_seconds": cpu,
+            "models": table,
+            "curves": {name: {str(s): v for s, v in c.items()} for name, c in curves.items()},
+        }
         with open(args.details, "w") as handle:
             json.dump(details, handle, indent=1)
     if args.plot and curves:

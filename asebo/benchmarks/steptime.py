@@ -25,18 +25,29 @@ from asebo.benchmarks.baker import DEFAULT_DIR
 
 
 def add_arguments(parser):
-    parser.add_argument("--molecule", default=str(DEFAULT_DIR / "29_menthone.xyz"),
-                        help="structure file")
-    parser.add_argument("--smiles", default=None,
-                        help="build the molecule from this SMILES string instead (RDKit)")
-    parser.add_argument("--observations", type=int, nargs="+", default=[50],
-                        help="observations at the centres of the measured windows")
-    parser.add_argument("--window", type=int, default=10,
-                        help="steps measured around each --observations")
+    parser.add_argument(
+        "--molecule", default=str(DEFAULT_DIR / "29_menthone.xyz"), help="structure file"
+    )
+    parser.add_argument(
+        "--smiles", default=None, help="build the molecule from this SMILES string instead (RDKit)"
+    )
+    parser.add_argument(
+        "--observations",
+        type=int,
+        nargs="+",
+        default=[50],
+        help="observations at the centres of the measured windows",
+    )
+    parser.add_argument(
+        "--window", type=int, default=10, help="steps measured around each --observations"
+    )
     parser.add_argument("--calc", default="gfn2")
-    parser.add_argument("--json", default=None,
-                        help="also write every step's time and peak memory to this file "
-                             "(examples/plot_steptime.py draws them)")
+    parser.add_argument(
+        "--json",
+        default=None,
+        help="also write every step's time and peak memory to this file "
+        "(examples/plot_steptime.py draws them)",
+    )
 
 
 def step_times(atoms, calc, steps, marks=None):
@@ -66,8 +77,9 @@ def step_times(atoms, calc, steps, marks=None):
     work.calc = counter
     marks = [] if marks is None else marks
     optimizer = BOOptimizer(work, logfile=None)
-    optimizer.attach(lambda: marks.append((time.process_time(), counter.cpu_time,
-                                           peak_resident_bytes())))
+    optimizer.attach(
+        lambda: marks.append((time.process_time(), counter.cpu_time, peak_resident_bytes()))
+    )
     optimizer.run(fmax=1e-8, steps=steps)
     times = np.array([m[:2] for m in marks])  # (steps + 1, 2)
     return np.diff(times[:, 0]) - np.diff(times[:, 1])
@@ -96,17 +108,29 @@ def run(args):
     windows = [(first, first + args.window) for first in firsts]
     marks = []
     times = step_times(atoms, args.calc, windows[-1][1], marks)
-    peaks = np.array([m[2] for m in marks]) / 2 ** 30  # GiB after each step
+    peaks = np.array([m[2] for m in marks]) / 2**30  # GiB after each step
     if args.json:
         with open(args.json, "w") as fd:
-            json.dump({"molecule": name, "atoms": len(atoms), "calc": args.calc,
-                       "observations": list(range(1, len(times) + 1)),
-                       "seconds": times.tolist(), "peak_gib": peaks[1:].tolist()}, fd)
+            json.dump(
+                {
+                    "molecule": name,
+                    "atoms": len(atoms),
+                    "calc": args.calc,
+                    "observations": list(range(1, len(times) + 1)),
+                    "seconds": times.tolist(),
+                    "peak_gib": peaks[1:].tolist(),
+                },
+                fd,
+            )
     print(f"{name}: {len(atoms)} atoms, {args.calc}, one thread")
-    print("| observations | s per step outside the calculator (mean, median, max) "
-          "| peak resident memory, GiB |")
+    print(
+        "| observations | s per step outside the calculator (mean, median, max) "
+        "| peak resident memory, GiB |"
+    )
     print("|---|---|---|")
     for first, last in windows:
-        window = times[first - 1:last - 1]
-        print(f"| {first}-{last - 1} | {window.mean():.3f}, {np.median(window):.3f}, "
-              f"{window.max():.3f} | {peaks[last - 1]:.2f} |")
+        window = times[first - 1 : last - 1]
+        print(
+            f"| {first}-{last - 1} | {window.mean():.3f}, {np.median(window):.3f}, "
+            f"{window.max():.3f} | {peaks[last - 1]:.2f} |"
+        )

@@ -91,8 +91,9 @@ def run_one(run, calc, fmax, steps):
     except Exception as error:  # recorded in the run's row; the campaign goes on
         return {"error": _error_text(error), "calls": trace.ncalls, "energies": trace.energies}
     result["energies"] = trace.energies
-    same_place = trace.positions is not None and np.allclose(trace.positions,
-                                                             result["positions"], atol=1e-12)
+    same_place = trace.positions is not None and np.allclose(
+        trace.positions, result["positions"], atol=1e-12
+    )
     result["forces"] = trace.forces if same_place else None
     return result
 
@@ -128,24 +129,35 @@ def dask_client(scheduler=None, workers=None):
         raise ValueError(f"workers must be at least 1, got {workers}")
     if scheduler is None:
         n_workers = int(workers or os.cpu_count() or 1)
-        with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
-                Client(cluster) as client:
+        with (
+            LocalCluster(
+                n_workers=n_workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.ERROR,
+            ) as cluster,
+            Client(cluster) as client,
+        ):
             yield client
         return
     if str(scheduler).endswith(".json") and not os.path.isfile(scheduler):
-        raise ValueError(f"no Dask scheduler answers at {scheduler}: no such scheduler file. "
-                         "Start a scheduler with dask scheduler --scheduler-file "
-                         f"{scheduler}, or pass its address (tcp://host:8786)")
+        raise ValueError(
+            f"no Dask scheduler answers at {scheduler}: no such scheduler file. "
+            "Start a scheduler with dask scheduler --scheduler-file "
+            f"{scheduler}, or pass its address (tcp://host:8786)"
+        )
     try:
         if str(scheduler).endswith(".json"):
             client = Client(scheduler_file=str(scheduler), timeout="30s")
         else:
             client = Client(str(scheduler), timeout="30s")
     except (OSError, TimeoutError, ValueError) as error:
-        raise ValueError(f"no Dask scheduler answers at {scheduler} ({error}): start one "
-                         "(dask scheduler, or a dask-jobqueue cluster) and pass its address "
-                         "or scheduler file to --scheduler") from error
+        raise ValueError(
+            f"no Dask scheduler answers at {scheduler} ({error}): start one "
+            "(dask scheduler, or a dask-jobqueue cluster) and pass its address "
+            "or scheduler file to --scheduler"
+        ) from error
     with client:
         yield client
 
@@ -155,8 +167,9 @@ def _describe_client(client):
     return f"Dask scheduler {client.scheduler.address} ({workers} workers)"
 
 
-def execute_runs(runs, campaign, store, scheduler=None, workers=None, progress=True,
-                 log=print, done=0, poll=POLL):
+def execute_runs(
+    runs, campaign, store, scheduler=None, workers=None, progress=True, log=print, done=0, poll=POLL
+):
     """Claim ``runs``, run those claimed and write each one to ``store`` as soon as it finishes.
 
     Runs that another process has claimed are not computed here: this function
@@ -199,11 +212,14 @@ def execute_runs(runs, campaign, store, scheduler=None, workers=None, progress=T
     claimed = {run.name for run in mine}
     others = [run for run in runs if run.name not in claimed]
     if others:
-        log(f"{store.name}: {len(others)} runs are being computed by another process; "
-            "this one waits for them")
+        log(
+            f"{store.name}: {len(others)} runs are being computed by another process; "
+            "this one waits for them"
+        )
     try:
-        written = _run_claimed(mine, campaign, store, scheduler, workers, progress, log,
-                               done + len(others))
+        written = _run_claimed(
+            mine, campaign, store, scheduler, workers, progress, log, done + len(others)
+        )
     finally:
         store.release(claimed)  # those not finished, when interrupted
     _wait_for({run.name for run in others}, store, log, poll)
@@ -213,13 +229,14 @@ def execute_runs(runs, campaign, store, scheduler=None, workers=None, progress=T
 def _wait_for(names, store, log, poll):
     """Wait until the runs ``names`` claimed by other processes are finished."""
     while names:
-        unfinished = {name: holder for name, holder in store.unfinished().items()
-                      if name in names}
+        unfinished = {name: holder for name, holder in store.unfinished().items() if name in names}
         if not unfinished:
             return
         if store.release(set(unfinished), only_dead=True):
-            log(f"{store.name}: a process that claimed runs ended without storing them: "
-                "run the same command again to compute them")
+            log(
+                f"{store.name}: a process that claimed runs ended without storing them: "
+                "run the same command again to compute them"
+            )
             return
         time.sleep(poll)
 
@@ -230,8 +247,9 @@ def _run_claimed(runs, campaign, store, scheduler, workers, progress, log, done)
     args = (campaign.calc, campaign.fmax, campaign.steps)
 
     def progress_bar():
-        return tqdm(total=done + len(runs), initial=done, unit="run", desc="runs",
-                    disable=not progress)
+        return tqdm(
+            total=done + len(runs), initial=done, unit="run", desc="runs", disable=not progress
+        )
 
     written = 0
     if scheduler == SERIAL:
@@ -246,16 +264,20 @@ def _run_claimed(runs, campaign, store, scheduler, workers, progress, log, done)
         workers = min(os.cpu_count() or 1, len(runs))
     with dask_client(scheduler, workers) as client:
         log(f"running {len(runs)} runs on {_describe_client(client)}")
-        futures = {client.submit(run_one, run, *args, pure=False): run
-                   for run in _submission_order(runs)}
+        futures = {
+            client.submit(run_one, run, *args, pure=False): run for run in _submission_order(runs)
+        }
         with progress_bar() as bar:
             try:
                 for future in as_completed(futures):
                     try:
                         result = future.result()
                     except Exception as error:  # a worker died: record it, go on
-                        result = {"error": f"worker lost: {_error_text(error)}",
-                                  "calls": 0, "energies": []}
+                        result = {
+                            "error": f"worker lost: {_error_text(error)}",
+                            "calls": 0,
+                            "energies": [],
+                        }
                     store.write(futures[future], campaign, result)
                     written += 1
                     bar.update()

@@ -59,10 +59,12 @@ def _read_file(path):
     try:
         atoms = read(path)
     except Exception as error:  # ASE raises many kinds for unreadable files
-        raise ValueError(f"cannot read molecule file {path}: {type(error).__name__}: "
-                         f"{error}. Give a file in a format ASE reads (xyz, extxyz, pdb, "
-                         "sdf, cif, traj, ...) or pass format-specific files through "
-                         "ase.io.read yourself") from error
+        raise ValueError(
+            f"cannot read molecule file {path}: {type(error).__name__}: "
+            f"{error}. Give a file in a format ASE reads (xyz, extxyz, pdb, "
+            "sdf, cif, traj, ...) or pass format-specific files through "
+            "ase.io.read yourself"
+        ) from error
     if not isinstance(atoms, Atoms) or len(atoms) == 0:
         raise ValueError(f"molecule file {path} holds no atoms")
     return atoms
@@ -104,7 +106,7 @@ def load_molecule(spec):
     if os.path.isfile(spec):
         return Path(spec).stem, _read_file(spec)
     if spec.lower().startswith(SMILES_PREFIX):
-        smiles = spec[len(SMILES_PREFIX):].strip()
+        smiles = spec[len(SMILES_PREFIX) :].strip()
         return smiles, molecule_from_smiles(smiles)
     if spec in ase_names():
         return spec, ase_molecule(spec)
@@ -120,4 +122,5 @@ def load_molecule(spec):
         raise ValueError(
             f"unknown molecule {spec!r}: not a file, not a name of ase.build.molecule "
             f"(e.g. H2O, CH3CH2OH, water, ethanol) and not a SMILES that RDKit can "
-            f"build ({error}).{hint}") from error
+            f"build ({error}).{hint}"
+        ) from error

@@ -61,8 +61,10 @@ class Campaign:
         if isinstance(self.calc, str):
             self.calc = preset_spec(self.calc)
         elif not hasattr(self.calc, "get_potential_energy"):
-            raise ValueError("calc must be a preset name (gfn2, gfn1, gpaw, emt, lj) or an "
-                             f"ASE calculator, got {type(self.calc).__name__}")
+            raise ValueError(
+                "calc must be a preset name (gfn2, gfn1, gpaw, emt, lj) or an "
+                f"ASE calculator, got {type(self.calc).__name__}"
+            )
         else:
             try:
                 pickle.dumps(self.calc)
@@ -70,7 +72,8 @@ class Campaign:
                 raise ValueError(
                     f"the {type(self.calc).__name__} calculator cannot be copied for each "
                     f"run ({error}): give a preset with options instead, such as "
-                    "'gpaw:h=0.25,vacuum=3.5'") from None
+                    "'gpaw:h=0.25,vacuum=3.5'"
+                ) from None
         if not (np.isfinite(self.fmax) and self.fmax > 0):
             raise ValueError(f"fmax must be a positive force in eV/Å, got {self.fmax}")
         if int(self.steps) != self.steps or self.steps < 1:
@@ -92,8 +95,13 @@ class Campaign:
             ``target_fmax``, ``max_steps``, ``noise``, ``seed``.
         """
         calc = self.calc if isinstance(self.calc, str) else calculator_key(self.calc)
-        return {"calc": calc, "target_fmax": self.fmax, "max_steps": self.steps,
-                "noise": self.noise, "seed": self.seed}
+        return {
+            "calc": calc,
+            "target_fmax": self.fmax,
+            "max_steps": self.steps,
+            "noise": self.noise,
+            "seed": self.seed,
+        }
 
     @property
     def key(self):
@@ -160,8 +168,10 @@ def parse_optimizer(label, prior=None):
     optimizer, _, named_prior = str(label).partition(PRIOR_SEPARATOR)
     optimizer = optimizer.strip().lower()
     if optimizer not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {label!r}: choose among {', '.join(OPTIMIZERS)}"
-                         f" or bo{PRIOR_SEPARATOR}PRIOR (e.g. bo+gfn1)")
+        raise ValueError(
+            f"unknown optimizer {label!r}: choose among {', '.join(OPTIMIZERS)}"
+            f" or bo{PRIOR_SEPARATOR}PRIOR (e.g. bo+gfn1)"
+        )
     if optimizer == "sella" and importlib.util.find_spec("sella") is None:
         raise ValueError("the sella optimizer needs Sella: pip install 'asebo[sella]'")
     chosen = named_prior or (prior if optimizer == "bo" else None)
@@ -287,8 +297,10 @@ def plan_runs(molecules, optimizers, starts, campaign, prior=None):
             raise ValueError(f"no {kind} given")
         repeated = sorted({item for item in items if items.count(item) > 1})
         if repeated:
-            raise ValueError(f"{kind} {', '.join(repeated)} given twice: rename one (a file "
-                             "is labelled by its name without suffix) or drop the repeat")
+            raise ValueError(
+                f"{kind} {', '.join(repeated)} given twice: rename one (a file "
+                "is labelled by its name without suffix) or drop the repeat"
+            )
     runs = []
     for name, atoms in molecules:
         reference = geometry_fingerprint(atoms)

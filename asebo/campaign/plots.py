@@ -66,8 +66,9 @@ def best_energy_curves(records):
         length = max(r.energies.size for r in runs)
         curves[molecule] = {}
         for optimizer in distinct(r.optimizer for r in runs):
-            stack = np.array([running_best(r.energies, length)
-                              for r in runs if r.optimizer == optimizer])  # (runs, K)
+            stack = np.array(
+                [running_best(r.energies, length) for r in runs if r.optimizer == optimizer]
+            )  # (runs, K)
             curves[molecule][optimizer] = stack.mean(axis=0) - best[molecule]
     return curves
 
@@ -111,8 +112,7 @@ def plot_best_energy(records, prefix):
         axes = figure.add_subplot(rows, columns, index + 1)
         for optimizer, gap in by_optimizer.items():
             calls = np.arange(1, gap.size + 1)
-            axes.plot(calls, np.maximum(gap, FLOOR), color=colours[optimizer],
-                      label=optimizer)
+            axes.plot(calls, np.maximum(gap, FLOOR), color=colours[optimizer], label=optimizer)
         axes.set_yscale("log")
         axes.set_title(molecule)
         axes.set_xlabel("force calls")
@@ -143,15 +143,24 @@ def plot_runs(records, prefix):
     for i, molecule in enumerate(molecules):
         shared = None
         for j, optimizer in enumerate(optimizers):
-            axes = figure.add_subplot(len(molecules), len(optimizers),
-                                      i * len(optimizers) + j + 1, sharex=shared,
-                                      sharey=shared)
+            axes = figure.add_subplot(
+                len(molecules),
+                len(optimizers),
+                i * len(optimizers) + j + 1,
+                sharex=shared,
+                sharey=shared,
+            )
             shared = shared or axes
             for record in records:
                 if record.molecule == molecule and record.optimizer == optimizer:
                     calls = np.arange(1, record.energies.size + 1)
-                    axes.plot(calls, np.maximum(record.energies - best[molecule], FLOOR),
-                              color="C3" if record.failed else f"C{j}", lw=0.8, alpha=0.7)
+                    axes.plot(
+                        calls,
+                        np.maximum(record.energies - best[molecule], FLOOR),
+                        color="C3" if record.failed else f"C{j}",
+                        lw=0.8,
+                        alpha=0.7,
+                    )
             axes.set_yscale("log")
             axes.grid(alpha=0.3)
             if i == 0:

@@ -25,8 +25,7 @@ def _sella(atoms, **kwargs):
     try:
         from sella import Sella
     except ImportError as error:
-        raise ImportError("the sella optimizer needs Sella: pip install 'asebo[sella]'") \
-            from error
+        raise ImportError("the sella optimizer needs Sella: pip install 'asebo[sella]'") from error
     return Sella(atoms, internal=True, order=0, **kwargs)
 
 
@@ -96,8 +95,7 @@ def relax(atoms, optimizer, calc="gfn2", fmax=0.05, steps=200, prior=None, optio
         For an unknown optimizer, or a prior given to another optimizer than ``bo``.
     """
     if optimizer not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {optimizer!r}: choose among "
-                         f"{', '.join(OPTIMIZERS)}")
+        raise ValueError(f"unknown optimizer {optimizer!r}: choose among {', '.join(OPTIMIZERS)}")
     options = dict(options or {})
     if prior is not None:
         if optimizer != "bo":

@@ -87,8 +87,13 @@ def _is_dead(owner):
     return False
 
 
-FLAGS = {"calc": "--calc", "target_fmax": "--fmax", "max_steps": "--steps",
-         "noise": "--noise", "seed": "--seed"}
+FLAGS = {
+    "calc": "--calc",
+    "target_fmax": "--fmax",
+    "max_steps": "--steps",
+    "noise": "--noise",
+    "seed": "--seed",
+}
 
 
 def _describe(settings):
@@ -144,28 +149,33 @@ class CampaignStore:
             if "campaign" not in pairs:
                 raise CampaignMismatchError(
                     f"{self.name} holds rows that are not comparison runs (row {row.id} has "
-                    "no campaign key): give --db a new file name")
+                    "no campaign key): give --db a new file name"
+                )
             if pairs["campaign"] != campaign.key:
                 stored = {name: pairs.get(name) for name in settings}
-                differ = {name: value for name, value in settings.items()
-                          if stored[name] != value}
+                differ = {name: value for name, value in settings.items() if stored[name] != value}
                 raise CampaignMismatchError(
                     f"{self.name} holds runs of another campaign ({_describe(stored)}); "
                     f"this one has {_describe(differ)}. Give --db another file for the new "
                     "campaign, or the stored settings to continue the old one. Nothing was "
-                    f"written to {self.name}")
+                    f"written to {self.name}"
+                )
             expected = references.get(pairs["molecule"])
             if expected is not None and pairs.get("reference", expected) != expected:
                 raise CampaignMismatchError(
                     f"{self.name} holds runs of molecule {pairs['molecule']!r} from another "
                     "reference geometry (the file changed, or RDKit built the SMILES "
                     "differently): give --db another file or rename the molecule file. "
-                    f"Nothing was written to {self.name}")
+                    f"Nothing was written to {self.name}"
+                )
 
     def stored(self):
         """``{(molecule, optimizer, start)}`` of every finished run, failed ones included."""
-        return {(row.molecule, row.optimizer, row.start) for row in self._rows()
-                if "calls" in row.key_value_pairs}
+        return {
+            (row.molecule, row.optimizer, row.start)
+            for row in self._rows()
+            if "calls" in row.key_value_pairs
+        }
 
     def claim(self, run, campaign):
         """Reserve the row of ``run`` for this process; the row id, or None if taken.
@@ -173,17 +183,29 @@ class CampaignStore:
         Atomic: :meth:`ase.db.core.Database.reserve` checks and writes under the
         database's lock file.
         """
-        row = self.db.reserve(molecule=run.molecule, optimizer=run.optimizer,
-                              start=int(run.start), campaign=campaign.key)
+        row = self.db.reserve(
+            molecule=run.molecule,
+            optimizer=run.optimizer,
+            start=int(run.start),
+            campaign=campaign.key,
+        )
         if row is not None:
-            self.db.update(row, reference=run.reference, owner=owner(), claimed=time.time(),
-                           **campaign.settings())
+            self.db.update(
+                row,
+                reference=run.reference,
+                owner=owner(),
+                claimed=time.time(),
+                **campaign.settings(),
+            )
         return row
 
     def unfinished(self):
         """``{(molecule, optimizer, start): owner}`` of the runs claimed and not finished."""
-        return {(row.molecule, row.optimizer, row.start): row.get("owner", "")
-                for row in self._rows() if "calls" not in row.key_value_pairs}
+        return {
+            (row.molecule, row.optimizer, row.start): row.get("owner", "")
+            for row in self._rows()
+            if "calls" not in row.key_value_pairs
+        }
 
     def release(self, names=None, only_dead=False):
         """Delete the claims of unfinished runs; returns how many.
@@ -232,16 +254,27 @@ class CampaignStore:
         """
         failed = bool(result.get("error"))
         positions = run.atoms.positions if failed else result["positions"]  # (n, 3)
-        atoms = Atoms(numbers=run.atoms.numbers, positions=positions, cell=run.atoms.cell,
-                      pbc=run.atoms.pbc, charges=run.atoms.get_initial_charges())
+        atoms = Atoms(
+            numbers=run.atoms.numbers,
+            positions=positions,
+            cell=run.atoms.cell,
+            pbc=run.atoms.pbc,
+            charges=run.atoms.get_initial_charges(),
+        )
         if not failed:
-            atoms.calc = SinglePointCalculator(atoms, energy=result["energy"],
-                                               forces=result["forces"])
+            atoms.calc = SinglePointCalculator(
+                atoms, energy=result["energy"], forces=result["forces"]
+            )
             atoms.calc.name = campaign.settings()["calc"]
         pairs = {
-            "molecule": run.molecule, "optimizer": run.optimizer, "start": int(run.start),
-            "calls": int(result["calls"]), "converged": bool(result.get("converged", False)),
-            "failed": failed, "campaign": campaign.key, "reference": run.reference,
+            "molecule": run.molecule,
+            "optimizer": run.optimizer,
+            "start": int(run.start),
+            "calls": int(result["calls"]),
+            "converged": bool(result.get("converged", False)),
+            "failed": failed,
+            "campaign": campaign.key,
+            "reference": run.reference,
             "seconds": float(result.get("seconds", 0.0)),
             "seconds_outside": float(result.get("seconds_outside", 0.0)),
             **campaign.settings(),
@@ -251,11 +284,20 @@ class CampaignStore:
         else:
             pairs["final_fmax"] = float(result["fmax"])
             pairs["steps"] = int(result["steps"])
-        data = {"energies": np.asarray(result["energies"], dtype=np.float64),  # (calls,)
-                "start_positions": np.asarray(run.atoms.positions, dtype=np.float64)}
-        claimed = [row.id for row in self._rows(molecule=run.molecule, optimizer=run.optimizer,
-                                                 start=int(run.start), campaign=campaign.key)
-                   if "calls" not in row.key_value_pairs]
+        data = {
+            "energies": np.asarray(result["energies"], dtype=np.float64),  # (calls,)
+            "start_positions": np.asarray(run.atoms.positions, dtype=np.float64),
+        }
+        claimed = [
+            row.id
+            for row in self._rows(
+                molecule=run.molecule,
+                optimizer=run.optimizer,
+                start=int(run.start),
+                campaign=campaign.key,
+            )
+            if "calls" not in row.key_value_pairs
+        ]
         if claimed:
             self.db.update(claimed[0], atoms=atoms, data=data, delete_keys=["owner"], **pairs)
             return claimed[0]
@@ -280,12 +322,18 @@ class CampaignStore:
             if names is not None and (row.molecule, row.optimizer, row.start) not in names:
                 continue
             failed = bool(row.get("failed", False))
-            records.append(RunRecord(
-                molecule=row.molecule, optimizer=row.optimizer, start=int(row.start),
-                calls=int(row.calls), converged=bool(row.converged),
-                energy=np.nan if failed else float(row.energy),
-                energies=np.asarray(row.data.get("energies", []), dtype=np.float64),
-                error=row.get("error", "") if failed else "",
-                seconds=float(row.get("seconds", 0.0)),
-                seconds_outside=float(row.get("seconds_outside", 0.0))))
+            records.append(
+                RunRecord(
+                    molecule=row.molecule,
+                    optimizer=row.optimizer,
+                    start=int(row.start),
+                    calls=int(row.calls),
+                    converged=bool(row.converged),
+                    energy=np.nan if failed else float(row.energy),
+                    energies=np.asarray(row.data.get("energies", []), dtype=np.float64),
+                    error=row.get("error", "") if failed else "",
+                    seconds=float(row.get("seconds", 0.0)),
+                    seconds_outside=float(row.get("seconds_outside", 0.0)),
+                )
+            )
         return records

@@ -74,16 +74,22 @@ def best_energies(records):
 
 def _row(molecule, optimizer, records, best):
     calls = np.array([r.calls for r in records if r.converged], dtype=np.float64)
-    gaps = np.array([r.energy - best[r.molecule] for r in records
-                     if not r.failed and r.molecule in best], dtype=np.float64)
+    gaps = np.array(
+        [r.energy - best[r.molecule] for r in records if not r.failed and r.molecule in best],
+        dtype=np.float64,
+    )
     return SummaryRow(
-        molecule=molecule, optimizer=optimizer, runs=len(records),
-        converged=sum(r.converged for r in records), failed=sum(r.failed for r in records),
+        molecule=molecule,
+        optimizer=optimizer,
+        runs=len(records),
+        converged=sum(r.converged for r in records),
+        failed=sum(r.failed for r in records),
         calls_mean=calls.mean() if calls.size else np.nan,
         calls_median=np.median(calls) if calls.size else np.nan,
         calls_max=calls.max() if calls.size else np.nan,
         gap_mean=gaps.mean() if gaps.size else np.nan,
-        gap_max=gaps.max() if gaps.size else np.nan)
+        gap_max=gaps.max() if gaps.size else np.nan,
+    )
 
 
 def distinct(items):
@@ -115,8 +121,11 @@ def summarize(records, reference=REFERENCE_OPTIMIZER):
         groups.append((ALL, list(records)))
     rows = []
     for molecule, group in groups:
-        block = {o: _row(molecule, o, [r for r in group if r.optimizer == o], best)
-                 for o in optimizers if any(r.optimizer == o for r in group)}
+        block = {
+            o: _row(molecule, o, [r for r in group if r.optimizer == o], best)
+            for o in optimizers
+            if any(r.optimizer == o for r in group)
+        }
         denominator = block[reference].calls_mean if reference in block else np.nan
         for row in block.values():
             row.ratio = row.calls_mean / denominator if denominator > 0 else np.nan
@@ -141,16 +150,33 @@ def format_summary(rows, reference=REFERENCE_OPTIMIZER):
     -------
     str
     """
-    header = ["molecule", "optimizer", "runs", "converged", "calls mean", "median", "max",
-              "ΔE mean (meV)", "ΔE max (meV)", f"calls / {reference}"]
+    header = [
+        "molecule",
+        "optimizer",
+        "runs",
+        "converged",
+        "calls mean",
+        "median",
+        "max",
+        "ΔE mean (meV)",
+        "ΔE max (meV)",
+        f"calls / {reference}",
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         failed = f", {row.failed} failed" if row.failed else ""
-        cells = [row.molecule, row.optimizer, str(row.runs),
-                 f"{100 * row.success:.0f}%{failed}", _number(row.calls_mean, 1),
-                 _number(row.calls_median, 1), _number(row.calls_max, 0),
-                 _number(1e3 * row.gap_mean, 2), _number(1e3 * row.gap_max, 2),
-                 _number(row.ratio, 2)]
+        cells = [
+            row.molecule,
+            row.optimizer,
+            str(row.runs),
+            f"{100 * row.success:.0f}%{failed}",
+            _number(row.calls_mean, 1),
+            _number(row.calls_median, 1),
+            _number(row.calls_max, 0),
+            _number(1e3 * row.gap_mean, 2),
+            _number(1e3 * row.gap_max, 2),
+            _number(row.ratio, 2),
+        ]
         if row.molecule == ALL:
             cells[:2] = [f"**{cells[0]}**", f"**{cells[1]}**"]
         lines.append("| " + " | ".join(cells) + " |")
@@ -172,16 +198,17 @@ def format_legend(calc, fmax, reference=REFERENCE_OPTIMIZER):
     -------
     str
     """
-    return "\n".join([
-        f"Calculator {calc}; a run converges when the largest force is below {fmax:g} eV/Å.",
-        "runs: perturbed starts; converged: share of runs that reached fmax in the step "
-        "limit;",
-        "calls mean, median, max: force calls (one energy and forces evaluation each) of "
-        "the converged runs;",
-        "ΔE: final energy minus the lowest energy any run found on the molecule, meV;",
-        f"calls / {reference}: mean calls over {reference}'s mean calls on the same "
-        "molecule(s).",
-    ])
+    return "\n".join(
+        [
+            f"Calculator {calc}; a run converges when the largest force is below {fmax:g} eV/Å.",
+            "runs: perturbed starts; converged: share of runs that reached fmax in the step limit;",
+            "calls mean, median, max: force calls (one energy and forces evaluation each) of "
+            "the converged runs;",
+            "ΔE: final energy minus the lowest energy any run found on the molecule, meV;",
+            f"calls / {reference}: mean calls over {reference}'s mean calls on the same "
+            "molecule(s).",
+        ]
+    )
 
 
 def format_result(rows, reference=REFERENCE_OPTIMIZER):
@@ -205,12 +232,18 @@ def format_result(rows, reference=REFERENCE_OPTIMIZER):
     if not pooled:
         pooled = rows
         scope = f"mean calls on {rows[0].molecule}" if rows else ""
-    parts = [f"{row.optimizer} needed {row.ratio:.2f} of {reference}'s force calls"
-             for row in pooled if row.optimizer != reference and np.isfinite(row.ratio)]
+    parts = [
+        f"{row.optimizer} needed {row.ratio:.2f} of {reference}'s force calls"
+        for row in pooled
+        if row.optimizer != reference and np.isfinite(row.ratio)
+    ]
     return f"Result: {'; '.join(parts)} ({scope})." if parts else ""
 
 
 def format_failures(records):
     """One line per failed run, with its error; empty when none failed."""
-    return "\n".join(f"- {r.molecule} {r.optimizer} start {r.start} failed after {r.calls} "
-                     f"calls: {r.error}" for r in records if r.failed)
+    return "\n".join(
+        f"- {r.molecule} {r.optimizer} start {r.start} failed after {r.calls} calls: {r.error}"
+        for r in records
+        if r.failed
+    )

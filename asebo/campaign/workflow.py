@@ -11,10 +11,23 @@ except ModuleNotFoundError as error:
     raise missing_extra(error, "campaign", "asebo.campaign") from error
 
 
-def run_campaign(molecules, optimizers=("bo", "lbfgs"), starts=5, noise=0.1, seed=0,
-                 calc="gfn2", prior=None, fmax=0.05, steps=200, db="compare.db",
-                 scheduler=None, workers=None, retry_failed=False, progress=True,
-                 log=print):
+def run_campaign(
+    molecules,
+    optimizers=("bo", "lbfgs"),
+    starts=5,
+    noise=0.1,
+    seed=0,
+    calc="gfn2",
+    prior=None,
+    fmax=0.05,
+    steps=200,
+    db="compare.db",
+    scheduler=None,
+    workers=None,
+    retry_failed=False,
+    progress=True,
+    log=print,
+):
     """Relax every molecule from every start with every optimizer; store each run.
 
     Everything given is checked (molecules built, optimizers known, the database of
@@ -81,10 +94,20 @@ def run_campaign(molecules, optimizers=("bo", "lbfgs"), starts=5, noise=0.1, see
             log(f"{store.name}: {removed} failed runs deleted, to run again")
     stored = store.stored()
     missing = [run for run in runs if run.name not in stored]
-    log(f"{store.name}: {len(runs)} runs planned, {len(runs) - len(missing)} already stored, "
-        f"{len(missing)} to run")
-    execute_runs(missing, campaign, store, scheduler=scheduler, workers=workers,
-                 progress=progress, log=log, done=len(runs) - len(missing))
+    log(
+        f"{store.name}: {len(runs)} runs planned, {len(runs) - len(missing)} already stored, "
+        f"{len(missing)} to run"
+    )
+    execute_runs(
+        missing,
+        campaign,
+        store,
+        scheduler=scheduler,
+        workers=workers,
+        progress=progress,
+        log=log,
+        done=len(runs) - len(missing),
+    )
     order = {run.name: index for index, run in enumerate(runs)}
     records = store.records(set(order))
     return sorted(records, key=lambda r: order[(r.molecule, r.optimizer, r.start)])

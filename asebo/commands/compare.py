@@ -29,47 +29,87 @@ from asebo.campaign.workflow import run_campaign
 
 
 def add_arguments(parser):
-    parser.add_argument("--molecules", nargs="+", metavar="MOLECULE",
-                        help="ASE names (H2O, CH3CH2OH, water), structure files, or SMILES "
-                             "(CCO; 'smiles:CO' where a name would be read first)")
-    parser.add_argument("--optimizers", nargs="+", default=["bo", "lbfgs"],
-                        metavar="OPTIMIZER",
-                        help="bo, bfgs, lbfgs, fire, gpmin, sella, or bo+PRIOR such as "
-                             "bo+gfn1 (default: bo lbfgs)")
-    parser.add_argument("--starts", type=int, default=5,
-                        help="perturbed starts per molecule; 0 runs the geometry as given "
-                             "(default 5; the paper used 40)")
-    parser.add_argument("--noise", type=float, default=0.1,
-                        help="standard deviation of the Gaussian noise on every "
-                             "coordinate, Å (default 0.1)")
+    parser.add_argument(
+        "--molecules",
+        nargs="+",
+        metavar="MOLECULE",
+        help="ASE names (H2O, CH3CH2OH, water), structure files, or SMILES "
+        "(CCO; 'smiles:CO' where a name would be read first)",
+    )
+    parser.add_argument(
+        "--optimizers",
+        nargs="+",
+        default=["bo", "lbfgs"],
+        metavar="OPTIMIZER",
+        help="bo, bfgs, lbfgs, fire, gpmin, sella, or bo+PRIOR such as bo+gfn1 (default: bo lbfgs)",
+    )
+    parser.add_argument(
+        "--starts",
+        type=int,
+        default=5,
+        help="perturbed starts per molecule; 0 runs the geometry as given "
+        "(default 5; the paper used 40)",
+    )
+    parser.add_argument(
+        "--noise",
+        type=float,
+        default=0.1,
+        help="standard deviation of the Gaussian noise on every coordinate, Å (default 0.1)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the perturbations")
-    parser.add_argument("--calc", default="gfn2",
-                        help="calculator preset: gfn2 (default), gfn1, gpaw, emt, lj, "
-                             "with options as in gpaw:h=0.25,vacuum=3.5")
-    parser.add_argument("--prior", default=None,
-                        help="calculator preset used as the prior of bo (Δ-learning), e.g. "
-                             "gfn1; the runs are labelled bo+PRIOR")
-    parser.add_argument("--fmax", type=float, default=0.05,
-                        help="force threshold, eV/Å (default 0.05)")
-    parser.add_argument("--steps", type=int, default=200,
-                        help="largest number of steps of one run (default 200)")
-    parser.add_argument("--db", default="compare.db",
-                        help="ase.db database of the campaign (default compare.db)")
-    parser.add_argument("--plot", default=None, metavar="PREFIX",
-                        help="write PREFIX_best.png/.pdf (mean best energy against force "
-                             "calls) and PREFIX_runs.png/.pdf (every run)")
-    parser.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                        help="Dask scheduler address (tcp://host:8786) or scheduler file "
-                             "(.json); 'serial' runs here one after the other; default a "
-                             "local cluster on all cores")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="workers of the local cluster (default: the number of cores)")
-    parser.add_argument("--retry-failed", action="store_true",
-                        help="run the stored failed runs again")
-    parser.add_argument("--report", action="store_true",
-                        help="run nothing: summarise (and plot) every run stored in --db")
-    parser.add_argument("--markdown", default=None, metavar="FILE",
-                        help="also write the summary table to FILE")
+    parser.add_argument(
+        "--calc",
+        default="gfn2",
+        help="calculator preset: gfn2 (default), gfn1, gpaw, emt, lj, "
+        "with options as in gpaw:h=0.25,vacuum=3.5",
+    )
+    parser.add_argument(
+        "--prior",
+        default=None,
+        help="calculator preset used as the prior of bo (Δ-learning), e.g. "
+        "gfn1; the runs are labelled bo+PRIOR",
+    )
+    parser.add_argument(
+        "--fmax", type=float, default=0.05, help="force threshold, eV/Å (default 0.05)"
+    )
+    parser.add_argument(
+        "--steps", type=int, default=200, help="largest number of steps of one run (default 200)"
+    )
+    parser.add_argument(
+        "--db", default="compare.db", help="ase.db database of the campaign (default compare.db)"
+    )
+    parser.add_argument(
+        "--plot",
+        default=None,
+        metavar="PREFIX",
+        help="write PREFIX_best.png/.pdf (mean best energy against force "
+        "calls) and PREFIX_runs.png/.pdf (every run)",
+    )
+    parser.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="Dask scheduler address (tcp://host:8786) or scheduler file "
+        "(.json); 'serial' runs here one after the other; default a "
+        "local cluster on all cores",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="workers of the local cluster (default: the number of cores)",
+    )
+    parser.add_argument(
+        "--retry-failed", action="store_true", help="run the stored failed runs again"
+    )
+    parser.add_argument(
+        "--report",
+        action="store_true",
+        help="run nothing: summarise (and plot) every run stored in --db",
+    )
+    parser.add_argument(
+        "--markdown", default=None, metavar="FILE", help="also write the summary table to FILE"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -92,14 +132,26 @@ def _records(args):
             raise ValueError(f"{args.db} holds no runs to report")
         return records
     if not args.molecules:
-        raise ValueError("give --molecules (names, files or SMILES), or --report to "
-                         "summarise a database")
-    return run_campaign(args.molecules, args.optimizers, starts=args.starts,
-                        noise=args.noise, seed=args.seed, calc=args.calc, prior=args.prior,
-                        fmax=args.fmax, steps=args.steps, db=args.db,
-                        scheduler=args.scheduler, workers=args.workers,
-                        retry_failed=args.retry_failed, progress=not args.no_progress,
-                        log=_log)
+        raise ValueError(
+            "give --molecules (names, files or SMILES), or --report to summarise a database"
+        )
+    return run_campaign(
+        args.molecules,
+        args.optimizers,
+        starts=args.starts,
+        noise=args.noise,
+        seed=args.seed,
+        calc=args.calc,
+        prior=args.prior,
+        fmax=args.fmax,
+        steps=args.steps,
+        db=args.db,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        retry_failed=args.retry_failed,
+        progress=not args.no_progress,
+        log=_log,
+    )
 
 
 def run(args):
@@ -109,8 +161,11 @@ def run(args):
         print(f"asebo compare: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"\nasebo compare: interrupted; the finished runs are in {args.db}: run the "
-              "same command again to do the rest", file=sys.stderr)
+        print(
+            f"\nasebo compare: interrupted; the finished runs are in {args.db}: run the "
+            "same command again to do the rest",
+            file=sys.stderr,
+        )
         return 130
     rows = summarize(records)
     table = format_summary(rows)

@@ -19,24 +19,36 @@ from calculators import available, get_calculator
 
 def add_arguments(parser):
     parser.add_argument("file", type=Path, help="any structure file ASE reads")
-    parser.add_argument("--calc", default="gfn2", choices=available(),
-                        help="calculator preset (default: gfn2, GFN2-xTB)")
-    parser.add_argument("--prior", default=None, choices=[*MODEL_PRIORS, *available()],
-                        help="the GP's prior mean: lindh (default: harmonic model with "
-                             "Lindh's force constants), max, mean, or a calculator preset "
-                             "(Δ-learning)")
+    parser.add_argument(
+        "--calc",
+        default="gfn2",
+        choices=available(),
+        help="calculator preset (default: gfn2, GFN2-xTB)",
+    )
+    parser.add_argument(
+        "--prior",
+        default=None,
+        choices=[*MODEL_PRIORS, *available()],
+        help="the GP's prior mean: lindh (default: harmonic model with "
+        "Lindh's force constants), max, mean, or a calculator preset "
+        "(Δ-learning)",
+    )
     parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å")
     parser.add_argument("--steps", type=int, default=500)
-    parser.add_argument("--kappa", type=float, default=None,
-                        help="exploration weight of the lower confidence bound")
+    parser.add_argument(
+        "--kappa", type=float, default=None, help="exploration weight of the lower confidence bound"
+    )
     parser.add_argument("--maxstep", type=float, default=None, help="Å")
     parser.add_argument("--trajectory", type=Path, default=None)
-    parser.add_argument("--restart", type=Path, default=None,
-                        help="restart file: read if present, written every step")
+    parser.add_argument(
+        "--restart",
+        type=Path,
+        default=None,
+        help="restart file: read if present, written every step",
+    )
     parser.add_argument("--logfile", default="-")
     parser.add_argument("--output", type=Path, default=None)
-    parser.add_argument("--force", action="store_true",
-                        help="overwrite an existing output file")
+    parser.add_argument("--force", action="store_true", help="overwrite an existing output file")
 
 
 def _one_line(error):
@@ -46,8 +58,7 @@ def _one_line(error):
 def run(args):
     output = args.output or args.file.with_name(f"{args.file.stem}_relaxed.xyz")
     if output.exists() and not args.force:
-        raise SystemExit(f"{output} exists: pass --force to overwrite it, or --output "
-                         "another name")
+        raise SystemExit(f"{output} exists: pass --force to overwrite it, or --output another name")
     try:
         atoms = read(args.file)
     except Exception as error:  # any reader's error, in one line
@@ -57,22 +68,34 @@ def run(args):
     atoms.calc = get_calculator(args.calc)
     prior = resolve_prior(args.prior)
     try:
-        opt = BOOptimizer(atoms, restart=None if args.restart is None else str(args.restart),
-                          logfile=args.logfile, prior=prior, kappa=args.kappa,
-                          maxstep=args.maxstep,
-                          trajectory=None if args.trajectory is None else str(args.trajectory))
+        opt = BOOptimizer(
+            atoms,
+            restart=None if args.restart is None else str(args.restart),
+            logfile=args.logfile,
+            prior=prior,
+            kappa=args.kappa,
+            maxstep=args.maxstep,
+            trajectory=None if args.trajectory is None else str(args.trajectory),
+        )
     except (ValueError, TypeError, PermissionError, RestartError) as error:
         raise SystemExit(f"{args.file}: {_one_line(error)}") from error
     try:
         converged = opt.run(fmax=args.fmax, steps=args.steps)
     except Exception as error:  # the calculator's own errors, in one line
-        kept = (f"; the {len(opt.energies)} observations so far are kept in {args.restart}"
-                if args.restart and len(opt.energies) else "")
-        raise SystemExit(f"the {args.calc} calculator failed on {args.file}: "
-                         f"{type(error).__name__}: {_one_line(error)}{kept}") from error
+        kept = (
+            f"; the {len(opt.energies)} observations so far are kept in {args.restart}"
+            if args.restart and len(opt.energies)
+            else ""
+        )
+        raise SystemExit(
+            f"the {args.calc} calculator failed on {args.file}: "
+            f"{type(error).__name__}: {_one_line(error)}{kept}"
+        ) from error
     write(output, atoms)
     energy = opt.optimizable.get_value()
     fmax = opt.optimizable.gradient_norm(opt.optimizable.get_gradient())
-    print(f"{'converged' if converged else 'not converged'} after {opt.nsteps} steps; "
-          f"energy {energy:.6f} eV, fmax {fmax:.4f} eV/Å; written to {output}")
+    print(
+        f"{'converged' if converged else 'not converged'} after {opt.nsteps} steps; "
+        f"energy {energy:.6f} eV, fmax {fmax:.4f} eV/Å; written to {output}"
+    )
     return 0 if converged else 1

@@ -18,8 +18,18 @@ from asebo.kernels.svd import (
 )
 
 __all__ = [
-    "Kernel", "GaussianKernel", "LaplacianKernel", "LinearKernel", "TanimotoKernel",
-    "squared_distances", "SVDKernel", "svd_kernel_blocks", "svd_kernel_blocks_batched",
-    "svd_distance", "optimal_alignment", "JointCovariance", "joint_covariance",
+    "Kernel",
+    "GaussianKernel",
+    "LaplacianKernel",
+    "LinearKernel",
+    "TanimotoKernel",
+    "squared_distances",
+    "SVDKernel",
+    "svd_kernel_blocks",
+    "svd_kernel_blocks_batched",
+    "svd_distance",
+    "optimal_alignment",
+    "JointCovariance",
+    "joint_covariance",
     "solve_joint",
 ]

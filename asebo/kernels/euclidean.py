@@ -61,8 +61,9 @@ class Kernel:
         raise NotImplementedError
 
     def __repr__(self):
-        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items()
-                           if not isinstance(v, np.ndarray))
+        params = ", ".join(
+            f"{k}={v!r}" for k, v in vars(self).items() if not isinstance(v, np.ndarray)
+        )
         return f"{type(self).__name__}({params})"
 
 
@@ -160,9 +161,9 @@ def cartesian_rbf_blocks_batched(Xs, Zs, gamma):
         ``k (gamma I - gamma^2 (X - Z)(X - Z)^T)``.
     """
     diff = Xs[:, None] - Zs[None, :]  # (m, m', n, 3)
-    k = torch.exp(-0.5 * gamma * (diff ** 2).sum(dim=(-1, -2)))  # (m, m')
+    k = torch.exp(-0.5 * gamma * (diff**2).sum(dim=(-1, -2)))  # (m, m')
     dk_dX = -gamma * k[..., None, None] * diff
     flat = diff.reshape(*diff.shape[:2], -1)  # (m, m', 3n)
     eye = torch.eye(flat.shape[-1], dtype=flat.dtype)
-    d2 = k[..., None, None] * (gamma * eye - gamma ** 2 * flat[..., :, None] * flat[..., None, :])
+    d2 = k[..., None, None] * (gamma * eye - gamma**2 * flat[..., :, None] * flat[..., None, :])
     return k, dk_dX, -dk_dX, d2

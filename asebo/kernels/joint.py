@@ -78,9 +78,16 @@ class PairGeometry:
         def pick(tensor):
             return tensor[rows][:, cols]
 
-        return PairGeometry(self.rows[rows], self.cols[cols], pick(self.distance),
-                            pick(self.G), pick(self.W), pick(self.V), pick(self.C),
-                            self.centred)
+        return PairGeometry(
+            self.rows[rows],
+            self.cols[cols],
+            pick(self.distance),
+            pick(self.G),
+            pick(self.W),
+            pick(self.V),
+            pick(self.C),
+            self.centred,
+        )
 
 
 def pair_geometry(X, Z, kernel="svd", proper=True):
@@ -103,14 +110,17 @@ def pair_geometry(X, Z, kernel="svd", proper=True):
         M = torch.einsum("ina,jnb->ijab", Xc, Zc)  # (b, m, 3, 3)
         alignment = Alignment(M, proper)
         trace = (alignment.G * M).sum(dim=(-1, -2))  # (b, m)
-        distance = ((Xc ** 2).sum(dim=(-1, -2))[:, None] + (Zc ** 2).sum(dim=(-1, -2))[None]
-                    - 2.0 * trace).clamp_min(0.0)
-        return PairGeometry(Xc, Zc, distance, alignment.G, alignment.W, alignment.V,
-                            alignment.C, centred=True)
+        distance = (
+            (Xc**2).sum(dim=(-1, -2))[:, None] + (Zc**2).sum(dim=(-1, -2))[None] - 2.0 * trace
+        ).clamp_min(0.0)
+        return PairGeometry(
+            Xc, Zc, distance, alignment.G, alignment.W, alignment.V, alignment.C, centred=True
+        )
     eye = torch.eye(3, dtype=X.dtype).expand(b, m, 3, 3)
     cross = torch.einsum("ina,jna->ij", X, Z)  # (b, m)
-    distance = ((X ** 2).sum(dim=(-1, -2))[:, None] + (Z ** 2).sum(dim=(-1, -2))[None]
-                - 2.0 * cross).clamp_min(0.0)
+    distance = (
+        (X**2).sum(dim=(-1, -2))[:, None] + (Z**2).sum(dim=(-1, -2))[None] - 2.0 * cross
+    ).clamp_min(0.0)
     return PairGeometry(X, Z, distance, eye, eye, eye, torch.zeros_like(eye), centred=False)
 
 
@@ -146,7 +156,7 @@ def joint_matmul(geometry, gamma, rhs, k=None):
 
     # every sum over atoms is one matrix product over all pairs at once
     row_coords = _t(g.rows).reshape(3 * b, n)  # ((i, a), atom)
-    A = (row_coords @ v.permute(2, 0, 1, 3).reshape(n, t * m * 3))
+    A = row_coords @ v.permute(2, 0, 1, 3).reshape(n, t * m * 3)
     A = A.reshape(b, 3, t, m, 3).permute(2, 0, 3, 1, 4)  # (t, b, m, 3, 3): X_i^T v_j
     z = (g.cols[None] * v).sum(dim=(2, 3))  # (t, m): <Z_j, v_j>
     sigma = z[:, None, :] - (g.G * A).sum(dim=(-1, -2))  # (t, b, m): <e_Z, v_j>
@@ -190,7 +200,7 @@ def _alignment_hessian(g):
     n = g.rows.shape[1]
     eye_n = torch.eye(n, dtype=g.rows.dtype)
     centring = eye_n - 1.0 / n if g.centred else eye_n  # (n, n)
-    hessian = (centring[:, None, :, None] * g.G[:, :, None, :, None, :])
+    hessian = centring[:, None, :, None] * g.G[:, :, None, :, None, :]
     hessian = hessian.reshape(b, m, 3 * n, 3 * n)
     if g.centred:
         zeta = g.cols[None] @ g.V  # (b, m, n, 3): Z_j V
@@ -232,7 +242,7 @@ def assemble_dense(parts, k, gamma):
     blocks[:, 1:, :, 0] = _t(-gamma * k[..., None] * eX.reshape(b, m, 3 * n))
     for i in range(b):
         mixed = eX[i].reshape(m, -1, 1) * eZ[i].reshape(m, 1, -1)  # (m, 3n, 3n)
-        mixed.mul_(gamma ** 2).add_(hessian[i], alpha=gamma).mul_(k[i, :, None, None])
+        mixed.mul_(gamma**2).add_(hessian[i], alpha=gamma).mul_(k[i, :, None, None])
         blocks[i, 1:, :, 1:] = mixed.transpose(0, 1)
     return blocks.reshape(b * (3 * n + 1), m * (3 * n + 1))
 
@@ -260,8 +270,10 @@ def joint_diagonal(geometry, gamma):
         zeta = g.cols @ V  # (m, n, 3)
         alpha = g.rows @ W  # (m, n, 3)
         # T[a,i,a,i] = sum_pq W_ip zeta_aq C_pq (alpha_ap V_iq - alpha_aq V_ip)
-        diagonal = diagonal + (torch.einsum("mip,maq,mpq,map,miq->mai", W, zeta, C, alpha, V)
-                               - torch.einsum("mip,maq,mpq,maq,mip->mai", W, zeta, C, alpha, V))
+        diagonal = diagonal + (
+            torch.einsum("mip,maq,mpq,map,miq->mai", W, zeta, C, alpha, V)
+            - torch.einsum("mip,maq,mpq,maq,mip->mai", W, zeta, C, alpha, V)
+        )
     k = g.kernel(gamma)[index, index]  # (m,)
     gradient = gamma * k[:, None, None] * diagonal  # (m, n, 3)
     return torch.cat([k[:, None], gradient.reshape(m, 3 * n)], dim=1).reshape(-1)
@@ -300,15 +312,20 @@ def block_jacobi(geometry, gamma, noise):
     energy_diagonal = k + noise[:, 0]  # (m,)
     scale = gamma * k + noise[:, 1]  # (m,): the identity part of the gradient block
     if g.centred:  # gradient block = scale I + low @ high^T
-        translations = torch.eye(3, dtype=dtype).repeat(n, 1) / n ** 0.5  # (3n, 3)
+        translations = torch.eye(3, dtype=dtype).repeat(n, 1) / n**0.5  # (3n, 3)
         translations = translations.expand(m, 3 * n, 3)
         zeta = g.cols @ V  # (m, n, 3)
         alpha = g.rows @ W  # (m, n, 3)
         rows = (zeta[:, :, None, None, :] * W[:, None, :, :, None]).reshape(m, 3 * n, 9)
         cols = alpha[:, :, None, :, None] * V[:, None, :, None, :]  # (m, n, 3, 3, 3)
         cols = (cols - cols.transpose(-1, -2)).reshape(m, 3 * n, 9)
-        low = torch.cat([-gamma * k[:, None, None] * translations,
-                         gamma * k[:, None, None] * rows * C.reshape(m, 1, 9)], dim=-1)
+        low = torch.cat(
+            [
+                -gamma * k[:, None, None] * translations,
+                gamma * k[:, None, None] * rows * C.reshape(m, 1, 9),
+            ],
+            dim=-1,
+        )
         high = torch.cat([translations, cols], dim=-1)  # (m, 3n, 12)
         capacitance = scale[:, None, None] * torch.eye(12, dtype=dtype) + _t(high) @ low
         capacitance_lu = torch.linalg.lu_factor(capacitance)  # (m, 12, 12)

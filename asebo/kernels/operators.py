@@ -37,7 +37,7 @@ from asebo.kernels.joint import (
 )
 from asebo.kernels.svd import _as_tensor
 
-_DENSE_CHUNK_BYTES = 2 ** 28  # intermediates of one chunk of dense block rows
+_DENSE_CHUNK_BYTES = 2**28  # intermediates of one chunk of dense block rows
 
 
 class JointCovariance(LinearOperator):
@@ -97,11 +97,16 @@ class JointCovariance(LinearOperator):
 
     def matmul(self, other):
         """``self @ other``: the structured product, through autograd only when it is needed."""
-        if (isinstance(other, torch.Tensor) and other.ndim <= 2
-                and not (other.requires_grad and torch.is_grad_enabled())):
+        if (
+            isinstance(other, torch.Tensor)
+            and other.ndim <= 2
+            and not (other.requires_grad and torch.is_grad_enabled())
+        ):
             if other.shape[0] != self.shape[-1]:
-                raise ValueError(f"cannot multiply an operator of shape {tuple(self.shape)} "
-                                 f"with a tensor of shape {tuple(other.shape)}")
+                raise ValueError(
+                    f"cannot multiply an operator of shape {tuple(self.shape)} "
+                    f"with a tensor of shape {tuple(other.shape)}"
+                )
             return self._matmul(other)
         return super().matmul(other)
 
@@ -112,8 +117,12 @@ class JointCovariance(LinearOperator):
         """The dense matrix, built in chunks of block rows to bound the memory."""
         m, n = self.n_configs, self.n_atoms
         chunk = max(1, int(_DENSE_CHUNK_BYTES // (8 * 8 * m * 9 * n * n)))
-        rows = [joint_dense(self.geometry.take(rows=slice(i, i + chunk)), self.gamma,
-                            self.k[i:i + chunk]) for i in range(0, m, chunk)]
+        rows = [
+            joint_dense(
+                self.geometry.take(rows=slice(i, i + chunk)), self.gamma, self.k[i : i + chunk]
+            )
+            for i in range(0, m, chunk)
+        ]
         return torch.cat(rows, dim=0)
 
 
@@ -148,8 +157,9 @@ class JointStructure:
 
     def stored_numbers(self):
         """How many numbers the per-pair and per-configuration data hold (filled or spare)."""
-        return (sum(b.numel() for b in self._buffers.values())
-                + (0 if self.positions is None else 2 * self.positions.numel()))
+        return sum(b.numel() for b in self._buffers.values()) + (
+            0 if self.positions is None else 2 * self.positions.numel()
+        )
 
     def extend(self, new):
         """Add configurations ``new`` (k, n, 3)."""
@@ -178,21 +188,24 @@ class JointStructure:
             if buffer is not None:
                 grown[:m, :m] = buffer[:m, :m]
             self._buffers[name] = buffer = grown
-        buffer[m, :m + 1] = row
+        buffer[m, : m + 1] = row
         buffer[:m, m] = column
 
     def geometry(self, rows=None, cols=None):
         """The :class:`PairGeometry` of all or some configurations (index tensors)."""
         m = len(self)
-        full = PairGeometry(self._rows, self._rows,
-                            *(self._buffers[name][:m, :m] for name in self._FIELDS),
-                            centred=self.kernel == "svd")
+        full = PairGeometry(
+            self._rows,
+            self._rows,
+            *(self._buffers[name][:m, :m] for name in self._FIELDS),
+            centred=self.kernel == "svd",
+        )
         return full if rows is None and cols is None else full.take(rows, cols)
 
     @property
     def distance(self):
         """Aligned squared distances of every pair, (m, m)."""
-        return self._buffers["distance"][:len(self), :len(self)]
+        return self._buffers["distance"][: len(self), : len(self)]
 
     def dense(self, gamma, select=None):
         """Dense joint covariance at ``gamma`` of all or the ``select``-ed configurations.
@@ -241,8 +254,7 @@ def joint_covariance(positions, gamma, proper=True, kernel="svd"):
     positions, _ = _as_tensor(positions, "positions")
     if positions.ndim != 3:
         raise ValueError(f"positions must have shape (m, n_atoms, 3), got {tuple(positions.shape)}")
-    return JointCovariance.from_geometry(pair_geometry(positions, positions, kernel, proper),
-                                         gamma)
+    return JointCovariance.from_geometry(pair_geometry(positions, positions, kernel, proper), gamma)
 
 
 @dataclass
@@ -263,8 +275,17 @@ class SolveInfo:
     residual: float = 0.0
 
 
-def solve_joint(operator, rhs, noise, method="auto", max_cholesky_size=3000,
-                tolerance=1e-10, max_iter=2000, preconditioner=None, initial_guess=None):
+def solve_joint(
+    operator,
+    rhs,
+    noise,
+    method="auto",
+    max_cholesky_size=3000,
+    tolerance=1e-10,
+    max_iter=2000,
+    preconditioner=None,
+    initial_guess=None,
+):
     """Solve ``(K + diag(noise)) x = rhs`` for a joint covariance ``K``.
 
     Parameters
@@ -321,10 +342,18 @@ def solve_joint(operator, rhs, noise, method="auto", max_cholesky_size=3000,
     # Its warning on stopping at max_iter is dropped: SolveInfo reports the residual.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NumericalWarning)
-        x = linear_cg(matmul, column, tolerance=tolerance, max_iter=max_iter, eps=1e-300,
-                      stop_updating_after=0.0, preconditioner=preconditioner,
-                      initial_guess=initial_guess)
+        x = linear_cg(
+            matmul,
+            column,
+            tolerance=tolerance,
+            max_iter=max_iter,
+            eps=1e-300,
+            stop_updating_after=0.0,
+            preconditioner=preconditioner,
+            initial_guess=initial_guess,
+        )
     iterations = len(products) - 1  # the first product is the initial residual
-    residual = ((operator._matmul(x) + noise[:, None] * x - column).norm()
-                / column.norm().clamp_min(1e-300)).item()
+    residual = (
+        (operator._matmul(x) + noise[:, None] * x - column).norm() / column.norm().clamp_min(1e-300)
+    ).item()
     return (x[:, 0] if rhs.ndim == 1 else x), SolveInfo("cg", iterations, residual)

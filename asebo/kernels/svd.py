@@ -95,8 +95,12 @@ class Alignment:
             pair_sum = signed[..., :, None] + signed[..., None, :]  # (..., 3, 3)
             off_diagonal = ~torch.eye(3, dtype=torch.bool, device=M.device)
             active = weight > 0  # (..., 3)
-            usable = (off_diagonal & (pair_sum > _RANK_RTOL * scale[..., None])
-                      & active[..., :, None] & active[..., None, :])
+            usable = (
+                off_diagonal
+                & (pair_sum > _RANK_RTOL * scale[..., None])
+                & active[..., :, None]
+                & active[..., None, :]
+            )
             self.C = torch.where(usable, 1.0 / torch.where(usable, pair_sum, 1.0), 0.0)
             self.W = U * sign[..., None, :]
             self.V = V
@@ -160,8 +164,9 @@ class _PairTerms:
         G = optimal_alignment(M, proper, self.alignment)
         self.G = G
         trace = (G * M).sum(dim=(-1, -2))  # (...)
-        self.distance = ((self.Xc ** 2).sum(dim=(-1, -2)) + (self.Zc ** 2).sum(dim=(-1, -2))
-                         - 2.0 * trace).clamp_min(0.0)
+        self.distance = (
+            (self.Xc**2).sum(dim=(-1, -2)) + (self.Zc**2).sum(dim=(-1, -2)) - 2.0 * trace
+        ).clamp_min(0.0)
         self.gamma = gamma
         self.k = torch.exp(-0.5 * gamma * self.distance)  # (...)
         self.eX = self.Xc - self.Zc @ G.transpose(-1, -2)  # (..., n, 3)
@@ -213,15 +218,17 @@ def mixed_block(k, gamma, eX, eZ, alignment_hessian):
     """
     batch = eX.shape[:-2]
     outer = eX.reshape(*batch, -1, 1) * eZ.reshape(*batch, 1, -1)
-    return k[..., None, None] * (gamma ** 2 * outer + gamma * alignment_hessian)
+    return k[..., None, None] * (gamma**2 * outer + gamma * alignment_hessian)
 
 
 def _prepare_pair(X, Z):
     X, x_numpy = _as_tensor(X, "X")
     Z, z_numpy = _as_tensor(Z, "Z")
     if X.shape[-2] != Z.shape[-2]:
-        raise ValueError(f"X has {X.shape[-2]} atoms and Z has {Z.shape[-2]}: "
-                         "the SVD kernel compares configurations of the same atoms")
+        raise ValueError(
+            f"X has {X.shape[-2]} atoms and Z has {Z.shape[-2]}: "
+            "the SVD kernel compares configurations of the same atoms"
+        )
     return X, Z, x_numpy and z_numpy
 
 
@@ -261,8 +268,10 @@ def svd_kernel_blocks(X, Z, gamma, proper=True):
     """
     X, Z, as_numpy = _prepare_pair(X, Z)
     if X.ndim != 2 or Z.ndim != 2:
-        raise ValueError("svd_kernel_blocks takes two (n, 3) configurations; "
-                         "use svd_kernel_blocks_batched for many")
+        raise ValueError(
+            "svd_kernel_blocks takes two (n, 3) configurations; "
+            "use svd_kernel_blocks_batched for many"
+        )
     terms = _PairTerms(X, Z, float(gamma), proper)
     return _output((terms.k, terms.dk_dX(), terms.dk_dZ(), terms.d2k_dXdZ()), as_numpy)
 
@@ -299,7 +308,7 @@ def svd_distance(X, Z, proper=True):
     Xc, Zc = _centre(X), _centre(Z)
     M = Xc.transpose(-1, -2) @ Zc
     trace = (optimal_alignment(M, proper) * M).sum(dim=(-1, -2))
-    d = ((Xc ** 2).sum(dim=(-1, -2)) + (Zc ** 2).sum(dim=(-1, -2)) - 2.0 * trace).clamp_min(0.0)
+    d = ((Xc**2).sum(dim=(-1, -2)) + (Zc**2).sum(dim=(-1, -2)) - 2.0 * trace).clamp_min(0.0)
     return d.detach().numpy() if as_numpy else d
 
 

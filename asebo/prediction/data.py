@@ -119,25 +119,43 @@ class ConfigurationSet:
 
     def subset(self, index):
         """The configurations ``index`` (an int array or a slice)."""
-        return ConfigurationSet(self.numbers, self.equilibrium, self.positions[index],
-                                self.energies[index], self.forces[index], dict(self.metadata))
+        return ConfigurationSet(
+            self.numbers,
+            self.equilibrium,
+            self.positions[index],
+            self.energies[index],
+            self.forces[index],
+            dict(self.metadata),
+        )
 
     def save(self, path):
         """Write to ``path`` (``.npz``), atomically."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(path.name + ".part.npz")
-        np.savez_compressed(temporary, numbers=self.numbers, equilibrium=self.equilibrium,
-                            positions=self.positions, energies=self.energies,
-                            forces=self.forces, metadata=np.array(json.dumps(self.metadata)))
+        np.savez_compressed(
+            temporary,
+            numbers=self.numbers,
+            equilibrium=self.equilibrium,
+            positions=self.positions,
+            energies=self.energies,
+            forces=self.forces,
+            metadata=np.array(json.dumps(self.metadata)),
+        )
         os.replace(temporary, path)
 
     @classmethod
     def load(cls, path):
         """Read a set written by :meth:`save`."""
         with np.load(path, allow_pickle=False) as data:
-            return cls(data["numbers"], data["equilibrium"], data["positions"],
-                       data["energies"], data["forces"], json.loads(str(data["metadata"])))
+            return cls(
+                data["numbers"],
+                data["equilibrium"],
+                data["positions"],
+                data["energies"],
+                data["forces"],
+                json.loads(str(data["metadata"])),
+            )
 
 
 def dataset_filename(molecule, calculator, displacement=None, random_state=0):
@@ -146,8 +164,9 @@ def dataset_filename(molecule, calculator, displacement=None, random_state=0):
     The calculator spec's colon becomes a hyphen: ``gpaw:mode=lcao`` gives
     ``glycerol_gpaw-mode=lcao_d0.06_s0.npz``.
     """
-    displacement = DISPLACEMENTS.get(molecule, DEFAULT_DISPLACEMENT) if displacement is None \
-        else displacement
+    displacement = (
+        DISPLACEMENTS.get(molecule, DEFAULT_DISPLACEMENT) if displacement is None else displacement
+    )
     tag = str(calculator).replace(":", "-")
     return f"{molecule}_{tag}_d{displacement:g}_s{random_state}.npz"
 
@@ -158,8 +177,17 @@ def default_cache_dir():
     return Path(root) / "prediction"
 
 
-def generate_dataset(molecule, calculator="gfn2", count=100, displacement=None,
-                     random_state=0, path=None, fmax=0.02, prerelax=None, progress=False):
+def generate_dataset(
+    molecule,
+    calculator="gfn2",
+    count=100,
+    displacement=None,
+    random_state=0,
+    path=None,
+    fmax=0.02,
+    prerelax=None,
+    progress=False,
+):
     """Relax a molecule, displace it and label the configurations (Wong and Kolter, Tables 1-2).
 
     Parameters
@@ -191,25 +219,39 @@ def generate_dataset(molecule, calculator="gfn2", count=100, displacement=None,
     """
     if count < 1:
         raise ValueError(f"count must be positive, got {count}")
-    displacement = DISPLACEMENTS.get(molecule, DEFAULT_DISPLACEMENT) if displacement is None \
+    displacement = (
+        DISPLACEMENTS.get(molecule, DEFAULT_DISPLACEMENT)
+        if displacement is None
         else float(displacement)
-    metadata = {"molecule": molecule, "smiles": MOLECULES.get(molecule, molecule),
-                "calculator": calculator, "displacement": displacement,
-                "random_state": int(random_state), "fmax": fmax}
+    )
+    metadata = {
+        "molecule": molecule,
+        "smiles": MOLECULES.get(molecule, molecule),
+        "calculator": calculator,
+        "displacement": displacement,
+        "random_state": int(random_state),
+        "fmax": fmax,
+    }
     data = _resumable(path, metadata)
     if data is None:
         start = molecule_from_smiles(MOLECULES.get(molecule, molecule), random_state)
         atoms = relax_molecule(start, calculator, fmax=fmax, prerelax=prerelax)
-        data = ConfigurationSet(atoms.numbers, atoms.positions, np.empty((0, len(atoms), 3)),
-                                np.empty(0), np.empty((0, len(atoms), 3)), metadata)
+        data = ConfigurationSet(
+            atoms.numbers,
+            atoms.positions,
+            np.empty((0, len(atoms), 3)),
+            np.empty(0),
+            np.empty((0, len(atoms), 3)),
+            metadata,
+        )
     done = data.n_labelled
-    positions = displaced_positions(data.equilibrium, max(count, done), displacement,
-                                    random_state)  # (count, n, 3)
+    positions = displaced_positions(
+        data.equilibrium, max(count, done), displacement, random_state
+    )  # (count, n, 3)
     energies = np.full(len(positions), np.nan)
     forces = np.full(positions.shape, np.nan)
     energies[:done], forces[:done] = data.energies[:done], data.forces[:done]
-    data = ConfigurationSet(data.numbers, data.equilibrium, positions, energies, forces,
-                            metadata)
+    data = ConfigurationSet(data.numbers, data.equilibrium, positions, energies, forces, metadata)
     if done < count:
         atoms = Atoms(data.numbers, positions=data.equilibrium)
         atoms.calc = get_calculator(calculator)
@@ -231,13 +273,23 @@ def _resumable(path, metadata):
     if path is None or not Path(path).exists():
         return None
     data = ConfigurationSet.load(path)
-    same = all(data.metadata.get(key) == metadata[key]
-               for key in ("smiles", "calculator", "displacement", "random_state"))
+    same = all(
+        data.metadata.get(key) == metadata[key]
+        for key in ("smiles", "calculator", "displacement", "random_state")
+    )
     return data if same else None
 
 
-def load_dataset(molecule, calculator="gfn2", count=100, displacement=None, random_state=0,
-                 cache_dir=None, generate=True, **generate_options):
+def load_dataset(
+    molecule,
+    calculator="gfn2",
+    count=100,
+    displacement=None,
+    random_state=0,
+    cache_dir=None,
+    generate=True,
+    **generate_options,
+):
     """A labelled set from the cache or the shipped files, computing what is missing.
 
     The cache (``cache_dir``, default :func:`default_cache_dir`) is looked at first,
@@ -267,9 +319,18 @@ def load_dataset(molecule, calculator="gfn2", count=100, displacement=None, rand
         return best.subset(slice(0, count))
     if not generate:
         have = 0 if best is None else best.n_labelled
-        raise ValueError(f"only {have} configurations of {name} are stored and {count} were "
-                         "asked for: allow generation or ask for fewer")
+        raise ValueError(
+            f"only {have} configurations of {name} are stored and {count} were "
+            "asked for: allow generation or ask for fewer"
+        )
     if best is not None:
         best.save(cache / name)
-    return generate_dataset(molecule, calculator, count, displacement, random_state,
-                            path=cache / name, **generate_options)
+    return generate_dataset(
+        molecule,
+        calculator,
+        count,
+        displacement,
+        random_state,
+        path=cache / name,
+        **generate_options,
+    )

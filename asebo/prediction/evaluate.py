@@ -33,9 +33,20 @@ def _clock():
     return np.array([time.perf_counter(), time.process_time()])
 
 
-def evaluate_model(data, name, selection="cv", folds=None, training_size=None, n_folds=5,
-                   inner_folds=4, grid=None, search_configs=None, screen=None, random_state=0,
-                   **model_params):
+def evaluate_model(
+    data,
+    name,
+    selection="cv",
+    folds=None,
+    training_size=None,
+    n_folds=5,
+    inner_folds=4,
+    grid=None,
+    search_configs=None,
+    screen=None,
+    random_state=0,
+    **model_params,
+):
     """Outer cross-validation of one model (Wong and Kolter, Tables 1-2; Fig. 1 by
     ``training_size``).
 
@@ -86,20 +97,35 @@ def evaluate_model(data, name, selection="cv", folds=None, training_size=None, n
         if name != "mean":
             search = train[:search_configs] if search_configs else train
             forces = data.forces[search] if model.uses_forces else None
-            params = select_hyperparameters(model, data.positions[search],
-                                            data.energies[search], forces, grid, selection,
-                                            inner_folds, random_state, screen).params
+            params = select_hyperparameters(
+                model,
+                data.positions[search],
+                data.energies[search],
+                forces,
+                grid,
+                selection,
+                inner_folds,
+                random_state,
+                screen,
+            ).params
             model.set_params(**params)
         searched = _clock()
-        model.fit(data.positions[train], data.energies[train],
-                  data.forces[train] if model.uses_forces else None)
+        model.fit(
+            data.positions[train],
+            data.energies[train],
+            data.forces[train] if model.uses_forces else None,
+        )
         predicted = model.predict(data.positions[test])
         fitted = _clock()
         rmse = float(np.sqrt(np.mean((predicted - data.energies[test]) ** 2)))
         info = getattr(model, "solve_info_", None)
-        solver = {} if info is None else {"method": info.method, "iterations": info.iterations,
-                                          "residual": info.residual}
+        solver = (
+            {}
+            if info is None
+            else {"method": info.method, "iterations": info.iterations, "residual": info.residual}
+        )
         (search_wall, search_cpu), (fit_wall, fit_cpu) = searched - start, fitted - searched
-        results.append(FoldResult(rmse, params, search_wall, fit_wall, len(train), solver,
-                                  search_cpu, fit_cpu))
+        results.append(
+            FoldResult(rmse, params, search_wall, fit_wall, len(train), solver, search_cpu, fit_cpu)
+        )
     return results

@@ -20,7 +20,6 @@ except ImportError as error:
     raise missing_extra(error, "learn", "asebo.prediction") from error
 
 
-
 def coulomb_eigenspectrum(numbers, positions):
     r"""Sorted eigenvalues of the Coulomb matrix (Rupp et al. 2012), in atomic units.
 
@@ -42,15 +41,13 @@ def coulomb_eigenspectrum(numbers, positions):
     positions = positions[None] if single else positions
     charges = np.asarray(numbers, dtype=np.float64)  # (n,)
     if positions.ndim != 3 or positions.shape[1:] != (len(charges), 3):
-        raise ValueError(f"positions must have shape (m, {len(charges)}, 3), "
-                         f"got {positions.shape}")
+        raise ValueError(f"positions must have shape (m, {len(charges)}, 3), got {positions.shape}")
     distances = np.linalg.norm(positions[:, :, None] - positions[:, None], axis=-1) / Bohr
     n = len(charges)
     off_diagonal = ~np.eye(n, dtype=bool)
     coulomb = np.empty_like(distances)  # (m, n, n)
-    coulomb[:, off_diagonal] = (np.outer(charges, charges)[off_diagonal]
-                                / distances[:, off_diagonal])
-    coulomb[:, ~off_diagonal] = 0.5 * charges ** 2.4
+    coulomb[:, off_diagonal] = np.outer(charges, charges)[off_diagonal] / distances[:, off_diagonal]
+    coulomb[:, ~off_diagonal] = 0.5 * charges**2.4
     spectrum = np.linalg.eigvalsh(coulomb)[:, ::-1]  # (m, n), largest first
     return spectrum[0] if single else spectrum
 
@@ -73,8 +70,9 @@ def _check_labels(positions, energies, forces):
     if forces is not None:
         forces = np.asarray(forces, dtype=np.float64)
         if forces.shape != positions.shape:
-            raise ValueError(f"forces must have the shape of positions {positions.shape}, "
-                             f"got {forces.shape}")
+            raise ValueError(
+                f"forces must have the shape of positions {positions.shape}, got {forces.shape}"
+            )
         if not np.isfinite(forces).all():
             raise ValueError("forces contain NaN or inf: remove those configurations")
     return energies, forces
@@ -169,8 +167,10 @@ class _KernelRidge(BaseEstimator):
         check_is_fitted(self, "alpha_")
         positions = _check_positions(positions)
         if positions.shape[1:] != self.training_.shape[1:]:
-            raise ValueError(f"positions have {positions.shape[1]} atoms; the model was "
-                             f"trained on {self.training_.shape[1]}")
+            raise ValueError(
+                f"positions have {positions.shape[1]} atoms; the model was "
+                f"trained on {self.training_.shape[1]}"
+            )
         return self.offset_ + self.cross_covariance(positions, self.training_) @ self.alpha_
 
 
@@ -237,8 +237,9 @@ class SVDKernelKRR(_KernelRidge):
         return SVDKernel(self.gamma, self.proper)(positions, training)
 
     def gamma_scale(self, positions):
-        return 2.0 / _median_scale(svd_distance(positions[:, None], positions[None],
-                                                proper=self.proper))
+        return 2.0 / _median_scale(
+            svd_distance(positions[:, None], positions[None], proper=self.proper)
+        )
 
 
 class SVDDerivativeKRR(SVDKernelKRR):
@@ -281,8 +282,16 @@ class SVDDerivativeKRR(SVDKernelKRR):
     name = "svd_deriv"
     uses_forces = True
 
-    def __init__(self, gamma=1.0, lam=1e-6, lam_deriv=1e-4, proper=True, solver="cholesky",
-                 cg_tolerance=1e-8, cg_max_iter=5000):
+    def __init__(
+        self,
+        gamma=1.0,
+        lam=1e-6,
+        lam_deriv=1e-4,
+        proper=True,
+        solver="cholesky",
+        cg_tolerance=1e-8,
+        cg_max_iter=5000,
+    ):
         self.gamma = gamma
         self.lam = lam
         self.lam_deriv = lam_deriv
@@ -304,8 +313,9 @@ class SVDDerivativeKRR(SVDKernelKRR):
         return joint_covariance(positions, self.gamma, self.proper).to_dense().numpy()
 
     def cross_covariance(self, positions, training):
-        geometry = pair_geometry(torch.as_tensor(positions), torch.as_tensor(training),
-                                 proper=self.proper)
+        geometry = pair_geometry(
+            torch.as_tensor(positions), torch.as_tensor(training), proper=self.proper
+        )
         return energy_rows(geometry, self.gamma).numpy()  # (b, m (3n+1))
 
     def _solve(self, positions, y):
@@ -315,9 +325,14 @@ class SVDDerivativeKRR(SVDKernelKRR):
             raise ValueError(f"solver must be 'cholesky' or 'cg', got {self.solver!r}")
         operator = joint_covariance(positions, self.gamma, self.proper)
         noise = torch.as_tensor(self.regularisation(*positions.shape[:2]))
-        alpha, self.solve_info_ = solve_joint(operator, torch.as_tensor(y), noise,
-                                              method="cg", tolerance=self.cg_tolerance,
-                                              max_iter=self.cg_max_iter)
+        alpha, self.solve_info_ = solve_joint(
+            operator,
+            torch.as_tensor(y),
+            noise,
+            method="cg",
+            tolerance=self.cg_tolerance,
+            max_iter=self.cg_max_iter,
+        )
         return alpha.numpy()
 
 

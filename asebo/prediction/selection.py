@@ -16,13 +16,16 @@ except ImportError as error:
 
 
 DEFAULT_GRIDS = {
-    "eigenspectrum": {"gamma_factor": [0.1, 0.3, 1.0, 3.0, 10.0],
-                      "lam": [1e-8, 1e-6, 1e-4, 1e-2, 1e0]},
-    "svd": {"gamma_factor": [0.1, 0.3, 1.0, 3.0, 10.0],
-            "lam": [1e-8, 1e-6, 1e-4, 1e-2, 1e0]},
-    "svd_deriv": {"gamma_factor": [0.1, 0.3, 1.0, 3.0, 10.0],
-                  "lam": [1e-6, 1e-4, 1e-2, 1e0],
-                  "lam_deriv": [1e-3, 1e-2, 1e-1]},
+    "eigenspectrum": {
+        "gamma_factor": [0.1, 0.3, 1.0, 3.0, 10.0],
+        "lam": [1e-8, 1e-6, 1e-4, 1e-2, 1e0],
+    },
+    "svd": {"gamma_factor": [0.1, 0.3, 1.0, 3.0, 10.0], "lam": [1e-8, 1e-6, 1e-4, 1e-2, 1e0]},
+    "svd_deriv": {
+        "gamma_factor": [0.1, 0.3, 1.0, 3.0, 10.0],
+        "lam": [1e-6, 1e-4, 1e-2, 1e0],
+        "lam_deriv": [1e-3, 1e-2, 1e-1],
+    },
 }
 """Hyperparameter grids. ``gamma = gamma_factor * model.gamma_scale(training set)``,
 the ``gamma`` that puts the median pair of training configurations at ``k = exp(-1)``.
@@ -32,8 +35,10 @@ the ``gamma`` that puts the median pair of training configurations at ``k = exp(
 def configuration_folds(n_configurations, n_folds, random_state=0):
     """Shuffled k-fold split of configurations: a list of ``(train, test)`` index arrays."""
     if not 2 <= n_folds <= n_configurations:
-        raise ValueError(f"n_folds must be between 2 and the number of configurations "
-                         f"({n_configurations}), got {n_folds}")
+        raise ValueError(
+            f"n_folds must be between 2 and the number of configurations "
+            f"({n_configurations}), got {n_folds}"
+        )
     splitter = KFold(n_folds, shuffle=True, random_state=random_state)
     return list(splitter.split(np.arange(n_configurations)))
 
@@ -65,8 +70,7 @@ def _ridge_path(A, energy_rows, y, increments):
             continue
         inner = SymmetricFactor(np.eye(len(energy_rows)) / delta + C, indefinite="lu")
         updated = alpha - B @ inner.solve(alpha[energy_rows])
-        path.append((updated, factor.logdet() + len(energy_rows) * np.log(delta)
-                     + inner.logdet()))
+        path.append((updated, factor.logdet() + len(energy_rows) * np.log(delta) + inner.logdet()))
     return path
 
 
@@ -88,8 +92,7 @@ def _cv_squared_errors(model, K, energies, forces, noise, lams, folds, block):
         A = K[np.ix_(rows, rows)]
         A[np.diag_indices_from(A)] += noise[rows]
         offset = np.mean(energies[train])
-        y = model.observations(energies[train], None if forces is None else forces[train],
-                               offset)
+        y = model.observations(energies[train], None if forces is None else forces[train], offset)
         path = _ridge_path(A, np.arange(len(train)) * block, y, increments)
         cross = K[np.ix_(test * block, rows)]  # (t, N)
         for i, (alpha, _) in enumerate(path):
@@ -185,7 +188,8 @@ def _cv_rmse(model, positions, energies, forces, points, lams, scale, folds, scr
 
     def squared(subset):
         return lambda candidate, K, noise: _cv_squared_errors(
-            candidate, K, energies, forces, noise, lams, subset, block)
+            candidate, K, energies, forces, noise, lams, subset, block
+        )
 
     if not screen or screen >= len(points):
         total = _score_points(model, positions, points, lams, scale, squared(folds))
@@ -193,8 +197,9 @@ def _cv_rmse(model, positions, energies, forces, points, lams, scale, folds, scr
     first = _score_points(model, positions, points, lams, scale, squared(folds[:1]))
     first_rmse = _finite(np.sqrt(first / len(folds[0][1])))  # (points, lams)
     kept = np.argsort(first_rmse.min(axis=1), kind="stable")[:screen]
-    rest = _score_points(model, positions, [points[i] for i in kept], lams, scale,
-                         squared(folds[1:]))
+    rest = _score_points(
+        model, positions, [points[i] for i in kept], lams, scale, squared(folds[1:])
+    )
     return kept, _finite(np.sqrt((first[kept] + rest) / len(energies))), first_rmse
 
 
@@ -203,8 +208,17 @@ def _finite(values):
     return np.where(np.isfinite(values), values, np.inf)
 
 
-def select_hyperparameters(model, positions, energies, forces=None, grid=None, method="cv",
-                           n_folds=4, random_state=0, screen=None):
+def select_hyperparameters(
+    model,
+    positions,
+    energies,
+    forces=None,
+    grid=None,
+    method="cv",
+    n_folds=4,
+    random_state=0,
+    screen=None,
+):
     """Choose a kernel model's hyperparameters on a grid (Wong and Kolter, "Application ...").
 
     ``method='cv'``: the smallest RMSE of an inner ``n_folds``-fold cross-validation
@@ -251,8 +265,9 @@ def select_hyperparameters(model, positions, energies, forces=None, grid=None, m
     first = None
     if method == "cv":
         folds = configuration_folds(len(positions), min(n_folds, len(positions)), random_state)
-        kept, values, first = _cv_rmse(model, positions, energies, forces, points, lams,
-                                       scale, folds, screen)
+        kept, values, first = _cv_rmse(
+            model, positions, energies, forces, points, lams, scale, folds, screen
+        )
     else:
         block = model.block_size(positions.shape[1])
 
@@ -261,15 +276,26 @@ def select_hyperparameters(model, positions, energies, forces=None, grid=None, m
 
         kept = np.arange(len(points))
         values = _score_points(model, positions, points, lams, scale, evidence)
-    scores = [(_params(points[i], lam, scale), float(value))
-              for i, row in zip(kept, values) for lam, value in zip(lams, row)]
-    screening = [] if first is None else [
-        (_params(point, lam, scale), float(value))
-        for point, row in zip(points, first) for lam, value in zip(lams, row)]
+    scores = [
+        (_params(points[i], lam, scale), float(value))
+        for i, row in zip(kept, values)
+        for lam, value in zip(lams, row)
+    ]
+    screening = (
+        []
+        if first is None
+        else [
+            (_params(point, lam, scale), float(value))
+            for point, row in zip(points, first)
+            for lam, value in zip(lams, row)
+        ]
+    )
     params, score = min(scores, key=lambda item: item[1])
     if not np.isfinite(score):
-        raise ValueError("no grid point gave a positive definite covariance: "
-                         "add larger regularisation values to the grid")
+        raise ValueError(
+            "no grid point gave a positive definite covariance: "
+            "add larger regularisation values to the grid"
+        )
     return Selection(params, score, scores, screening)
 
 
