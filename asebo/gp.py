@@ -111,7 +111,8 @@ class EnergyForceGP:
         SVD kernel aligned by proper rotations only.
     hyper_window : int
         The marginal likelihood uses the latest ``hyper_window`` observations, fewer
-        where their covariance would exceed ``max_size`` rows.
+        where their covariance would exceed half of ``max_size`` rows (it is
+        factorised a dozen times per fit).
     max_size : int
         Largest covariance factorised densely. Up to it the posterior is exact; beyond
         it the mean conditions on every observation through conjugate gradients with
@@ -217,7 +218,7 @@ class EnergyForceGP:
         return profiled_nll(y, factor.solve(y), factor.logdet())
 
     def _fit_gamma(self, y, m, n_atoms):
-        window = min(self.hyper_window, m, max(2, self.max_size // (3 * n_atoms + 1)))
+        window = min(self.hyper_window, m, max(2, self.max_size // 2 // (3 * n_atoms + 1)))
         select = torch.arange(m - window, m)
         y_recent = y[-window * (3 * n_atoms + 1) :]
         low, high = np.log(self.gamma_bounds[0]), np.log(self.gamma_bounds[1])
