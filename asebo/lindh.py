@@ -19,7 +19,8 @@ default, the fewest force calls of the scales tried on the Baker set):
 
 the weights taken at ``x0`` and the torsion difference wrapped to (-pi, pi]. A
 torsion is undefined where one of its two bends is straight; ``g`` switches it off
-smoothly there (1 below 165°, 0 above 175°, a quintic step between), and torsions
+smoothly there (1 below 145°, 0 above 160°, a quintic step between, and likewise
+for a bend folded towards 0°, as between a bond and a 1-3 pair), and torsions
 switched off at ``x0`` are left out. With ``torsion_constant`` Lindh's 0.005 Ha/rad²
 its Hessian at ``x0`` is Lindh's model Hessian; its minimum is ``x0``. Optional
 out-of-plane terms (``out_of_plane_constant``) hold planar centres harmonically. As
@@ -53,7 +54,7 @@ LINDH_TORSION_CONSTANT = 0.005 * Hartree  # Lindh's k_tau, eV/rad²
 # fewer than Lindh's on the drug-like set (docs/lindh.md)
 TORSION_CONSTANT = 4 * LINDH_TORSION_CONSTANT  # k_tau, eV/rad²
 # torsions fade out as one of their bends straightens: full below, none above (rad)
-TORSION_FADE = (np.radians(165.0), np.radians(175.0))
+TORSION_FADE = (np.radians(145.0), np.radians(160.0))
 # a centre with three neighbours counts as planar within this angle of the plane (rad)
 PLANAR_TOLERANCE = np.radians(30.0)
 
@@ -122,13 +123,19 @@ def _wrap(angle):
 
 
 def _torsion_fade(angle):
-    """Switch ``g`` (b,) of bend angles (b,), 1 below ``TORSION_FADE[0]`` and 0 above
-    ``TORSION_FADE[1]``, a quintic step (twice differentiable) between, and its
-    derivative ``dg/dtheta`` (b,)."""
+    """Switch ``g`` (b,) of bend angles (b,) and its derivative ``dg/dtheta`` (b,).
+
+    A dihedral is undefined where a bend is straight (180°) or folded (0°, as
+    between a bond and a 1-3 pair through the same atom): ``g`` is 1 while the bend
+    is more than ``pi - TORSION_FADE[0]`` from both, 0 within ``pi - TORSION_FADE[1]``
+    of either, a quintic step (twice differentiable) between.
+    """
     on, off = TORSION_FADE
-    t = np.clip((off - angle) / (off - on), 0.0, 1.0)  # (b,) 1 = full torsion
+    straight = angle >= 0.5 * np.pi
+    folded = np.where(straight, angle, np.pi - angle)  # (b,) angle from the nearer end
+    t = np.clip((off - folded) / (off - on), 0.0, 1.0)  # (b,) 1 = full torsion
     fade = t**3 * (10 - 15 * t + 6 * t**2)
-    slope = -30 * t**2 * (1 - t) ** 2 / (off - on)
+    slope = -30 * t**2 * (1 - t) ** 2 / (off - on) * np.where(straight, 1.0, -1.0)
     return fade, slope
 
 
@@ -273,7 +280,7 @@ class LindhModel(Calculator):
         torsions, weights = _torsion_quadruples(rho, cutoff)
         first = _bend_angles(reference, torsions[:, :3])[0]  # (t,) angle at j
         second = _bend_angles(reference, torsions[:, 1:])[0]  # (t,) angle at k
-        defined = (first < TORSION_FADE[1]) & (second < TORSION_FADE[1])
+        defined = (_torsion_fade(first)[0] > 0) & (_torsion_fade(second)[0] > 0)
         return torsions[defined], torsion_constant * weights[defined]
 
     @staticmethod

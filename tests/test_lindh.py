@@ -8,7 +8,7 @@ from ase.calculators.lj import LennardJones
 from ase.units import Bohr, Hartree
 from scipy.spatial.transform import Rotation
 
-from asebo.lindh import LindhModel, lindh_weights
+from asebo.lindh import TORSION_FADE, LindhModel, lindh_weights
 from asebo.optimize import BOOptimizer
 from calculators import get_calculator
 
@@ -100,23 +100,30 @@ def test_torsion_difference_is_wrapped_across_pi():
     assert across == pytest.approx(direct, rel=1e-10)  # both 20 degrees away
 
 
-def test_torsion_fades_smoothly_as_a_bend_straightens():
+@pytest.mark.parametrize("folded", [False, True])
+def test_torsion_fades_smoothly_as_a_bend_straightens_or_folds(folded):
+    # a dihedral is undefined at a straight bend and at a folded one (as between a
+    # bond and a 1-3 pair through the same atom); the fade switches it off at both
     numbers = [8, 8, 1, 1]
     model = LindhModel(hydrogen_peroxide(np.radians(115.0)), numbers)
     full = LindhModel(hydrogen_peroxide(np.radians(115.0)), numbers, torsion_constant=0)
     twisted = np.radians(60.0)
-    # inside the fade (170 degrees): forces still minus the gradient of the energy
-    fading = hydrogen_peroxide(twisted, np.radians(170.0))
+    on, off = TORSION_FADE
+    inside, outside = 0.5 * (on + off), 0.5 * (off + np.pi)
+    if folded:
+        inside, outside = np.pi - inside, np.pi - outside
+    # inside the fade: forces still minus the gradient of the energy
+    fading = hydrogen_peroxide(twisted, inside)
     np.testing.assert_allclose(
         model.energy_and_forces(fading)[1], numerical_forces(model, fading), atol=1e-6
     )
     assert model.energy_and_forces(fading)[0] > full.energy_and_forces(fading)[0]
-    # straight: the dihedral is undefined, the torsion is off and the forces finite
-    for angle in (np.radians(176.0), np.pi):
-        straight = hydrogen_peroxide(twisted, angle)
-        energy, forces = model.energy_and_forces(straight)
+    # beyond it: the torsion is off and the forces finite
+    for angle in (outside, 0.0 if folded else np.pi):
+        ends = hydrogen_peroxide(twisted, angle)
+        energy, forces = model.energy_and_forces(ends)
         assert np.isfinite(forces).all()
-        assert energy == pytest.approx(full.energy_and_forces(straight)[0], rel=1e-12)
+        assert energy == pytest.approx(full.energy_and_forces(ends)[0], rel=1e-12)
 
 
 @pytest.mark.parametrize("name", ["H2CO", "C6H6", "CH3CONH2"])
