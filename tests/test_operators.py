@@ -7,7 +7,7 @@ from ase.build import molecule
 
 from asebo.kernels import joint_covariance, solve_joint, svd_kernel_blocks
 from asebo.kernels.euclidean import cartesian_rbf_blocks_batched
-from asebo.kernels.joint import energy_rows, joint_matmul, pair_geometry
+from asebo.kernels.joint import block_jacobi, energy_rows, joint_matmul, pair_geometry
 from asebo.kernels.operators import JointStructure
 from asebo.kernels.svd import svd_kernel_blocks_batched
 
@@ -208,3 +208,25 @@ def test_bad_positions_are_refused():
         joint_covariance(np.zeros((3, 3)), gamma=1.0)
     with pytest.raises(ValueError, match="NaN"):
         joint_covariance(np.full((2, 3, 3), np.nan), gamma=1.0)
+
+
+@pytest.mark.parametrize("kernel", ["svd", "cartesian"])
+def test_block_jacobi_solves_with_each_configurations_own_block(kernel):
+    # Woodbury on the identity minus translations plus T_ii against a dense solve of
+    # the block diagonal, with noise as small as the GP's: the translation
+    # directions then have eigenvalues near the noise alone
+    P = torch.as_tensor(configurations("CH3CH2OH", 4, seed=5))
+    geometry = pair_geometry(P, P, kernel)
+    block = 3 * 9 + 1
+    dense = reference_dense(P, P, 0.7, kernel)
+    noise = torch.full((dense.shape[0],), 4e-6, dtype=torch.float64)
+    noise[::block] = 1e-6
+    diagonal_blocks = torch.block_diag(
+        *[dense[i * block : (i + 1) * block, i * block : (i + 1) * block] for i in range(4)]
+    ) + torch.diag(noise)
+    rhs = torch.randn(
+        dense.shape[0], 2, dtype=torch.float64, generator=torch.Generator().manual_seed(4)
+    )
+    expected = torch.linalg.solve(diagonal_blocks, rhs)
+    solved = block_jacobi(geometry, 0.7, noise)(rhs)
+    assert (solved - expected).norm() <= 1e-9 * expected.norm()
