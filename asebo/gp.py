@@ -37,6 +37,7 @@ from scipy.optimize import minimize_scalar
 
 from asebo.kernels.joint import KERNELS, block_jacobi, energy_rows, joint_matmul
 from asebo.kernels.operators import JointStructure, solve_joint
+from asebo.kernels.radial import radial_profile
 from asebo.regression import (
     SymmetricFactor,
     noise_vector,
@@ -92,8 +93,8 @@ class EnergyForceGP:
         The rotation-invariant SVD kernel (molecules) or the Gaussian kernel on
         Cartesian positions (periodic systems).
     gamma : float
-        Kernel inverse squared length scale (``k = exp(-gamma d / 2)``, Å⁻²); the
-        starting point when ``fit_gamma``.
+        Kernel inverse squared length scale (``k = exp(-gamma d / 2)`` for the squared
+        exponential, Å⁻²); the starting point when ``fit_gamma``.
     fit_gamma : bool
         Choose ``gamma`` by the marginal likelihood of the latest ``hyper_window``
         observations at each :meth:`fit`, then double it (up to the upper bound)
@@ -106,7 +107,9 @@ class EnergyForceGP:
         ``E - E_prior`` over the observations (``prior_offset_``).
     energy_noise, gradient_noise : float
         Noise standard deviations relative to the signal scale ``s`` (energies) and
-        ``s sqrt(gamma)`` (gradients): ``lambda`` and ``lambda_deriv`` of Wong and Kolter.
+        to the prior standard deviation of a gradient component, ``s sqrt(a(0))``
+        (``s sqrt(gamma)`` for the squared exponential): ``lambda`` and
+        ``lambda_deriv`` of Wong and Kolter.
     proper : bool
         SVD kernel aligned by proper rotations only.
     hyper_window : int
@@ -125,6 +128,14 @@ class EnergyForceGP:
     cg_max_iter : int
         At most this many conjugate-gradient iterations per fit; 0 conditions the
         mean, like the variance, on ``selected_`` only.
+    radial : {'se', 'matern52'} or profile
+        ``f`` of the kernel ``k = f(d)`` of the aligned squared distance: the
+        squared exponential or the Matérn 5/2 (:mod:`asebo.kernels.radial`).
+    metric : asebo.metric.HessianMetric, optional
+        Features the kernel sees instead of the positions (with ``kernel='cartesian'``):
+        aligned onto a reference and scaled by a model Hessian. Energies and forces
+        stay in Cartesian coordinates for the caller: observed gradients are mapped to
+        the features, and posterior gradients back.
 
     Attributes
     ----------
@@ -154,9 +165,15 @@ class EnergyForceGP:
         max_size=1500,
         cg_tolerance=1e-6,
         cg_max_iter=50,
+        radial="se",
+        metric=None,
     ):
         if kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+        if metric is not None and kernel != "cartesian":
+            raise ValueError(
+                "a metric gives the kernel features, not positions: use kernel='cartesian'"
+            )
         self.kernel = kernel
         self.gamma = gamma
         self.fit_gamma = fit_gamma
@@ -169,6 +186,9 @@ class EnergyForceGP:
         self.max_size = max_size
         self.cg_tolerance = cg_tolerance
         self.cg_max_iter = cg_max_iter
+        self.radial = radial
+        self._profile = radial_profile(radial)
+        self.metric = metric
 
     # ---- data and prior -------------------------------------------------------------
     def _prior_at_observations(self, positions, energies, forces):
@@ -200,7 +220,12 @@ class EnergyForceGP:
     def _noise(self, m, n, gamma):
         """Noise variances relative to ``s^2``, (m (3n+1),)."""
         return torch.as_tensor(
-            noise_vector(m, n, self.energy_noise**2, self.gradient_noise**2 * gamma)
+            noise_vector(
+                m,
+                n,
+                self.energy_noise**2,
+                self.gradient_noise**2 * self._profile.slope_at_zero(gamma),
+            )
         )
 
     # ---- marginal likelihood --------------------------------------------------------
@@ -245,7 +270,7 @@ class EnergyForceGP:
             or structure.positions.shape[1:] != P.shape[1:]
             or not torch.equal(structure.positions, P[:seen])
         ):
-            structure, seen = JointStructure(self.kernel, self.proper), 0
+            structure, seen = JointStructure(self.kernel, self.proper, self._profile), 0
             self._cg_failed_gamma = 0.0
         self._structure = structure.extend(P[seen:])
 
@@ -290,7 +315,12 @@ class EnergyForceGP:
             if not np.isfinite(values).all():
                 raise ValueError(f"{name} contain NaN or inf: remove that observation")
         prior_e, prior_g = self._prior_at_observations(positions, energies, forces)
-        y = self._targets(energies, -forces, prior_e, prior_g)  # (m (3n+1),)
+        gradients = -forces
+        if self.metric is not None:
+            prior_g = self.metric.feature_gradients(positions, prior_g).numpy()
+            gradients = self.metric.feature_gradients(positions, gradients).numpy()
+            positions = self.metric.features(positions).numpy()
+        y = self._targets(energies, gradients, prior_e, prior_g)  # (m (3n+1),)
         self._update_structure(torch.as_tensor(positions))
         gamma = self._fit_gamma(y, m, n) if self.fit_gamma else float(self.gamma)
         select = self._select(energies, n)
@@ -408,23 +438,30 @@ class EnergyForceGP:
         """
         b, n, _ = x.shape
         gamma, s2 = self.gamma_, self.outputscale_
-        geometry = self._structure.cross(x)  # (b, m) pairs
-        k = geometry.kernel(gamma)
         prior, prior_gradient = self._prior_mean_and_gradient(x)
-        mean_rows = joint_matmul(geometry, gamma, self._alpha[:, None], k).reshape(b, 3 * n + 1)
+        pullback = None
+        if self.metric is not None:
+            x, pullback = self.metric.features_and_pullback(x)
+        geometry = self._structure.cross(x)  # (b, m) pairs
+        values = geometry.profile(gamma)  # (k, a, c), each (b, m)
+        mean_rows = joint_matmul(geometry, gamma, self._alpha[:, None], values)
+        mean_rows = mean_rows.reshape(b, 3 * n + 1)
         mean = prior + mean_rows[:, 0]
-        grad_mean = prior_gradient + mean_rows[:, 1:].reshape(b, n, 3)
+        grad_mean = mean_rows[:, 1:].reshape(b, n, 3)
 
         near = geometry.take(cols=self.selected_)
-        c = energy_rows(near, gamma, k[:, self.selected_])  # (b, N')
+        near_values = tuple(value[:, self.selected_] for value in values)
+        c = energy_rows(near, gamma, near_values)  # (b, N')
         w = _cholesky_solve(self._factor, c.T)  # (N', b)
         variance = s2 * (1.0 - (c * w.T).sum(dim=1))
         # d(c_i . K^{-1} c_i)/dx_i = 2 (dc_i/dx_i) w_i: the gradient rows of the product
-        rows = joint_matmul(near, gamma, w, k[:, self.selected_]).reshape(b, 3 * n + 1, b)
+        rows = joint_matmul(near, gamma, w, near_values).reshape(b, 3 * n + 1, b)
         grad_variance = -2.0 * s2 * rows[torch.arange(b), 1:, torch.arange(b)].reshape(b, n, 3)
         floor = 1e-12 * s2
         grad_variance = torch.where((variance > floor)[:, None, None], grad_variance, 0.0)
-        return mean, variance.clamp_min(floor), grad_mean, grad_variance
+        if pullback is not None:
+            grad_mean, grad_variance = pullback(grad_mean, grad_variance)
+        return mean, variance.clamp_min(floor), prior_gradient + grad_mean, grad_variance
 
     def posterior(self, x):
         """Posterior mean and variance of the energy at configurations x.

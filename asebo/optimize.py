@@ -28,7 +28,9 @@ from ase.parallel import broadcast, world
 
 from asebo.acquisition import minimize_lcb
 from asebo.gp import CalculatorPrior, EnergyForceGP
+from asebo.lindh import LindhModel
 from asebo.lindh_prior import RecentredLindh
+from asebo.metric import HessianMetric
 from asebo.observations import (
     Observations,
     RestartError,  # noqa: F401  raised through BOOptimizer(restart=...)
@@ -65,7 +67,7 @@ class _ObservedAtoms(OptimizableAtoms):
 
 
 class BOOptimizer(Optimizer):
-    """Bayesian optimization with a derivative SVD-kernel GP (Wong and Kolter).
+    """Bayesian optimization with a GP on energies and forces (Wong and Kolter).
 
     Parameters
     ----------
@@ -101,13 +103,18 @@ class BOOptimizer(Optimizer):
         Largest displacement of any atom in one step, Å.
     trust_radius : float
         Initial half-width of the trust box, Å per coordinate.
-    kernel : {'svd', 'cartesian'}, optional
-        The rotation-invariant SVD kernel for molecules (default) or the Gaussian
-        kernel on Cartesian positions, the only one allowed for periodic cells and
-        with ``FixCartesian`` constraints, and the default for molecules close to a
-        straight line (:func:`is_near_linear`): for these the alignment about the
-        axis hangs on small displacements across it, and the SVD kernel's covariance
-        is far from positive definite.
+    kernel : {'anisotropic', 'svd', 'cartesian'}, optional
+        ``'anisotropic'`` (the default for molecules): the Gaussian kernel on
+        positions aligned onto a reference configuration and scaled along the
+        eigenvectors of the Lindh model's Hessian there, a length per direction
+        (:class:`asebo.metric.HessianMetric`; the model and reference are those of
+        the ``'lindh'`` prior, or a Lindh model of the first configuration with
+        another prior). Molecules close to a straight line
+        (:func:`is_near_linear`) are not aligned: their rotation about the axis
+        hangs on small displacements across it. ``'svd'``: the rotation-invariant
+        SVD kernel with one length scale (Wong and Kolter). ``'cartesian'``: the
+        Gaussian kernel on Cartesian positions, the default for periodic cells and
+        with ``FixCartesian`` constraints.
     gp_options : dict, optional
         Passed to :class:`asebo.gp.EnergyForceGP` (``gamma``, ``fit_gamma``,
         ``energy_noise``, ``gradient_noise``, ``proper``...).
@@ -167,7 +174,9 @@ class BOOptimizer(Optimizer):
                 f"recentre must be an energy >= 0 in eV (inf: never), got {recentre!r}"
             )
         self.kernel = _choose_kernel(atoms, kernel)
-        self.gp_options = {"kernel": self.kernel, **(gp_options or {})}
+        gp_kernel = "cartesian" if self.kernel == "anisotropic" else self.kernel
+        self.gp_options = {"kernel": gp_kernel, **(gp_options or {})}
+        self._metric = None  # (centre, HessianMetric) of the anisotropic kernel
         self.prior = _choose_prior(atoms, prior)
         _check_writable("restart", restart)
         _check_writable("trajectory", trajectory)
@@ -301,8 +310,21 @@ class BOOptimizer(Optimizer):
         if self.gp is None:
             self.gp = EnergyForceGP(prior=prior, **self.gp_options)
         self.gp.prior = prior
+        if self.kernel == "anisotropic":
+            self.gp.metric = self._hessian_metric(positions)
         # one GP across steps: it keeps the kernel structure of the configurations seen
         return self.gp.fit(positions, energies, forces)
+
+    def _hessian_metric(self, positions):
+        """The :class:`asebo.metric.HessianMetric` of the Lindh model: the prior's, around
+        its centre, or one of the first configuration; rebuilt when the model is."""
+        centre, model = (0, None) if self.lindh is None else (self.lindh.centre, self.lindh.model)
+        if self._metric is None or self._metric[0] != centre:
+            reference = positions[centre]
+            model = LindhModel(reference, self.numbers) if model is None else model
+            align = not is_near_linear(reference)
+            self._metric = (centre, HessianMetric.from_model(model, reference, align=align))
+        return self._metric[1]
 
     def _free_coordinates(self):
         """Boolean mask (n, 3) of the coordinates no constraint holds."""
@@ -496,11 +518,13 @@ def _choose_kernel(atoms, kernel):
     periodic = bool(np.any(atoms.pbc))
     cartesian_constraint = any(isinstance(c, FixCartesian) for c in atoms.constraints)
     if kernel is None:
-        # near a straight line the alignment about the axis is decided by the small
-        # displacements across it: the SVD kernel turns sharply there and its
-        # covariance is far from positive definite
-        cartesian = periodic or cartesian_constraint or is_near_linear(atoms.positions)
-        return "cartesian" if cartesian else "svd"
+        return "cartesian" if periodic or cartesian_constraint else "anisotropic"
+    if kernel == "anisotropic" and (periodic or cartesian_constraint):
+        raise ValueError(
+            "the anisotropic kernel aligns the molecule and scales it by the Lindh "
+            "model of its bonds, which a periodic cell or coordinates fixed along "
+            "axes do not allow: use kernel='cartesian' (the default there)"
+        )
     if kernel == "svd" and periodic:
         raise ValueError(
             "the SVD kernel is invariant to rotations, which a periodic cell is "
@@ -513,6 +537,6 @@ def _choose_kernel(atoms, kernel):
             "rotation-invariant SVD kernel cannot tell apart: use "
             "kernel='cartesian' (the default with FixCartesian)"
         )
-    if kernel not in ("svd", "cartesian"):
-        raise ValueError(f"kernel must be 'svd' or 'cartesian', got {kernel!r}")
+    if kernel not in ("anisotropic", "svd", "cartesian"):
+        raise ValueError(f"kernel must be 'anisotropic', 'svd' or 'cartesian', got {kernel!r}")
     return kernel

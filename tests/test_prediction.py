@@ -302,7 +302,8 @@ def test_screening_cross_validates_the_best_points_of_the_first_fold():
     for params, score in screened.scores:
         assert score == pytest.approx(full_scores[tuple(params.values())], rel=1e-10)
     assert screened.score == min(score for _, score in screened.scores)
-    assert screened.score >= full.score
+    # screening searches a subset: it cannot beat the full search (up to rounding)
+    assert screened.score >= full.score * (1.0 - 1e-12)
 
 
 def test_outer_cross_validation_of_the_mean_predictor():

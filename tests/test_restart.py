@@ -123,7 +123,7 @@ def test_resumed_run_follows_the_uninterrupted_path_exactly(tmp_path, every):
     uninterrupted = ethanol()
     opt = BOOptimizer(uninterrupted, logfile=None)
     opt.run(fmax=0.01, steps=steps)
-    assert opt.kernel == "svd" and opt.prior == "lindh"
+    assert opt.kernel == "anisotropic" and opt.prior == "lindh"
     path = np.array(opt.positions_seen)  # (steps + 1, n, 3)
 
     restart = str(tmp_path / "bo.json")

@@ -1,18 +1,21 @@
 r"""Blocks of the joint covariance of energies and gradients, from per-pair alignments.
 
-A derivative kernel ``k = exp(-gamma d / 2)`` on configurations ``X`` (rows) and
-``Z`` (columns) of the same ``n`` atoms has the joint covariance block
+A derivative kernel ``k = f(d)`` of the aligned squared distance ``d`` between
+configurations ``X`` (rows) and ``Z`` (columns) of the same ``n`` atoms has the joint
+covariance block
 
 .. math:: \begin{bmatrix} k & \partial k/\partial Z \\ \partial k/\partial X &
           \partial^2 k/\partial X \partial Z \end{bmatrix}, \quad
-          \partial k/\partial Z = -\gamma k\, e_Z, \quad
-          \partial^2 k/\partial X\partial Z = k\left[\gamma^2 e_X \otimes e_Z
-          + \gamma (B \otimes G + T)\right]
+          \partial k/\partial Z = -a\, e_Z, \quad
+          \partial^2 k/\partial X\partial Z = c\, e_X \otimes e_Z + a (B \otimes G + T)
 
-(Wong and Kolter, eqs. 11-14 and 31-33; :mod:`asebo.kernels.svd` has the notation
-and the corrections). Everything in it follows from the two configurations and five
-per-pair quantities that do not depend on ``gamma``: the aligned squared distance
-``d`` and the 3x3 matrices ``G``, ``W``, ``V``, ``C`` of the optimal alignment.
+with ``a = -2 f'(d)`` and ``c = 4 f''(d)`` from the radial profile
+(:mod:`asebo.kernels.radial`; for ``f = exp(-gamma d / 2)``, ``a = gamma k`` and
+``c = gamma^2 k``: Wong and Kolter, eqs. 11-14 and 31-33; :mod:`asebo.kernels.svd`
+has the notation and the corrections). Everything in it follows from the two
+configurations, the profile, and five per-pair quantities that do not depend on
+``gamma``: the aligned squared distance ``d`` and the 3x3 matrices ``G``, ``W``,
+``V``, ``C`` of the optimal alignment.
 :class:`PairGeometry` holds them, ``O(b m)`` numbers for ``b x m`` pairs, and the
 functions here build from it, on demand,
 
@@ -29,6 +32,7 @@ share these functions.
 
 import torch
 
+from asebo.kernels.radial import SquaredExponential
 from asebo.kernels.svd import Alignment, _centre
 
 KERNELS = ("svd", "cartesian")
@@ -54,21 +58,30 @@ class PairGeometry:
         (:class:`asebo.kernels.svd.Alignment`).
     centred : bool
         Whether the kernel sees centred positions (SVD kernel) or raw ones.
+    radial : profile, optional
+        ``f`` of ``k = f(d)`` (:mod:`asebo.kernels.radial`); the squared exponential
+        by default.
     """
 
-    def __init__(self, rows, cols, distance, G, W, V, C, centred):
+    def __init__(self, rows, cols, distance, G, W, V, C, centred, radial=None):
         self.rows, self.cols = rows, cols
         self.distance = distance
         self.G, self.W, self.V, self.C = G, W, V, C
         self.centred = centred
+        self.radial = SquaredExponential() if radial is None else radial
 
     @property
     def shape(self):
         return self.distance.shape
 
     def kernel(self, gamma):
-        """Kernel values ``exp(-gamma d / 2)``, (b, m)."""
-        return torch.exp(-0.5 * gamma * self.distance)
+        """Kernel values ``f(d)``, (b, m)."""
+        return self.profile(gamma)[0]
+
+    def profile(self, gamma):
+        """``(k, a, c)``, each (b, m): the kernel and its scaled first and second
+        derivatives in ``d`` (:mod:`asebo.kernels.radial`)."""
+        return self.radial(self.distance, gamma)
 
     def take(self, rows=None, cols=None):
         """The geometry of a subset of the row and column configurations."""
@@ -87,10 +100,11 @@ class PairGeometry:
             pick(self.V),
             pick(self.C),
             self.centred,
+            self.radial,
         )
 
 
-def pair_geometry(X, Z, kernel="svd", proper=True):
+def pair_geometry(X, Z, kernel="svd", proper=True, radial=None):
     """The :class:`PairGeometry` of every pair of rows ``X`` (b, n, 3) and columns ``Z`` (m, n, 3).
 
     Parameters
@@ -101,6 +115,8 @@ def pair_geometry(X, Z, kernel="svd", proper=True):
         kernel compares raw positions.
     proper : bool
         SVD kernel aligned by proper rotations only.
+    radial : profile, optional
+        ``f`` of ``k = f(d)`` (:mod:`asebo.kernels.radial`), squared exponential by default.
     """
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
@@ -114,17 +130,27 @@ def pair_geometry(X, Z, kernel="svd", proper=True):
             (Xc**2).sum(dim=(-1, -2))[:, None] + (Zc**2).sum(dim=(-1, -2))[None] - 2.0 * trace
         ).clamp_min(0.0)
         return PairGeometry(
-            Xc, Zc, distance, alignment.G, alignment.W, alignment.V, alignment.C, centred=True
+            Xc,
+            Zc,
+            distance,
+            alignment.G,
+            alignment.W,
+            alignment.V,
+            alignment.C,
+            centred=True,
+            radial=radial,
         )
     eye = torch.eye(3, dtype=X.dtype).expand(b, m, 3, 3)
     cross = torch.einsum("ina,jna->ij", X, Z)  # (b, m)
     distance = (
         (X**2).sum(dim=(-1, -2))[:, None] + (Z**2).sum(dim=(-1, -2))[None] - 2.0 * cross
     ).clamp_min(0.0)
-    return PairGeometry(X, Z, distance, eye, eye, eye, torch.zeros_like(eye), centred=False)
+    return PairGeometry(
+        X, Z, distance, eye, eye, eye, torch.zeros_like(eye), centred=False, radial=radial
+    )
 
 
-def joint_matmul(geometry, gamma, rhs, k=None):
+def joint_matmul(geometry, gamma, rhs, values=None):
     """The joint covariance block matrix times ``rhs``, in ``O(b m n t)`` time.
 
     Parameters
@@ -134,8 +160,8 @@ def joint_matmul(geometry, gamma, rhs, k=None):
     gamma : float
     rhs : tensor (m (3n+1), t)
         Per column configuration: the energy entry, then ``3n`` gradient entries.
-    k : tensor (b, m), optional
-        ``geometry.kernel(gamma)`` when already computed.
+    values : (k, a, c), each (b, m), optional
+        ``geometry.profile(gamma)`` when already computed.
 
     Returns
     -------
@@ -145,7 +171,7 @@ def joint_matmul(geometry, gamma, rhs, k=None):
         mean these are the mean and its gradient.
     """
     g = geometry
-    k = g.kernel(gamma) if k is None else k
+    k, a, c = g.profile(gamma) if values is None else values
     b, m = k.shape
     n = g.rows.shape[1]
     t = rhs.shape[-1]
@@ -160,37 +186,39 @@ def joint_matmul(geometry, gamma, rhs, k=None):
     A = A.reshape(b, 3, t, m, 3).permute(2, 0, 3, 1, 4)  # (t, b, m, 3, 3): X_i^T v_j
     z = (g.cols[None] * v).sum(dim=(2, 3))  # (t, m): <Z_j, v_j>
     sigma = z[:, None, :] - (g.G * A).sum(dim=(-1, -2))  # (t, b, m): <e_Z, v_j>
-    weighted = k * (e[:, None, :] - gamma * sigma)  # (t, b, m)
-    energy = weighted.sum(dim=2)  # (t, b)
+    energy = (k * e[:, None, :] - a * sigma).sum(dim=2)  # (t, b)
+    # the e_X terms: e_X times (dk/dX . e + c e_X (x) e_Z . v) per pair
+    weighted = a * e[:, None, :] - c * sigma  # (t, b, m)
 
     Q = weighted[..., None, None] * _t(g.G)  # (t, b, m, 3, 3)
     if g.centred:
         P = _t(g.W) @ A @ g.V
         omega = g.C * (P - _t(P))
-        Q = Q + k[..., None, None] * (g.V @ _t(omega) @ _t(g.W))
+        Q = Q + a[..., None, None] * (g.V @ _t(omega) @ _t(g.W))
     col_coords = g.cols.permute(1, 0, 2).reshape(n, 3 * m)  # (atom, (j, b))
-    Q_rows = (gamma * Q).permute(2, 3, 0, 1, 4).reshape(3 * m, t * b * 3)
+    Q_rows = Q.permute(2, 3, 0, 1, 4).reshape(3 * m, t * b * 3)
     aligned = (col_coords @ Q_rows).reshape(n, t, b, 3).permute(1, 2, 0, 3)  # (t, b, n, 3)
-    H_rows = (gamma * k[..., None, None] * _t(g.G)).permute(1, 2, 0, 3).reshape(3 * m, 3 * b)
+    H_rows = (a[..., None, None] * _t(g.G)).permute(1, 2, 0, 3).reshape(3 * m, 3 * b)
     vc_cols = vc.permute(0, 2, 1, 3).reshape(t * n, 3 * m)  # ((t, atom), (j, l))
     centred = (vc_cols @ H_rows).reshape(t, n, b, 3).transpose(1, 2)  # (t, b, n, 3)
-    gradient = -gamma * energy[..., None, None] * g.rows + aligned + centred
+    gradient = -weighted.sum(dim=2)[..., None, None] * g.rows + aligned + centred
 
     out = torch.cat([energy[..., None], gradient.reshape(t, b, 3 * n)], dim=-1)
     return out.reshape(t, -1).T
 
 
-def energy_rows(geometry, gamma, k=None):
+def energy_rows(geometry, gamma, values=None):
     """Covariances of the row energies with the column energies and gradients, (b, m (3n+1)).
 
     Row ``i`` holds, per column configuration ``j``, ``k_ij`` and then
-    ``dk/dZ_j = -gamma k_ij (Z_j - X_i G_ij)`` (Wong and Kolter, eq. 13).
+    ``dk/dZ_j = -a_ij (Z_j - X_i G_ij)`` (Wong and Kolter, eq. 13). ``values`` is
+    ``geometry.profile(gamma)`` when already computed.
     """
     g = geometry
-    k = g.kernel(gamma) if k is None else k
+    k, a, _ = g.profile(gamma) if values is None else values
     b, m = k.shape
     eZ = g.cols[None] - torch.einsum("ina,ijab->ijnb", g.rows, g.G)  # (b, m, n, 3)
-    dk_dZ = -gamma * k[..., None, None] * eZ
+    dk_dZ = -a[..., None, None] * eZ
     return torch.cat([k[..., None], dk_dZ.reshape(b, m, -1)], dim=-1).reshape(b, -1)
 
 
@@ -228,33 +256,36 @@ def dense_parts(geometry):
     return eX, eZ, _alignment_hessian(g)
 
 
-def assemble_dense(parts, k, gamma):
-    """The dense joint covariance (b (3n+1), m (3n+1)) from :func:`dense_parts` and ``k`` (b, m).
+def assemble_dense(parts, values):
+    """The dense joint covariance (b (3n+1), m (3n+1)) from :func:`dense_parts` and the
+    profile values ``(k, a, c)``, each (b, m).
 
     Built one block row at a time, so that beyond the result it needs only
     ``O(m n^2)`` memory.
     """
     eX, eZ, hessian = parts
+    k, a, c = values
     b, m, n, _ = eX.shape
     blocks = torch.empty(b, 3 * n + 1, m, 3 * n + 1, dtype=k.dtype)
     blocks[:, 0, :, 0] = k
-    blocks[:, 0, :, 1:] = -gamma * k[..., None] * eZ.reshape(b, m, 3 * n)
-    blocks[:, 1:, :, 0] = _t(-gamma * k[..., None] * eX.reshape(b, m, 3 * n))
+    blocks[:, 0, :, 1:] = -a[..., None] * eZ.reshape(b, m, 3 * n)
+    blocks[:, 1:, :, 0] = _t(-a[..., None] * eX.reshape(b, m, 3 * n))
     for i in range(b):
         mixed = eX[i].reshape(m, -1, 1) * eZ[i].reshape(m, 1, -1)  # (m, 3n, 3n)
-        mixed.mul_(gamma**2).add_(hessian[i], alpha=gamma).mul_(k[i, :, None, None])
+        mixed.mul_(c[i, :, None, None]).addcmul_(hessian[i], a[i, :, None, None])
         blocks[i, 1:, :, 1:] = mixed.transpose(0, 1)
     return blocks.reshape(b * (3 * n + 1), m * (3 * n + 1))
 
 
-def joint_dense(geometry, gamma, k=None):
+def joint_dense(geometry, gamma, values=None):
     """The dense joint covariance, (b (3n+1), m (3n+1)): ``O(b m n^2)`` memory.
 
     Rows and columns are ordered per configuration: the energy, then the ``3n``
-    gradient components atom-major.
+    gradient components atom-major. ``values`` is ``geometry.profile(gamma)`` when
+    already computed.
     """
-    k = geometry.kernel(gamma) if k is None else k
-    return assemble_dense(dense_parts(geometry), k, gamma)
+    values = geometry.profile(gamma) if values is None else values
+    return assemble_dense(dense_parts(geometry), values)
 
 
 def joint_diagonal(geometry, gamma):
@@ -274,15 +305,15 @@ def joint_diagonal(geometry, gamma):
             torch.einsum("mip,maq,mpq,map,miq->mai", W, zeta, C, alpha, V)
             - torch.einsum("mip,maq,mpq,maq,mip->mai", W, zeta, C, alpha, V)
         )
-    k = g.kernel(gamma)[index, index]  # (m,)
-    gradient = gamma * k[:, None, None] * diagonal  # (m, n, 3)
+    k, a, _ = (value[index, index] for value in g.profile(gamma))  # (m,)
+    gradient = a[:, None, None] * diagonal  # (m, n, 3)
     return torch.cat([k[:, None], gradient.reshape(m, 3 * n)], dim=1).reshape(-1)
 
 
 def block_jacobi(geometry, gamma, noise):
     """Solver with the diagonal blocks ``(i, i)`` of the joint covariance plus noise.
 
-    A configuration's own block is ``diag(1, gamma (B (x) I + T_ii))``: the gradient
+    A configuration's own block is ``diag(k, a (B (x) I + T_ii))``: the gradient
     part is a multiple of the identity corrected by the translations (rank 3, the
     centring ``B``) and by ``T_ii`` (rank at most 9), so with the noise it is
     inverted by the Woodbury identity in ``O(n)`` per configuration. As a
@@ -307,10 +338,10 @@ def block_jacobi(geometry, gamma, noise):
     dtype = g.rows.dtype
     index = torch.arange(m)
     W, V, C = (t[index, index] for t in (g.W, g.V, g.C))  # (m, 3, 3)
-    k = g.kernel(gamma)[index, index]  # (m,)
+    k, a, _ = (value[index, index] for value in g.profile(gamma))  # (m,)
     noise = noise.reshape(m, 3 * n + 1)
     energy_diagonal = k + noise[:, 0]  # (m,)
-    scale = gamma * k + noise[:, 1]  # (m,): the identity part of the gradient block
+    scale = a + noise[:, 1]  # (m,): the identity part of the gradient block
     if g.centred:  # gradient block = scale I + low @ high^T
         translations = torch.eye(3, dtype=dtype).repeat(n, 1) / n**0.5  # (3n, 3)
         translations = translations.expand(m, 3 * n, 3)
@@ -321,8 +352,8 @@ def block_jacobi(geometry, gamma, noise):
         cols = (cols - cols.transpose(-1, -2)).reshape(m, 3 * n, 9)
         low = torch.cat(
             [
-                -gamma * k[:, None, None] * translations,
-                gamma * k[:, None, None] * rows * C.reshape(m, 1, 9),
+                -a[:, None, None] * translations,
+                a[:, None, None] * rows * C.reshape(m, 1, 9),
             ],
             dim=-1,
         )

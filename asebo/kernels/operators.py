@@ -55,9 +55,12 @@ class JointCovariance(LinearOperator):
     G, W, V, C : tensors (m, m, 3, 3)
         The per-pair alignment (:class:`asebo.kernels.joint.PairGeometry`).
     gamma : float
-        Kernel inverse squared length scale, ``k = exp(-gamma d / 2)``.
+        Kernel inverse squared length scale, ``k = exp(-gamma d / 2)`` for the
+        squared exponential.
     centred : bool
         SVD kernel (True) or Gaussian kernel on Cartesian positions (False).
+    radial : profile, optional
+        ``f`` of ``k = f(d)`` (:mod:`asebo.kernels.radial`), squared exponential by default.
 
     Attributes
     ----------
@@ -69,18 +72,20 @@ class JointCovariance(LinearOperator):
     Wong and Kolter, eqs. 11-14 and 32-33.
     """
 
-    def __init__(self, positions, distance, G, W, V, C, gamma, centred=True):
-        super().__init__(positions, distance, G, W, V, C, gamma=float(gamma), centred=centred)
-        self.geometry = PairGeometry(positions, positions, distance, G, W, V, C, centred)
+    def __init__(self, positions, distance, G, W, V, C, gamma, centred=True, radial=None):
+        super().__init__(
+            positions, distance, G, W, V, C, gamma=float(gamma), centred=centred, radial=radial
+        )
+        self.geometry = PairGeometry(positions, positions, distance, G, W, V, C, centred, radial)
         self.gamma = float(gamma)
-        self.k = self.geometry.kernel(self.gamma)  # (m, m)
+        self.values = self.geometry.profile(self.gamma)  # (k, a, c), each (m, m)
         self.n_matmuls = 0
         self.n_configs, self.n_atoms = positions.shape[:2]
 
     @classmethod
     def from_geometry(cls, geometry, gamma):
         g = geometry
-        return cls(g.rows, g.distance, g.G, g.W, g.V, g.C, gamma, g.centred)
+        return cls(g.rows, g.distance, g.G, g.W, g.V, g.C, gamma, g.centred, g.radial)
 
     def _size(self):
         size = self.n_configs * (3 * self.n_atoms + 1)
@@ -92,8 +97,8 @@ class JointCovariance(LinearOperator):
     def _matmul(self, rhs):
         self.n_matmuls += 1
         if rhs.ndim == 1:
-            return joint_matmul(self.geometry, self.gamma, rhs[:, None], self.k)[:, 0]
-        return joint_matmul(self.geometry, self.gamma, rhs, self.k)
+            return joint_matmul(self.geometry, self.gamma, rhs[:, None], self.values)[:, 0]
+        return joint_matmul(self.geometry, self.gamma, rhs, self.values)
 
     def matmul(self, other):
         """``self @ other``: the structured product, through autograd only when it is needed."""
@@ -119,7 +124,9 @@ class JointCovariance(LinearOperator):
         chunk = max(1, int(_DENSE_CHUNK_BYTES // (8 * 8 * m * 9 * n * n)))
         rows = [
             joint_dense(
-                self.geometry.take(rows=slice(i, i + chunk)), self.gamma, self.k[i : i + chunk]
+                self.geometry.take(rows=slice(i, i + chunk)),
+                self.gamma,
+                tuple(value[i : i + chunk] for value in self.values),
             )
             for i in range(0, m, chunk)
         ]
@@ -140,13 +147,16 @@ class JointStructure:
     kernel : {'svd', 'cartesian'}
     proper : bool
         SVD kernel aligned by proper rotations only.
+    radial : profile, optional
+        ``f`` of ``k = f(d)`` (:mod:`asebo.kernels.radial`), squared exponential by default.
     """
 
     _FIELDS = ("distance", "G", "W", "V", "C")
 
-    def __init__(self, kernel="svd", proper=True):
+    def __init__(self, kernel="svd", proper=True, radial=None):
         self.kernel = kernel
         self.proper = proper
+        self.radial = radial
         self.positions = None  # (m, n, 3), as given
         self._rows = None  # (m, n, 3), as the kernel sees them
         self._buffers = {}  # field -> (capacity, capacity, ...) tensor
@@ -199,6 +209,7 @@ class JointStructure:
             self._rows,
             *(self._buffers[name][:m, :m] for name in self._FIELDS),
             centred=self.kernel == "svd",
+            radial=self.radial,
         )
         return full if rows is None and cols is None else full.take(rows, cols)
 
@@ -219,7 +230,7 @@ class JointStructure:
             if len(self._dense_parts) == 2:
                 self._dense_parts.pop(next(iter(self._dense_parts)))
             self._dense_parts[key] = dense_parts(geometry)
-        return assemble_dense(self._dense_parts[key], geometry.kernel(gamma), gamma)
+        return assemble_dense(self._dense_parts[key], geometry.profile(gamma))
 
     def operator(self, gamma):
         """The structured :class:`JointCovariance` of all configurations at ``gamma``."""
@@ -227,10 +238,10 @@ class JointStructure:
 
     def cross(self, x):
         """The :class:`PairGeometry` of configurations ``x`` (b, n, 3) against all stored ones."""
-        return pair_geometry(x, self.positions, self.kernel, self.proper)
+        return pair_geometry(x, self.positions, self.kernel, self.proper, self.radial)
 
 
-def joint_covariance(positions, gamma, proper=True, kernel="svd"):
+def joint_covariance(positions, gamma, proper=True, kernel="svd", radial=None):
     """The structured joint covariance of energies and gradients (Wong and Kolter, eqs. 11-13).
 
     Parameters
@@ -243,6 +254,8 @@ def joint_covariance(positions, gamma, proper=True, kernel="svd"):
         Proper rotations only (see :mod:`asebo.kernels.svd`).
     kernel : {'svd', 'cartesian'}
         The SVD kernel or the Gaussian kernel on Cartesian positions.
+    radial : profile, optional
+        ``f`` of ``k = f(d)`` (:mod:`asebo.kernels.radial`), squared exponential by default.
 
     Returns
     -------
@@ -254,7 +267,8 @@ def joint_covariance(positions, gamma, proper=True, kernel="svd"):
     positions, _ = _as_tensor(positions, "positions")
     if positions.ndim != 3:
         raise ValueError(f"positions must have shape (m, n_atoms, 3), got {tuple(positions.shape)}")
-    return JointCovariance.from_geometry(pair_geometry(positions, positions, kernel, proper), gamma)
+    geometry = pair_geometry(positions, positions, kernel, proper, radial)
+    return JointCovariance.from_geometry(geometry, gamma)
 
 
 @dataclass
