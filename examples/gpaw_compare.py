@@ -1,5 +1,5 @@
 """Relax water, ethanol and glycerol with GPAW: BOOptimizer with its three kinds of
-prior mean against ASE's L-BFGS.
+prior mean against ASE's L-BFGS and Sella.
 
 Wong and Kolter's comparison (Figs. 2-3) on a real DFT calculator: each molecule is first
 relaxed with GFN2-xTB (glycerol is built from its SMILES by RDKit), then 5 copies
@@ -11,7 +11,8 @@ the finite-difference grid with ``--mode fd``) to fmax = 0.05 eV/Å by
   (:mod:`asebo.lindh`),
 - ``bo+max``: the same with a constant prior mean (the highest energy seen),
 - ``bo+gfn2``: the same with GFN2-xTB as prior mean (the GP learns GPAW - GFN2),
-- ``lbfgs``: ASE's L-BFGS.
+- ``lbfgs``: ASE's L-BFGS,
+- ``sella``: Sella in internal coordinates (``pip install 'asebo[sella]'``).
 
 Each molecule has its own database ``gpaw_<molecule>.db`` in ``--output``: run the
 script again and the runs already stored are not recomputed; ``--optimizers`` runs a
@@ -42,7 +43,7 @@ from asebo.campaign import (
 from calculators import get_calculator
 
 MOLECULES = {"water": "H2O", "ethanol": "CH3CH2OH", "glycerol": "smiles:OCC(O)CO"}
-OPTIMIZERS = ("bo", "bo+max", "bo+gfn2", "lbfgs")
+OPTIMIZERS = ("bo", "bo+max", "bo+gfn2", "lbfgs", "sella")
 
 
 def gfn2_minimum(spec):
