@@ -4,7 +4,7 @@ import pytest
 from ase.calculators.emt import EMT
 from ase.io import read
 
-from asebo.benchmarks import baker, druglike
+from asebo.benchmarks import baker, druglike, druglike2
 from asebo.campaign.relax import relax
 from asebo.cli import main
 
@@ -16,6 +16,21 @@ def test_the_baker_and_druglike_sets_are_shipped_and_readable():
     sizes = [len(read(f)) for f in baker_files]
     assert min(sizes) == 3 and max(sizes) == 29  # water ... menthone
     assert [len(read(f)) for f in druglike_files if f.stem == "sildenafil"] == [63]
+
+
+def test_the_second_druglike_set_holds_other_molecules_with_their_smiles():
+    from asebo.smiles import molecule_from_smiles
+
+    files = sorted(druglike2.DEFAULT_DIR.glob("*.xyz"))
+    assert len(files) == 12
+    assert not {f.stem for f in files} & {f.stem for f in druglike.DEFAULT_DIR.glob("*.xyz")}
+    for f in files[:3]:
+        name, smiles = f.read_text().splitlines()[1].split()[:2]
+        assert name == f.stem
+        atoms = read(f)
+        built = molecule_from_smiles(smiles)  # the same recipe, seed 0
+        assert sorted(built.numbers) == sorted(atoms.numbers)
+        assert abs(built.positions - atoms.positions).max() < 1e-4
 
 
 def test_baker_table_counts_the_calls_of_each_optimizer(tmp_path, capsys):
