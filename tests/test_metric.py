@@ -176,3 +176,22 @@ def test_gp_on_the_features_is_invariant_and_its_gradients_match_finite_differen
 def test_a_metric_needs_the_cartesian_kernel(ethanol_metric):
     with pytest.raises(ValueError, match="kernel='cartesian'"):
         EnergyForceGP(kernel="svd", metric=ethanol_metric[1])
+
+
+def test_optimizer_metric_follows_the_recentred_lindh_model():
+    from asebo import BOOptimizer
+
+    atoms = molecule("CH3CH2OH")
+    atoms.rattle(0.1, seed=2)
+    atoms.calc = get_calculator("gfn2")
+    opt = BOOptimizer(atoms, logfile=None, recentre=0.0)
+    centres = set()
+    for _ in opt.irun(fmax=0.05, steps=5):
+        if opt.gp is None:
+            continue
+        centre = opt.lindh.centre
+        centres.add(centre)
+        reference = opt.positions_seen[centre]
+        expected = torch.as_tensor(reference - reference.mean(axis=0))
+        torch.testing.assert_close(opt.gp.metric.reference, expected, rtol=0, atol=0)
+    assert len(centres) > 1  # the model was rebuilt, and the metric with it
