@@ -36,7 +36,7 @@ from asebo.observations import (
     RestartError,  # noqa: F401  raised through BOOptimizer(restart=...)
     TrajectoryFrames,
 )
-from asebo.priors import MODEL_PRIORS
+from asebo.priors import AUTO, MODEL_PRIORS, automatic_prior, resolve_prior
 from asebo.trust import TrustRegion
 
 SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian)
@@ -86,9 +86,12 @@ class BOOptimizer(Optimizer):
         file is read (its observations already there are not written again), start
         the file afresh otherwise. Started afresh after a restart file is read, the
         trajectory receives every observation of the restart file.
-    prior : ase calculator, 'lindh', 'max', 'mean' or float, optional
+    prior : ase calculator, 'lindh', 'max', 'mean', 'auto' or float, optional
         Prior mean of the GP. A cheap calculator makes the GP learn the difference
-        to it (Δ-learning). ``'lindh'`` (the default for molecules) is
+        to it (Δ-learning). ``'auto'``: GFN2-xTB when the target is another
+        calculator and GFN2-xTB describes the system, the default otherwise
+        (:func:`asebo.priors.automatic_prior`; the choice is written to the log).
+        ``'lindh'`` (the default for molecules) is
         :class:`asebo.lindh.LindhModel`, harmonic bonds, bends and torsions with Lindh's
         model force constants around the first configuration computed (see
         ``recentre``), no second calculator. A constant: the highest (``'max'``,
@@ -177,6 +180,10 @@ class BOOptimizer(Optimizer):
         gp_kernel = "cartesian" if self.kernel == "anisotropic" else self.kernel
         self.gp_options = {"kernel": gp_kernel, **(gp_options or {})}
         self._metric = None  # (centre, HessianMetric) of the anisotropic kernel
+        self.prior_reason = None
+        if prior == AUTO:
+            prior, self.prior_reason = automatic_prior(atoms)
+            prior = resolve_prior(prior)
         self.prior = _choose_prior(atoms, prior)
         _check_writable("restart", restart)
         _check_writable("trajectory", trajectory)
@@ -187,6 +194,8 @@ class BOOptimizer(Optimizer):
             atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
         )
         self.optimizable = _ObservedAtoms(atoms, self._observe)
+        if self.prior_reason is not None and self.logfile is not None:
+            self.logfile.write(f"{type(self).__name__}: prior='auto': {self.prior_reason}\n")
         resumed = len(self.observations) > 0
         keep = resumed if append_trajectory is None else bool(append_trajectory)
         self.frames = (

@@ -287,3 +287,39 @@ def test_command_line_relaxes_a_file_and_logs_predictions(tmp_path, capsys):
     assert "converged after" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="cannot read"):
         main(["optimize", str(tmp_path / "missing.xyz")])
+
+
+def test_auto_prior_takes_gfn2_under_another_calculator_and_says_so():
+    import io
+
+    from ase.calculators.emt import EMT
+
+    from asebo.gp import CalculatorPrior
+
+    atoms = molecule("H2O")
+    atoms.calc = EMT()
+    log = io.StringIO()
+    opt = BOOptimizer(atoms, prior="auto", logfile=log)
+    assert isinstance(opt.prior, CalculatorPrior)
+    assert opt.prior.calculator.parameters["method"] == "GFN2-xTB"
+    assert "prior='auto': GFN2-xTB" in log.getvalue()
+
+
+def test_auto_prior_falls_back_where_gfn2_does_not_fit():
+    from ase.calculators.emt import EMT
+
+    from asebo.priors import automatic_prior
+
+    target = molecule("H2O")
+    target.calc = get_calculator("gfn2")
+    assert automatic_prior(target)[0] == "lindh"  # no xTB prior for an xTB target
+    assert BOOptimizer(target, prior="auto", logfile=None).prior == "lindh"
+    heavy = Atoms("Fr2", positions=[[0, 0, 0], [0, 0, 4.0]])
+    heavy.calc = EMT()
+    choice, reason = automatic_prior(heavy)
+    assert choice == "lindh" and "[87]" in reason
+    slab = molecule("H2O")
+    slab.cell = [5.0, 5.0, 5.0]
+    slab.pbc = True
+    slab.calc = EMT()
+    assert automatic_prior(slab)[0] == "max"

@@ -13,7 +13,7 @@ from pathlib import Path
 from ase.io import read, write
 
 from asebo.optimize import BOOptimizer, RestartError
-from asebo.priors import MODEL_PRIORS, resolve_prior
+from asebo.priors import AUTO, MODEL_PRIORS, resolve_prior
 from calculators import available, get_calculator
 
 
@@ -28,10 +28,11 @@ def add_arguments(parser):
     parser.add_argument(
         "--prior",
         default=None,
-        choices=[*MODEL_PRIORS, *available()],
+        choices=[*MODEL_PRIORS, AUTO, *available()],
         help="the GP's prior mean: lindh (default: harmonic model with "
-        "Lindh's force constants), max, mean, or a calculator preset "
-        "(Δ-learning)",
+        "Lindh's force constants), max, mean, a calculator preset "
+        "(Δ-learning), or auto (GFN2-xTB when the target is another "
+        "calculator and GFN2-xTB describes the system, lindh otherwise)",
     )
     parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å")
     parser.add_argument("--steps", type=int, default=500)
