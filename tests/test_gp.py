@@ -237,10 +237,12 @@ def test_structured_posterior_equals_the_dense_one(kernel, proper, max_size):
         energy_noise=0.05,
         gradient_noise=0.05,
         max_size=max_size,
-        cg_tolerance=1e-13,
+        cg_tolerance=1e-11,
         cg_max_iter=2000,
     ).fit(P, E, F)
     assert (gp.solve_info_ is None) == (max_size > 7 * 19)
+    if max_size < 7 * 19:  # the weights of all seven came from CG, converged
+        assert gp.solve_info_.method == "cg" and gp.solve_info_.residual <= 1e-11
     x = P[2] + 0.04 * np.random.default_rng(6).normal(size=P[2].shape)
     mean, std, gradient = gp.predict(x, return_std=True, return_gradient=True)
     dense_mean, _, dense_gradient = dense_posterior(gp, P, E, F, x)
@@ -251,7 +253,6 @@ def test_structured_posterior_equals_the_dense_one(kernel, proper, max_size):
     )
     assert std**2 == pytest.approx(dense_variance, rel=1e-8)
     if max_size < 7 * 19:
-        assert gp.solve_info_.method == "cg" and gp.solve_info_.residual < 1e-12
         assert len(gp.selected_) == 2
         # conditioning on fewer observations can only widen the posterior
         _, full_variance, _ = dense_posterior(gp, P, E, F, x)
@@ -269,18 +270,23 @@ def test_posterior_variance_gradient_matches_finite_differences_on_the_cg_path()
         gradient_noise=0.05,
     ).fit(P, E, F)
     assert gp.solve_info_.method == "cg"
-    x = torch.tensor(P[3] + 0.03, requires_grad=True)
+    assert_posterior_gradients_match_finite_differences(gp, P[3] + 0.03, [(0, 0), (2, 1), (5, 2)])
+
+
+def assert_posterior_gradients_match_finite_differences(gp, x, coordinates, h=1e-5):
+    """The autograd gradients of ``gp.posterior``'s mean and variance at ``x`` (n, 3)
+    against central differences along the (atom, axis) ``coordinates``."""
+    x = torch.tensor(x, requires_grad=True)
     mean, variance = gp.posterior(x[None])
     (grad_mean,) = torch.autograd.grad(mean.sum(), x, retain_graph=True)
     (grad_variance,) = torch.autograd.grad(variance.sum(), x)
-    h = 1e-5
-    for a, i in [(0, 0), (2, 1), (5, 2)]:
+    for atom, axis in coordinates:
         step = torch.zeros_like(x)
-        step[a, i] = h
+        step[atom, axis] = h
         with torch.no_grad():
             mp, vp = gp.posterior((x + step)[None])
             mm, vm = gp.posterior((x - step)[None])
-        assert grad_mean[a, i].item() == pytest.approx(((mp - mm) / (2 * h)).item(), abs=1e-6)
-        assert grad_variance[a, i].item() == pytest.approx(
+        assert grad_mean[atom, axis].item() == pytest.approx(((mp - mm) / (2 * h)).item(), abs=1e-6)
+        assert grad_variance[atom, axis].item() == pytest.approx(
             ((vp - vm) / (2 * h)).item(), abs=1e-6 * gp.outputscale_
         )

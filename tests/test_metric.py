@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 from ase.build import molecule
+from test_gp import assert_posterior_gradients_match_finite_differences
 
 from asebo.gp import EnergyForceGP
 from asebo.lindh import LindhModel
@@ -156,21 +157,7 @@ def test_gp_on_the_features_is_invariant_and_its_gradients_match_finite_differen
     assert mean_moved == pytest.approx(mean, abs=1e-10)
     assert std_moved == pytest.approx(std, rel=1e-8)
     np.testing.assert_allclose(gradient_moved, gradient @ Q.T, atol=1e-9)
-    xt = torch.tensor(x, requires_grad=True)
-    mean, variance = metric_gp.posterior(xt[None])
-    (grad_mean,) = torch.autograd.grad(mean[0], xt, retain_graph=True)
-    (grad_variance,) = torch.autograd.grad(variance[0], xt)
-    h = 1e-5
-    for atom, axis in [(0, 0), (4, 2), (7, 1)]:
-        step = torch.zeros_like(xt)
-        step[atom, axis] = h
-        with torch.no_grad():
-            mp, vp = metric_gp.posterior((xt + step)[None])
-            mm, vm = metric_gp.posterior((xt - step)[None])
-        assert grad_mean[atom, axis].item() == pytest.approx(((mp - mm) / (2 * h)).item(), abs=1e-6)
-        assert grad_variance[atom, axis].item() == pytest.approx(
-            ((vp - vm) / (2 * h)).item(), abs=1e-6 * metric_gp.outputscale_
-        )
+    assert_posterior_gradients_match_finite_differences(metric_gp, x, [(0, 0), (4, 2), (7, 1)])
 
 
 def test_a_metric_needs_the_cartesian_kernel(ethanol_metric):

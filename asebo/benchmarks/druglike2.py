@@ -7,14 +7,12 @@ the Baker set is checked here, on molecules it was not chosen on.
 """
 
 from asebo.benchmarks import _relaxation_table
+from asebo.benchmarks.druglike import OPTIMIZERS, run
+
+__all__ = ["DEFAULT_DIR", "add_arguments", "run"]
 
 DEFAULT_DIR = _relaxation_table.DATA_DIR / "druglike2"
-OPTIMIZERS = ["bo", "bfgs", "lbfgs"]
 
 
 def add_arguments(parser):
     _relaxation_table.add_arguments(parser, DEFAULT_DIR, OPTIMIZERS)
-
-
-def run(args):
-    _relaxation_table.run(args)
