@@ -181,7 +181,7 @@ class BOOptimizer(Optimizer):
         self.gp_options = {"kernel": gp_kernel, **(gp_options or {})}
         self._metric = None  # (centre, HessianMetric) of the anisotropic kernel
         self.prior_reason = None
-        if prior == AUTO:
+        if isinstance(prior, str) and prior == AUTO:
             prior, self.prior_reason = automatic_prior(atoms)
             prior = resolve_prior(prior)
         self.prior = _choose_prior(atoms, prior)
