@@ -47,6 +47,10 @@ from asebo.regression import (
 )
 
 
+class PriorCalculationError(RuntimeError):
+    """The prior calculator failed at a configuration, or returned NaN or inf there."""
+
+
 class CalculatorPrior:
     """An ASE calculator as the GP's prior mean (Δ-learning, Ramakrishnan et al. 2015).
 
@@ -76,11 +80,17 @@ class CalculatorPrior:
 
     def _compute(self, positions):
         self.atoms.set_positions(positions)
-        energy = self.atoms.get_potential_energy()
-        forces = self.atoms.get_forces()
-        self.ncalls += 1
+        try:
+            energy = self.atoms.get_potential_energy()
+            forces = self.atoms.get_forces()
+        except Exception as error:  # an SCF that does not converge, say
+            raise PriorCalculationError(
+                f"the prior calculator failed: {type(error).__name__}: {error}"
+            ) from error
+        finally:
+            self.ncalls += 1
         if not (np.isfinite(energy) and np.isfinite(forces).all()):
-            raise ValueError("the prior calculator returned NaN or inf energy or forces")
+            raise PriorCalculationError("the prior calculator returned NaN or inf energy or forces")
         return float(energy), np.array(forces)
 
 

@@ -27,7 +27,7 @@ from ase.optimize.optimize import OptimizableAtoms, Optimizer
 from ase.parallel import broadcast, world
 
 from asebo.acquisition import minimize_lcb
-from asebo.gp import CalculatorPrior, EnergyForceGP
+from asebo.gp import CalculatorPrior, EnergyForceGP, PriorCalculationError
 from asebo.lindh import LindhModel
 from asebo.lindh_prior import RecentredLindh
 from asebo.metric import HessianMetric
@@ -91,6 +91,10 @@ class BOOptimizer(Optimizer):
         to it (Δ-learning). ``'auto'``: GFN2-xTB when the target is another
         calculator and GFN2-xTB describes the system, the default otherwise
         (:func:`asebo.priors.automatic_prior`; the choice is written to the log).
+        A prior calculator that fails where the search of the model takes it (an SCF
+        that does not converge) turns that step into a step along the forces, with a
+        line in the log; one that fails at a configuration already computed stops the
+        run with :class:`asebo.gp.PriorCalculationError`.
         ``'lindh'`` (the default for molecules) is
         :class:`asebo.lindh.LindhModel`, harmonic bonds, bends and torsions with Lindh's
         model force constants around the first configuration computed (see
@@ -194,8 +198,8 @@ class BOOptimizer(Optimizer):
             atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
         )
         self.optimizable = _ObservedAtoms(atoms, self._observe)
-        if self.prior_reason is not None and self.logfile is not None:
-            self.logfile.write(f"{type(self).__name__}: prior='auto': {self.prior_reason}\n")
+        if self.prior_reason is not None:
+            self._write_note(f"prior='auto': {self.prior_reason}")
         resumed = len(self.observations) > 0
         keep = resumed if append_trajectory is None else bool(append_trajectory)
         self.frames = (
@@ -346,8 +350,9 @@ class BOOptimizer(Optimizer):
         return free
 
     def _propose(self):
-        """The next configuration (n, 3) to compute, the GP's energy there and the trust
-        region (widened for a step along the forces)."""
+        """The next configuration (n, 3) to compute, the GP's energy there (None when the
+        prior calculator cannot tell) and the trust region (widened for a step along
+        the forces)."""
         gp = self.fit_model()
         best = self.observations.best()
         centre = self.observations.positions[best]  # (n, 3)
@@ -357,22 +362,38 @@ class BOOptimizer(Optimizer):
             else [centre, self.observations.positions[-1]]
         )
         free = self._free_coordinates()
-        positions, _ = minimize_lcb(
-            gp,
-            torch.as_tensor(np.array(starts)),
-            torch.as_tensor(centre),
-            self.trust.radius,
-            torch.as_tensor(free.reshape(-1)),
-            self.kappa,
-        )
-        positions = _limit_step(centre, positions.numpy(), self.maxstep)
         trust = self.trust
-        if self.observations.find(positions, NEW) is not None:
+        try:
+            positions, _ = minimize_lcb(
+                gp,
+                torch.as_tensor(np.array(starts)),
+                torch.as_tensor(centre),
+                self.trust.radius,
+                torch.as_tensor(free.reshape(-1)),
+                self.kappa,
+            )
+            positions = _limit_step(centre, positions.numpy(), self.maxstep)
+            seen = self.observations.find(positions, NEW) is not None
+        except PriorCalculationError as error:
+            # the prior calculator failed at a configuration the search tried: the
+            # model cannot be searched this step
+            self._write_note(f"{error}; this step goes along the forces")
+            positions, seen = None, True
+        if seen:
             # the model sends us back to a configuration already computed, which
             # would teach it nothing: step along the forces instead
             trust = trust.for_force_step()
             positions = self._force_step(best, free, trust.radius)
-        return positions, float(gp.predict(positions)), trust
+        try:
+            predicted = float(gp.predict(positions))
+        except PriorCalculationError:
+            predicted = None  # the trust region then stays as it is after this step
+        return positions, predicted, trust
+
+    def _write_note(self, text):
+        """One line in the log, between the step lines."""
+        if self.logfile is not None:
+            self.logfile.write(f"{type(self).__name__}: {text}\n")
 
     def _force_step(self, index, free, length):
         """A configuration not seen yet along the free forces of observation ``index``.

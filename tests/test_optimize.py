@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from ase import Atoms
 from ase.build import bulk, molecule
-from ase.calculators.calculator import Calculator, all_changes
+from ase.calculators.calculator import CalculationFailed, Calculator, all_changes
+from ase.calculators.emt import EMT
 from ase.calculators.lj import LennardJones
 from ase.constraints import FixAtoms
 from ase.io import read
@@ -292,8 +293,6 @@ def test_command_line_relaxes_a_file_and_logs_predictions(tmp_path, capsys):
 def test_auto_prior_takes_gfn2_under_another_calculator_and_says_so():
     import io
 
-    from ase.calculators.emt import EMT
-
     from asebo.gp import CalculatorPrior
 
     atoms = molecule("H2O")
@@ -306,8 +305,6 @@ def test_auto_prior_takes_gfn2_under_another_calculator_and_says_so():
 
 
 def test_auto_prior_falls_back_where_gfn2_does_not_fit():
-    from ase.calculators.emt import EMT
-
     from asebo.priors import automatic_prior
 
     target = molecule("H2O")
@@ -323,3 +320,56 @@ def test_auto_prior_falls_back_where_gfn2_does_not_fit():
     slab.pbc = True
     slab.calc = EMT()
     assert automatic_prior(slab)[0] == "max"
+
+
+class _Recording(Calculator):
+    """EMT that records every geometry it computes."""
+
+    implemented_properties = ["energy", "forces"]
+
+    def __init__(self, seen):
+        super().__init__()
+        self.seen = seen
+        self.inner = EMT()
+
+    def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        super().calculate(atoms, properties, system_changes)
+        self.seen.append(self.atoms.positions.copy())
+        self.results = {
+            "energy": self.inner.get_potential_energy(self.atoms),
+            "forces": self.inner.get_forces(self.atoms),
+        }
+
+
+class _FailingAway(_Recording):
+    """EMT that fails (as an SCF that does not converge) away from the recorded geometries."""
+
+    def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        if not any(np.allclose(atoms.positions, p, atol=1e-9) for p in self.seen):
+            raise CalculationFailed("SCF not converged in 250 cycles")
+        Calculator.calculate(self, atoms, properties, system_changes)
+        self.results = {
+            "energy": self.inner.get_potential_energy(self.atoms),
+            "forces": self.inner.get_forces(self.atoms),
+        }
+
+
+def test_a_failing_prior_calculator_turns_the_step_into_a_force_step():
+    import io
+
+    seen = []
+    atoms = molecule("H2O")
+    atoms.rattle(0.1, seed=3)
+    atoms.calc = _Recording(seen)
+    log = io.StringIO()
+    opt = BOOptimizer(atoms, prior=_FailingAway(seen), logfile=log)
+    opt.run(fmax=0.05, steps=3)
+    assert len(opt.energies) == 4  # every step was taken
+    assert "the prior calculator failed: CalculationFailed" in log.getvalue()
+    for k in range(1, len(opt.energies)):
+        best = int(np.argmin(opt.energies[:k]))
+        step = (opt.positions_seen[k] - opt.positions_seen[best]).reshape(-1)
+        forces = opt.forces[best].reshape(-1)
+        cosine = step @ forces / np.linalg.norm(step) / np.linalg.norm(forces)
+        assert cosine == pytest.approx(1.0, abs=1e-9)  # along the forces of the best
+    assert opt.energies[-1] < opt.energies[0]
