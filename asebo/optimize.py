@@ -40,6 +40,7 @@ from asebo.priors import AUTO, MODEL_PRIORS, automatic_prior, resolve_prior
 from asebo.trust import TrustRegion
 
 SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian)
+PRIOR_RETRIES = 3  # smaller trust boxes searched after the prior calculator fails in one
 NEAR_LINEAR = 0.15  # second / first singular value of the centred positions below this
 NEW = 1e-6  # Å: a proposal closer than this to a configuration seen teaches the model nothing
 
@@ -92,9 +93,10 @@ class BOOptimizer(Optimizer):
         calculator and GFN2-xTB describes the system, the default otherwise
         (:func:`asebo.priors.automatic_prior`; the choice is written to the log).
         A prior calculator that fails where the search of the model takes it (an SCF
-        that does not converge) turns that step into a step along the forces, with a
-        line in the log; one that fails at a configuration already computed stops the
-        run with :class:`asebo.gp.PriorCalculationError`.
+        that does not converge) halves the trust radius, up to ``PRIOR_RETRIES``
+        times, and then turns that step into a step along the forces, with a line in
+        the log each time; one that fails at a configuration already computed stops
+        the run with :class:`asebo.gp.PriorCalculationError`.
         ``'lindh'`` (the default for molecules) is
         :class:`asebo.lindh.LindhModel`, harmonic bonds, bends and torsions with Lindh's
         model force constants around the first configuration computed (see
@@ -363,22 +365,26 @@ class BOOptimizer(Optimizer):
         )
         free = self._free_coordinates()
         trust = self.trust
-        try:
-            positions, _ = minimize_lcb(
-                gp,
-                torch.as_tensor(np.array(starts)),
-                torch.as_tensor(centre),
-                self.trust.radius,
-                torch.as_tensor(free.reshape(-1)),
-                self.kappa,
-            )
+        positions, seen = None, True
+        for _ in range(PRIOR_RETRIES + 1):
+            try:
+                positions, _ = minimize_lcb(
+                    gp,
+                    torch.as_tensor(np.array(starts)),
+                    torch.as_tensor(centre),
+                    trust.radius,
+                    torch.as_tensor(free.reshape(-1)),
+                    self.kappa,
+                )
+            except PriorCalculationError as error:
+                # the prior calculator failed at a configuration the search tried:
+                # search a smaller box, closer to the configurations it computed
+                trust = trust.shrunk()
+                self._write_note(f"{error}; the trust radius is halved to {trust.radius:.3g} Å")
+                continue
             positions = _limit_step(centre, positions.numpy(), self.maxstep)
             seen = self.observations.find(positions, NEW) is not None
-        except PriorCalculationError as error:
-            # the prior calculator failed at a configuration the search tried: the
-            # model cannot be searched this step
-            self._write_note(f"{error}; this step goes along the forces")
-            positions, seen = None, True
+            break
         if seen:
             # the model sends us back to a configuration already computed, which
             # would teach it nothing: step along the forces instead

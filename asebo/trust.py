@@ -45,8 +45,13 @@ class TrustRegion:
         if actual_drop > 0 and error < GOOD * max(predicted_drop, 0.0):
             return TrustRegion(min(GROW * self.radius, self.maxstep), self.maxstep)
         if actual_drop <= 0 or error > predicted_drop:
-            return TrustRegion(max(SHRINK * self.radius, FLOOR), self.maxstep)
+            return self.shrunk()
         return self
+
+    def shrunk(self):
+        """The region halved (down to ``FLOOR``): after a poor prediction, or where the
+        model cannot be evaluated at the edge of the box."""
+        return TrustRegion(max(SHRINK * self.radius, FLOOR), self.maxstep)
 
     def for_force_step(self):
         """The region of a step along the forces, when the model has nothing new to offer.
