@@ -100,8 +100,9 @@ class EnergyForceGP:
     Parameters
     ----------
     kernel : {'svd', 'cartesian'}
-        The rotation-invariant SVD kernel (molecules) or the Gaussian kernel on
-        Cartesian positions (periodic systems).
+        The rotation-invariant SVD kernel or the Gaussian kernel on Cartesian
+        positions, or on the features of ``metric`` (the optimizer's default for
+        molecules).
     gamma : float
         Kernel inverse squared length scale (``k = exp(-gamma d / 2)`` for the squared
         exponential, Å⁻²); the starting point when ``fit_gamma``.
