@@ -38,6 +38,7 @@ from scipy.optimize import minimize_scalar
 from asebo.kernels.joint import KERNELS, block_jacobi, energy_rows, joint_matmul
 from asebo.kernels.operators import JointStructure, solve_joint
 from asebo.kernels.radial import radial_profile
+from asebo.kernels.trend import LinearTrend, TrendedCovariance
 from asebo.regression import (
     SymmetricFactor,
     noise_vector,
@@ -142,11 +143,18 @@ class EnergyForceGP:
     radial : {'se', 'matern52'} or profile
         ``f`` of the kernel ``k = f(d)`` of the aligned squared distance: the
         squared exponential or the Matérn 5/2 (:mod:`asebo.kernels.radial`).
-    metric : asebo.metric.HessianMetric, optional
+    metric : asebo.metric.InternalMetric or asebo.metric.HessianMetric, optional
         Features the kernel sees instead of the positions (with ``kernel='cartesian'``):
-        aligned onto a reference and scaled by a model Hessian. Energies and forces
-        stay in Cartesian coordinates for the caller: observed gradients are mapped to
-        the features, and posterior gradients back.
+        internal coordinates, or positions aligned onto a reference, scaled by a model
+        Hessian. Energies and forces stay in Cartesian coordinates for the caller:
+        observed gradients are mapped to the features, and posterior gradients back.
+    trend : float
+        With ``kernel='cartesian'``: the kernel gains a linear trend in the features
+        (or positions) measured from the lowest-energy observation
+        (:class:`asebo.kernels.trend.LinearTrend`), whose slope variance is ``trend``
+        times the prior variance of a gradient component of the radial kernel. The
+        slope the observations share then carries beyond the length scale, where the
+        radial kernel alone returns to the prior mean. 0 leaves it out.
 
     Attributes
     ----------
@@ -178,12 +186,20 @@ class EnergyForceGP:
         cg_max_iter=50,
         radial="se",
         metric=None,
+        trend=0.0,
     ):
         if kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
         if metric is not None and kernel != "cartesian":
             raise ValueError(
                 "a metric gives the kernel features, not positions: use kernel='cartesian'"
+            )
+        if isinstance(trend, bool) or not (isinstance(trend, (int, float)) and trend >= 0):
+            raise ValueError(f"trend must be a number >= 0, got {trend!r}")
+        if trend > 0 and kernel != "cartesian":
+            raise ValueError(
+                "a linear trend in the positions would break the SVD kernel's rotation "
+                "invariance: use kernel='cartesian' (with an invariant metric) or trend=0"
             )
         self.kernel = kernel
         self.gamma = gamma
@@ -200,6 +216,7 @@ class EnergyForceGP:
         self.radial = radial
         self._profile = radial_profile(radial)
         self.metric = metric
+        self.trend = trend
 
     # ---- data and prior -------------------------------------------------------------
     def _prior_at_observations(self, positions, energies, forces):
@@ -239,6 +256,22 @@ class EnergyForceGP:
             )
         )
 
+    def _linear_trend(self, gamma):
+        """The :class:`LinearTrend` at ``gamma`` (its variance follows the radial
+        kernel's gradient variance), or None without a trend."""
+        if self.trend == 0:
+            return None
+        return LinearTrend(self.trend * self._profile.slope_at_zero(gamma))
+
+    def _dense(self, gamma, select):
+        """Joint covariance (N', N') of the ``select``-ed configurations, trend included."""
+        K = self._structure.dense(gamma, select)
+        trend = self._linear_trend(gamma)
+        if trend is not None:
+            features = self._trend_features[select]  # (m', 3n)
+            K.add_(trend.dense(features, features))
+        return K
+
     # ---- marginal likelihood --------------------------------------------------------
     def _profile_nll(self, log_gamma, select, y):
         """Negative log marginal likelihood per datum with ``s^2`` profiled out.
@@ -247,7 +280,7 @@ class EnergyForceGP:
         """
         gamma = float(np.exp(log_gamma))
         m, n = len(select), self._structure.positions.shape[1]
-        K = self._structure.dense(gamma, select)
+        K = self._dense(gamma, select)
         K.diagonal().add_(self._noise(m, n, gamma))
         factor = SymmetricFactor(K.numpy())
         y = y.numpy()
@@ -332,6 +365,9 @@ class EnergyForceGP:
             gradients = self.metric.feature_gradients(positions, gradients).numpy()
             positions = self.metric.features(positions).numpy()
         y = self._targets(energies, gradients, prior_e, prior_g)  # (m (3n+1),)
+        flat = torch.as_tensor(positions).reshape(m, 3 * n)
+        self._trend_origin = flat[int(np.argmin(energies))].clone()  # (3n,)
+        self._trend_features = flat - self._trend_origin  # (m, 3n)
         self._update_structure(torch.as_tensor(positions))
         gamma = self._fit_gamma(y, m, n) if self.fit_gamma else float(self.gamma)
         select = self._select(energies, n)
@@ -377,7 +413,12 @@ class EnergyForceGP:
             self.solve_info_ = None
             return subset
         operator = self._structure.operator(gamma)
+        trend = self._linear_trend(gamma)
+        if trend is not None:
+            operator = TrendedCovariance(operator, self._trend_features, trend.variance)
         noise = self._noise(m, n_atoms, gamma) + self._jitter_absolute
+        # the trend adds c I to every gradient block: a preconditioner without it
+        # still takes care of the rigid motions and the diagonal
         blocks = block_jacobi(operator.geometry, gamma, noise)
 
         def preconditioner(r):  # (N, t)
@@ -415,7 +456,7 @@ class EnergyForceGP:
         The jitter is relative to the mean diagonal; ``_jitter_absolute`` keeps it in
         absolute terms for the covariance of every observation.
         """
-        K = self._structure.dense(gamma, select)
+        K = self._dense(gamma, select)
         K.diagonal().add_(self._noise(len(select), n_atoms, gamma))
         factor = SymmetricFactor(K.numpy())
         self._jitter_absolute = factor.jitter * float(K.diagonal().mean())
@@ -456,6 +497,10 @@ class EnergyForceGP:
         geometry = self._structure.cross(x)  # (b, m) pairs
         values = geometry.profile(gamma)  # (k, a, c), each (b, m)
         mean_rows = joint_matmul(geometry, gamma, self._alpha[:, None], values)
+        trend = self._linear_trend(gamma)
+        if trend is not None:
+            u = x.reshape(b, 3 * n) - self._trend_origin  # (b, 3n)
+            mean_rows = mean_rows + trend.matmul(u, self._trend_features, self._alpha[:, None])
         mean_rows = mean_rows.reshape(b, 3 * n + 1)
         mean = prior + mean_rows[:, 0]
         grad_mean = mean_rows[:, 1:].reshape(b, n, 3)
@@ -463,11 +508,20 @@ class EnergyForceGP:
         near = geometry.take(cols=self.selected_)
         near_values = tuple(value[:, self.selected_] for value in values)
         c = energy_rows(near, gamma, near_values)  # (b, N')
+        prior_variance, grad_prior_variance = torch.ones(b, dtype=c.dtype), 0.0
+        if trend is not None:
+            near_features = self._trend_features[self.selected_]  # (m', 3n)
+            c = c + trend.energy_rows(u, near_features)
+            prior_variance, grad_prior_variance = trend.prior_variance(u)
+            prior_variance = prior_variance + 1.0
         w = _cholesky_solve(self._factor, c.T)  # (N', b)
-        variance = s2 * (1.0 - (c * w.T).sum(dim=1))
+        variance = s2 * (prior_variance - (c * w.T).sum(dim=1))
         # d(c_i . K^{-1} c_i)/dx_i = 2 (dc_i/dx_i) w_i: the gradient rows of the product
-        rows = joint_matmul(near, gamma, w, near_values).reshape(b, 3 * n + 1, b)
-        grad_variance = -2.0 * s2 * rows[torch.arange(b), 1:, torch.arange(b)].reshape(b, n, 3)
+        rows = joint_matmul(near, gamma, w, near_values)  # (b (3n+1), b)
+        if trend is not None:
+            rows = rows + trend.matmul(u, near_features, w)
+        rows = rows.reshape(b, 3 * n + 1, b)[torch.arange(b), 1:, torch.arange(b)]  # (b, 3n)
+        grad_variance = s2 * (grad_prior_variance - 2.0 * rows).reshape(b, n, 3)
         floor = 1e-12 * s2
         grad_variance = torch.where((variance > floor)[:, None, None], grad_variance, 0.0)
         if pullback is not None:

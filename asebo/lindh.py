@@ -9,8 +9,8 @@ with ``alpha`` and ``r_ref`` set by the periodic-table rows of the two atoms, an
 force constants ``k_r rho_ij`` for the stretch of ``ij``, ``k_phi rho_ij rho_jk``
 for the bend of ``i-j-k`` and ``k_tau rho_ij rho_jk rho_kl`` for the torsion about
 ``j-k`` of ``i-j-k-l``. :class:`LindhModel` is the harmonic energy with these force
-constants around a reference geometry ``x0`` (``k_tau`` four times Lindh's by
-default, the fewest force calls of the scales tried on the Baker set):
+constants around a reference geometry ``x0`` (``k_tau`` twice Lindh's by
+default, see ``TORSION_CONSTANT``):
 
 .. math:: E(x) = \tfrac12 k_r \sum_{ij} \rho_{ij} (r_{ij} - r^0_{ij})^2
               + \tfrac12 k_\phi \sum_{ijk} \rho_{ij} \rho_{jk} (\theta_{ijk} - \theta^0_{ijk})^2
@@ -50,9 +50,9 @@ _R_REF = {(1, 1): 1.35, (1, 2): 2.10, (1, 3): 2.53, (2, 2): 2.87, (2, 3): 3.40, 
 STRETCH_CONSTANT = 0.45 * Hartree / Bohr**2  # k_r, eV/Å²
 BEND_CONSTANT = 0.15 * Hartree  # k_phi, eV/rad²
 LINDH_TORSION_CONSTANT = 0.005 * Hartree  # Lindh's k_tau, eV/rad²
-# four times Lindh's: the fewest force calls of the scales tried on the Baker set, and
-# fewer than Lindh's on the drug-like set (docs/lindh.md)
-TORSION_CONSTANT = 4 * LINDH_TORSION_CONSTANT  # k_tau, eV/rad²
+# twice Lindh's: with the internal-coordinate kernel and its linear trend, as few force
+# calls as four times (the choice of the aligned kernel) and fewer higher minima (docs/lindh.md)
+TORSION_CONSTANT = 2 * LINDH_TORSION_CONSTANT  # k_tau, eV/rad²
 # torsions fade out as one of their bends straightens: full below, none above (rad)
 TORSION_FADE = (np.radians(145.0), np.radians(160.0))
 # a centre with three neighbours counts as planar within this angle of the plane (rad)
@@ -156,7 +156,7 @@ def _torsion_quadruples(rho, cutoff):
     return np.concatenate(rows), np.concatenate(weights)
 
 
-def _out_of_plane_quadruples(rho, cutoff):
+def out_of_plane_quadruples(rho, cutoff):
     """Rows ``(i, j, k, l)`` (o, 4) of a centre ``j`` and three of its neighbours,
     each trio once, whose weight ``rho_ji rho_jk rho_jl`` exceeds ``cutoff``, with the
     weights (o,). The dihedral of ``i-j-k-l`` measures ``l`` leaving the plane ``i-j-k``."""
@@ -205,7 +205,7 @@ class LindhModel(Calculator):
         ``rho_ij rho_jk rho_kl``) is below ``cutoff`` are left out.
     stretch_constant, bend_constant, torsion_constant : float
         ``k_r`` (eV/Å²), ``k_phi`` and ``k_tau`` (eV/rad²). Lindh's ``k_r`` and
-        ``k_phi`` by default, and four times his ``k_tau`` (0.02 Ha/rad²): torsions
+        ``k_phi`` by default, and twice his ``k_tau`` (0.01 Ha/rad²): torsions
         on by default, the GP's prior then knows the soft twists. ``torsion_constant=0``
         leaves the torsions out (the model of stretches and bends alone).
     out_of_plane_constant : float
@@ -266,6 +266,9 @@ class LindhModel(Calculator):
             reference, rho, cutoff, out_of_plane_constant
         )
         self.reference = reference
+        self.numbers = numbers
+        self.cutoff = cutoff
+        self.torsion_constant = torsion_constant
         self._reference_lengths = self._lengths(reference)[0]
         self._reference_angles = _bend_angles(reference, self.bends)[0]
         self._reference_dihedrals = _dihedrals(reference, self.torsions)[0]
@@ -289,12 +292,21 @@ class LindhModel(Calculator):
         ``cutoff``, and their force constants (o,)."""
         if out_of_plane_constant == 0:
             return np.zeros((0, 4), dtype=int), np.zeros(0)
-        quadruples, weights = _out_of_plane_quadruples(rho, cutoff)
+        quadruples, weights = out_of_plane_quadruples(rho, cutoff)
         if len(quadruples) == 0:
             return quadruples, weights
         angle = _dihedrals(reference, quadruples)[0]
         planar = np.abs(np.sin(angle)) < np.sin(PLANAR_TOLERANCE)
         return quadruples[planar], out_of_plane_constant * weights[planar]
+
+    def torsion_fades(self, positions):
+        """The fade ``g(theta_ijk) g(theta_jkl)`` (t,) of each torsion at ``positions`` (n, 3)."""
+        positions = np.asarray(positions, dtype=np.float64)
+        if len(self.torsions) == 0:
+            return np.zeros(0)
+        first = _torsion_fade(_bend_angles(positions, self.torsions[:, :3])[0])[0]
+        second = _torsion_fade(_bend_angles(positions, self.torsions[:, 1:])[0])[0]
+        return first * second
 
     def _lengths(self, positions):
         """Bond lengths (p,) and their unit vectors (p, 3) from atom j to atom i."""

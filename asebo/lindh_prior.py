@@ -15,12 +15,12 @@ acetylene, CO2, a nitrile, rattled; bonded meaning ``rho > BONDED``) wider than
 of, say, 172° has a cusp at the straight geometry (``(180° - 172° - c|p|)^2``),
 which no smooth GP can correct, while ``(c|p|)^2`` is smooth.
 
-The prior's force constants are ``STIFFNESS`` = 0.85 times those of
+The prior's force constants are ``STIFFNESS`` = 0.7 times those of
 :class:`asebo.lindh.LindhModel`: a softer model takes longer first steps. Measured
-with GFN2-xTB side by side: Baker set 169 calls at 1.0, 159 at 0.85, 160 at 0.75,
-155 at 0.7 and 186 at 1.4; on drug-like molecules from force-field starts
-(the shipped set and a second set of twelve) 98 and 89 at 1.0, 97 and 88 at
-0.85, 103 and 103 at 0.7.
+with GFN2-xTB and the internal-coordinate kernel on 110 molecules (the Baker set, the
+two shipped drug-like sets and three sets built to check, docs/lindh.md): 728 force
+calls in all at 1.0, 674 at 0.85, 690 at 0.75, 674 at 0.7 and 718 at 0.6; on 148
+rattled G2 molecules 1105 at 0.85 and 1080 at 0.7.
 """
 
 import numpy as np
@@ -34,7 +34,7 @@ from asebo.lindh import (
     lindh_weights,
 )
 
-STIFFNESS = 0.85  # the prior's force constants relative to the model's (module docstring)
+STIFFNESS = 0.7  # the prior's force constants relative to the model's (module docstring)
 LINEAR_BEND = np.radians(150.0)  # bends of a two-coordinated atom wider than this are straight
 BONDED = 0.5  # Lindh weight rho_ij above which i and j are bonded (non-bonded pairs < 0.05)
 

@@ -26,15 +26,29 @@ are pulled back to ``x`` through the alignment by automatic differentiation.
 Without alignment (``align=False``: periodic cells, coordinates fixed along axes, near
 linear molecules, whose rotation about the axis is decided by small displacements)
 ``a = x``.
+
+:class:`InternalMetric` (the optimizer's default for molecules) takes the same
+scales along curvilinear coordinates instead: the delocalized internal coordinates
+of the Lindh model's stretches, bends and torsions, which agree with
+``\Lambda^{p/2} U^T (x - x_ref)`` to first order and follow rotations about bonds
+beyond it. Both give the GP ``(n, 3)`` features and the maps of gradients to and
+from them.
 """
 
 import numpy as np
 import torch
 
+from asebo.internals import PrimitiveInternals, bend_angles
 from asebo.kernels.svd import optimal_alignment
+from asebo.lindh import lindh_weights, out_of_plane_quadruples
 
 POWER = 0.5  # the metric is H^POWER: characteristic lengths go as lambda^(-POWER/2)
 HESSIAN_STEP = 1e-4  # Å, central differences of the model forces
+STRAIGHT_BEND = np.radians(165.0)  # bends this wide are left out of the internal features
+LINEAR_BOND_ANGLE = np.radians(160.0)  # a bonded bend this wide: no internal features
+BONDED = 0.5  # Lindh weight rho_ij above which two atoms count as bonded
+PSEUDO_INVERSE_RTOL = 1e-10  # of the map from position to feature gradients
+RANK_TOLERANCE = 1e-6  # smallest kept singular value of the weighted B matrix / largest
 
 
 def model_hessian(model, positions, step=HESSIAN_STEP):
@@ -165,3 +179,153 @@ class HessianMetric:
             )
 
         return features, pullback
+
+
+class InternalMetric:
+    r"""Curvilinear features of configurations: internal coordinates scaled by a model Hessian.
+
+    The primitives ``p(x)`` are the stretches, bends and torsions of a
+    :class:`asebo.lindh.LindhModel` (torsions relative to the reference), with the
+    model's force constants ``k``; at the reference its Hessian is
+    ``H = B^T K B = U \Sigma^2 U^T`` with ``K^{1/2} B = V \Sigma U^T`` (thin SVD, the
+    ``3n - 6`` vibrations). The features are the delocalized internal coordinates
+    (Baker, Kessi and Delley, J. Chem. Phys. 105, 192 (1996)) of this weighted set,
+
+    .. math:: \psi(x) = S \Sigma^{-1} V^T K^{1/2} (p(x) - p_{\mathrm{ref}}),
+              \qquad S = \Sigma^{p} / \text{geometric mean},
+
+    which to first order around the reference are :class:`HessianMetric`'s
+    ``S U^T (x - x_ref)``, and beyond it follow the bonds, angles and torsions: a
+    methyl group turned by 60° is a straight line in ``psi``, not an arc. They are
+    invariant to rigid motions by construction (no alignment), padded with six zeros
+    to ``(n, 3)`` so the GP sees ``3n`` features. An invariant energy's gradient maps
+    exactly: ``\nabla_x E = J^T \nabla_\psi E`` with ``J = S \Sigma^{-1} V^T K^{1/2} B``
+    of full row rank, so ``\nabla_\psi E = (J J^T)^{-1} J \nabla_x E``.
+
+    Parameters
+    ----------
+    model : asebo.lindh.LindhModel
+        Its terms and force constants define the primitives and their weights.
+    reference : array (n, 3)
+        Where the weighted B matrix is decomposed (the model's reference).
+    power : float
+        The metric is ``H^power`` to first order; 0 weighs every delocalized
+        coordinate alike.
+
+    Raises
+    ------
+    ValueError
+        When the primitives do not span the ``3n - 6`` vibrations at the reference
+        (a near-linear molecule, two atoms): take :class:`HessianMetric` there.
+
+    References
+    ----------
+    R. Raggi et al., J. Chem. Theory Comput. 16, 3989 (2020) (a length per direction
+    from the model Hessian); J. Baker, A. Kessi, B. Delley, J. Chem. Phys. 105, 192
+    (1996) (delocalized internal coordinates); A. Meyer and A. W. Hauser, J. Chem.
+    Phys. 152, 084112 (2020) (GP regression in internal coordinates).
+    """
+
+    def __init__(self, model, reference, power=POWER):
+        reference = np.asarray(reference, dtype=np.float64)
+        n = len(reference)
+        vibrations = 3 * n - 6
+        if vibrations < 1:
+            raise ValueError(f"{n} atoms have no bends to describe in internal coordinates")
+        rho = lindh_weights(reference, model.numbers)  # (n, n)
+        bends = np.asarray(model.bends).reshape(-1, 3)
+        angles = bend_angles(torch.as_tensor(reference), torch.as_tensor(bends))[0].numpy()
+        i, j, k = bends.T
+        bonded = (rho[i, j] > BONDED) & (rho[j, k] > BONDED)
+        if np.any(bonded & (angles >= LINEAR_BOND_ANGLE)):
+            raise ValueError(
+                "a bond angle is close to 180° (an sp atom), where the angle is no smooth "
+                "coordinate"
+            )
+        straight = angles >= STRAIGHT_BEND
+        # out-of-plane dihedrals of every atom with three neighbours: they, not the
+        # bends, move first when a planar centre puckers
+        out_of_plane, weights = out_of_plane_quadruples(rho, model.cutoff)
+        self.primitives = PrimitiveInternals(
+            model.stretches, bends[~straight], model.torsions, out_of_plane, reference
+        )
+        constants = np.concatenate(
+            [
+                model.stretch_constants,
+                model.bend_constants[~straight],
+                model.torsion_constants,
+                model.torsion_constant * weights,
+            ]
+        )  # (d,)
+        values, derivatives = self.primitives.values_and_derivatives(
+            torch.as_tensor(reference)[None]
+        )
+        weighted = np.sqrt(constants)[:, None] * self.primitives.wilson_b(derivatives)[0].numpy()
+        V, sigma, _ = np.linalg.svd(weighted, full_matrices=False)
+        if len(sigma) < vibrations or sigma[vibrations - 1] < RANK_TOLERANCE * sigma[0]:
+            raise ValueError(
+                "the internal coordinates do not describe every vibration at this "
+                "configuration (near-linear molecule?)"
+            )
+        sigma, V = sigma[:vibrations], V[:, :vibrations]
+        scales = sigma**power
+        scales /= np.exp(np.mean(np.log(scales)))
+        # (r, d): psi = (p - p_ref) @ A^T
+        self.transform = torch.as_tensor((scales / sigma)[:, None] * V.T * np.sqrt(constants))
+        self.reference_values = values[0]  # (d,)
+        self.n_atoms, self.rank = n, vibrations
+        self._gradient_maps = {}  # positions bytes -> (r, 3n) map of x- to psi-gradients
+
+    @classmethod
+    def from_model(cls, model, reference, power=POWER):
+        """The metric of ``model`` at ``reference`` (n, 3)."""
+        return cls(model, reference, power)
+
+    def _features(self, x):
+        """Unpadded features (b, r) and primitive derivatives (b, d, 4, 3) of x (b, n, 3)."""
+        values, derivatives = self.primitives.values_and_derivatives(x)
+        return (values - self.reference_values) @ self.transform.T, derivatives
+
+    def _pad(self, features):
+        out = features.new_zeros(len(features), 3 * self.n_atoms)
+        out[:, : self.rank] = features
+        return out.reshape(len(features), self.n_atoms, 3)
+
+    def features(self, positions):
+        """``psi`` (m, n, 3) of positions (m, n, 3), the last six entries zero."""
+        return self._pad(self._features(torch.as_tensor(positions, dtype=torch.float64))[0])
+
+    def _gradient_map(self, x):
+        """``(J J^T)^{-1} J = (J^T)^+`` (r, 3n) at one configuration x (n, 3), computed once."""
+        key = x.numpy().tobytes()
+        if key not in self._gradient_maps:
+            _, derivatives = self.primitives.values_and_derivatives(x[None])
+            jacobian = self.transform @ self.primitives.wilson_b(derivatives)[0]  # (r, 3n)
+            # (J J^T)^{-1} J where J has full rank; a pseudo-inverse where a faded
+            # torsion has taken a direction away
+            self._gradient_maps[key] = torch.linalg.pinv(jacobian.T, rtol=PSEUDO_INVERSE_RTOL)
+        return self._gradient_maps[key]
+
+    def feature_gradients(self, positions, gradients):
+        """Gradients (m, n, 3) in ``psi`` of invariant functions whose gradients in ``x``
+        at ``positions`` (m, n, 3) are ``gradients`` (m, n, 3)."""
+        x = torch.as_tensor(positions, dtype=torch.float64)
+        g = torch.as_tensor(gradients, dtype=torch.float64).reshape(len(x), -1)
+        return self._pad(torch.stack([self._gradient_map(xi) @ gi for xi, gi in zip(x, g)]))
+
+    def features_and_pullback(self, positions):
+        """``psi`` (b, n, 3) of positions (b, n, 3), and the map of gradients in ``psi``
+        (b, n, 3) to gradients in ``x`` (b, n, 3), ``J^T g``."""
+        x = torch.as_tensor(positions, dtype=torch.float64)
+        features, derivatives = self._features(x)
+        b = len(x)
+
+        def pullback(*feature_gradients):
+            return tuple(
+                self.primitives.transpose_product(
+                    derivatives, g.reshape(b, -1)[:, : self.rank] @ self.transform
+                )
+                for g in feature_gradients
+            )
+
+        return self._pad(features), pullback

@@ -30,7 +30,7 @@ from asebo.acquisition import minimize_lcb
 from asebo.gp import CalculatorPrior, EnergyForceGP, PriorCalculationError
 from asebo.lindh import LindhModel
 from asebo.lindh_prior import RecentredLindh
-from asebo.metric import HessianMetric
+from asebo.metric import HessianMetric, InternalMetric
 from asebo.observations import (
     Observations,
     RestartError,  # noqa: F401  raised through BOOptimizer(restart=...)
@@ -42,6 +42,11 @@ from asebo.trust import TrustRegion
 SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian)
 PRIOR_RETRIES = 3  # smaller trust boxes searched after the prior calculator fails in one
 NEAR_LINEAR = 0.15  # second / first singular value of the centred positions below this
+METRIC_KERNELS = ("internal", "anisotropic")  # the GP's Gaussian kernel on a metric's features
+# the Lindh prior's recentring energy, eV, by default: never with the internal kernel,
+# whose linear trend carries the way from the first configuration; 0.3 eV otherwise
+RECENTRE = {True: float("inf"), False: 0.3}
+TREND = 30.0  # slope variance of the GP's linear trend / a gradient's variance (kernel='internal')
 NEW = 1e-6  # Å: a proposal closer than this to a configuration seen teaches the model nothing
 
 
@@ -108,25 +113,35 @@ class BOOptimizer(Optimizer):
         With the ``'lindh'`` prior: when the model puts the lowest-energy
         configuration more than ``recentre`` eV above its minimum, the model is
         rebuilt around that configuration (:class:`asebo.lindh_prior.RecentredLindh`).
+        By default never (``inf``) with the ``'internal'`` kernel, whose linear trend
+        carries the way from the first configuration (a model rebuilt under it would
+        change the features too), and 0.3 eV with the others.
     maxstep : float
         Largest displacement of any atom in one step, Å.
     trust_radius : float
         Initial half-width of the trust box, Å per coordinate.
-    kernel : {'anisotropic', 'svd', 'cartesian'}, optional
-        ``'anisotropic'`` (the default for molecules): the Gaussian kernel on
-        positions aligned onto a reference configuration and scaled along the
-        eigenvectors of the Lindh model's Hessian there, a length per direction
-        (:class:`asebo.metric.HessianMetric`; the model and reference are those of
+    kernel : {'internal', 'anisotropic', 'svd', 'cartesian'}, optional
+        ``'internal'`` (the default for molecules that it describes): the Gaussian kernel on the
+        delocalized internal coordinates of the Lindh model's stretches, bends and
+        torsions, scaled by its Hessian, a length per direction
+        (:class:`asebo.metric.InternalMetric`; the model and reference are those of
         the ``'lindh'`` prior, or a Lindh model of the first configuration with
-        another prior). Molecules close to a straight line
-        (:func:`is_near_linear`) are not aligned: their rotation about the axis
-        hangs on small displacements across it. ``'svd'``: the rotation-invariant
+        another prior), plus a linear trend in them (``gp_options['trend']``,
+        default ``TREND``; :class:`asebo.kernels.trend.LinearTrend`). Molecules
+        close to a straight line (:func:`is_near_linear`), or whose internal
+        coordinates do not describe every vibration at the start, take
+        ``'anisotropic'`` by default.
+        ``'anisotropic'``: the Gaussian kernel on positions aligned onto the
+        reference and scaled along the eigenvectors of the Lindh Hessian there
+        (:class:`asebo.metric.HessianMetric`). Molecules close to a straight line
+        (:func:`is_near_linear`) take these features, not aligned: their rotation
+        about the axis hangs on small displacements across it. ``'svd'``: the rotation-invariant
         SVD kernel with one length scale (Wong and Kolter). ``'cartesian'``: the
         Gaussian kernel on Cartesian positions, the default for periodic cells and
         with ``FixCartesian`` constraints.
     gp_options : dict, optional
         Passed to :class:`asebo.gp.EnergyForceGP` (``gamma``, ``fit_gamma``,
-        ``energy_noise``, ``gradient_noise``, ``proper``...).
+        ``energy_noise``, ``gradient_noise``, ``proper``, ``trend``...).
     comm : communicator
         Ranks that take the same step: rank 0 computes it and broadcasts it.
 
@@ -151,7 +166,6 @@ class BOOptimizer(Optimizer):
         "maxstep": 0.2,
         "kappa": 0.1,
         "trust_radius": 0.1,
-        "recentre": 0.3,
     }
 
     def __init__(
@@ -177,15 +191,16 @@ class BOOptimizer(Optimizer):
         self.initial_trust_radius = _number(
             "trust_radius", trust_radius, self.defaults["trust_radius"]
         )
-        self.recentre = self.defaults["recentre"] if recentre is None else recentre
+        self.kernel = _choose_kernel(atoms, kernel)
+        self.recentre = RECENTRE[self.kernel == "internal"] if recentre is None else recentre
         if not (isinstance(self.recentre, (int, float)) and self.recentre >= 0):
             raise ValueError(
                 f"recentre must be an energy >= 0 in eV (inf: never), got {recentre!r}"
             )
-        self.kernel = _choose_kernel(atoms, kernel)
-        gp_kernel = "cartesian" if self.kernel == "anisotropic" else self.kernel
-        self.gp_options = {"kernel": gp_kernel, **(gp_options or {})}
-        self._metric = None  # (centre, HessianMetric) of the anisotropic kernel
+        gp_kernel = "cartesian" if self.kernel in METRIC_KERNELS else self.kernel
+        trend = TREND if self.kernel == "internal" else 0.0
+        self.gp_options = {"kernel": gp_kernel, "trend": trend, **(gp_options or {})}
+        self._metric = None  # (centre, metric) of the internal or anisotropic kernel
         self.prior_reason = None
         if isinstance(prior, str) and prior == AUTO:
             prior, self.prior_reason = automatic_prior(atoms)
@@ -325,20 +340,31 @@ class BOOptimizer(Optimizer):
         if self.gp is None:
             self.gp = EnergyForceGP(prior=prior, **self.gp_options)
         self.gp.prior = prior
-        if self.kernel == "anisotropic":
+        if self.kernel in METRIC_KERNELS:
             self.gp.metric = self._hessian_metric(positions)
         # one GP across steps: it keeps the kernel structure of the configurations seen
         return self.gp.fit(positions, energies, forces)
 
     def _hessian_metric(self, positions):
-        """The :class:`asebo.metric.HessianMetric` of the Lindh model: the prior's, around
-        its centre, or one of the first configuration; rebuilt when the model is."""
+        """The metric of the Lindh model: the prior's, around its centre, or one of the
+        first configuration; rebuilt when the model is. :class:`asebo.metric.InternalMetric`
+        with ``kernel='internal'`` where its coordinates describe every vibration, else
+        :class:`asebo.metric.HessianMetric` (aligned positions, not aligned for a
+        near-linear molecule)."""
         centre, model = (0, None) if self.lindh is None else (self.lindh.centre, self.lindh.model)
         if self._metric is None or self._metric[0] != centre:
             reference = positions[centre]
             model = LindhModel(reference, self.numbers) if model is None else model
             align = not is_near_linear(reference)
-            self._metric = (centre, HessianMetric.from_model(model, reference, align=align))
+            metric = None
+            if self.kernel == "internal" and align:
+                try:
+                    metric = InternalMetric.from_model(model, reference)
+                except ValueError as error:
+                    self._write_note(f"{error}: the kernel takes aligned positions instead")
+            if metric is None:
+                metric = HessianMetric.from_model(model, reference, align=align)
+            self._metric = (centre, metric)
         return self._metric[1]
 
     def _free_coordinates(self):
@@ -550,16 +576,37 @@ def is_near_linear(positions):
     return bool(s[1] < NEAR_LINEAR * s[0])
 
 
+def describes(atoms):
+    """Whether the internal coordinates of the Lindh model describe every vibration of
+    ``atoms`` (:class:`asebo.metric.InternalMetric`) and the molecule is not near-linear."""
+    positions = atoms.get_positions()
+    if is_near_linear(positions):
+        return False
+    try:
+        InternalMetric.from_model(LindhModel(positions, atoms.numbers), positions)
+    except ValueError:
+        return False
+    return True
+
+
 def _choose_kernel(atoms, kernel):
     periodic = bool(np.any(atoms.pbc))
     cartesian_constraint = any(isinstance(c, FixCartesian) for c in atoms.constraints)
     if kernel is None:
-        return "cartesian" if periodic or cartesian_constraint else "anisotropic"
-    if kernel == "anisotropic" and (periodic or cartesian_constraint):
+        if periodic or cartesian_constraint:
+            return "cartesian"
+        return "internal" if describes(atoms) else "anisotropic"
+    if kernel == "internal" and not (periodic or cartesian_constraint) and not describes(atoms):
         raise ValueError(
-            "the anisotropic kernel aligns the molecule and scales it by the Lindh "
-            "model of its bonds, which a periodic cell or coordinates fixed along "
-            "axes do not allow: use kernel='cartesian' (the default there)"
+            "the internal coordinates of this molecule do not describe all its "
+            "vibrations (a near-linear molecule?): use kernel='anisotropic' (the "
+            "default here)"
+        )
+    if kernel in METRIC_KERNELS and (periodic or cartesian_constraint):
+        raise ValueError(
+            f"the {kernel} kernel describes the molecule by the Lindh model of its "
+            "bonds, invariant to rotations, which a periodic cell or coordinates fixed "
+            "along axes do not allow: use kernel='cartesian' (the default there)"
         )
     if kernel == "svd" and periodic:
         raise ValueError(
@@ -573,6 +620,8 @@ def _choose_kernel(atoms, kernel):
             "rotation-invariant SVD kernel cannot tell apart: use "
             "kernel='cartesian' (the default with FixCartesian)"
         )
-    if kernel not in ("anisotropic", "svd", "cartesian"):
-        raise ValueError(f"kernel must be 'anisotropic', 'svd' or 'cartesian', got {kernel!r}")
+    if kernel not in (*METRIC_KERNELS, "svd", "cartesian"):
+        raise ValueError(
+            f"kernel must be 'internal', 'anisotropic', 'svd' or 'cartesian', got {kernel!r}"
+        )
     return kernel

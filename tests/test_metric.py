@@ -45,7 +45,7 @@ def test_model_hessian_matches_the_energy_and_has_six_rigid_modes():
     )
     eigenvalues = np.linalg.eigvalsh(model_hessian(model, atoms.positions))
     assert np.abs(eigenvalues[:6]).max() < 1e-6 * eigenvalues.max()
-    assert eigenvalues[6] > 1e-2 * eigenvalues.max()
+    assert eigenvalues[6] > 1e-3 * eigenvalues.max()
 
 
 @pytest.mark.parametrize("power", [0.0, 0.5, 1.0])
@@ -165,13 +165,14 @@ def test_a_metric_needs_the_cartesian_kernel(ethanol_metric):
         EnergyForceGP(kernel="svd", metric=ethanol_metric[1])
 
 
-def test_optimizer_metric_follows_the_recentred_lindh_model():
+@pytest.mark.parametrize("kernel", ["anisotropic", "internal"])
+def test_optimizer_metric_follows_the_recentred_lindh_model(kernel):
     from asebo import BOOptimizer
 
     atoms = molecule("CH3CH2OH")
     atoms.rattle(0.1, seed=2)
     atoms.calc = get_calculator("gfn2")
-    opt = BOOptimizer(atoms, logfile=None, recentre=0.0)
+    opt = BOOptimizer(atoms, logfile=None, recentre=0.0, kernel=kernel)
     centres = set()
     for _ in opt.irun(fmax=0.05, steps=5):
         if opt.gp is None:
@@ -179,6 +180,9 @@ def test_optimizer_metric_follows_the_recentred_lindh_model():
         centre = opt.lindh.centre
         centres.add(centre)
         reference = opt.positions_seen[centre]
-        expected = torch.as_tensor(reference - reference.mean(axis=0))
-        torch.testing.assert_close(opt.gp.metric.reference, expected, rtol=0, atol=0)
+        if kernel == "anisotropic":
+            expected = torch.as_tensor(reference - reference.mean(axis=0))
+            torch.testing.assert_close(opt.gp.metric.reference, expected, rtol=0, atol=0)
+        else:  # the reference is the origin of the internal features
+            assert opt.gp.metric.features(reference[None]).abs().max() < 1e-12
     assert len(centres) > 1  # the model was rebuilt, and the metric with it

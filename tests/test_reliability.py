@@ -239,14 +239,20 @@ def test_near_linear_molecules_of_g2_are_told_apart_from_bent_ones():
     assert found == NEAR_LINEAR_G2
 
 
-def test_near_linear_molecules_are_not_aligned_by_the_anisotropic_kernel():
+def test_near_linear_molecules_take_the_anisotropic_kernel_not_aligned():
     acetylene, water = rattled("C2H2"), rattled("H2O")
-    for atoms, aligned in ((acetylene, False), (water, True)):
-        opt = BOOptimizer(atoms, logfile=None)
-        assert opt.kernel == "anisotropic"
-        opt.run(fmax=0.05, steps=1)
-        assert opt.gp.metric.align == aligned
+    opt = BOOptimizer(acetylene, logfile=None)
+    assert opt.kernel == "anisotropic" and opt.recentre == 0.3
+    assert opt.gp_options["trend"] == 0.0
+    opt.run(fmax=0.05, steps=1)
+    assert not opt.gp.metric.align
+    assert BOOptimizer(water, logfile=None).kernel == "internal"
+    opt = BOOptimizer(water, logfile=None, kernel="anisotropic")
+    opt.run(fmax=0.05, steps=1)
+    assert opt.gp.metric.align
     assert BOOptimizer(acetylene, logfile=None, kernel="svd").kernel == "svd"
+    with pytest.raises(ValueError, match="kernel='anisotropic'"):
+        BOOptimizer(acetylene, logfile=None, kernel="internal")
 
 
 def test_lindh_prior_is_smooth_across_the_straight_geometry_of_a_near_linear_bend():

@@ -1,0 +1,220 @@
+"""Primitive internal coordinates: values, Wilson B matrix against finite differences,
+the faded twist, the out-of-plane angle, and the internal-coordinate metric."""
+
+import numpy as np
+import pytest
+import torch
+from ase.build import molecule
+from test_gp import assert_posterior_gradients_match_finite_differences
+from test_metric import random_rotation, rattled
+
+from asebo.gp import CalculatorPrior, EnergyForceGP
+from asebo.internals import (
+    PrimitiveInternals,
+    bend_angles,
+    dihedral_angles,
+    faded_twist,
+    out_of_plane,
+)
+from asebo.lindh import LindhModel, lindh_weights, out_of_plane_quadruples
+from asebo.metric import InternalMetric, model_hessian
+from calculators import get_calculator
+
+
+def primitives_of(name):
+    atoms = molecule(name)
+    model = LindhModel(atoms.positions, atoms.numbers)
+    rho = lindh_weights(atoms.positions, atoms.numbers)
+    planes, _ = out_of_plane_quadruples(rho, model.cutoff)
+    primitives = PrimitiveInternals(
+        model.stretches, model.bends, model.torsions, planes, atoms.positions
+    )
+    return atoms, model, primitives
+
+
+@pytest.mark.parametrize("name", ["CH3CH2OH", "CH3CONH2"])
+def test_wilson_b_matches_finite_differences(name):
+    atoms, _, primitives = primitives_of(name)
+    assert len(primitives.out_of_planes) > 0
+    x = torch.as_tensor(rattled(name, scale=0.08, seed=1))  # (1, n, 3)
+    _, derivatives = primitives.values_and_derivatives(x)
+    B = primitives.wilson_b(derivatives)[0]  # (d, 3n)
+    h = 1e-6
+    for i in range(0, x.numel(), 5):
+        step = torch.zeros(x.numel(), dtype=torch.float64)
+        step[i] = h
+        plus = primitives.values_and_derivatives(x + step.reshape(x.shape))[0][0]
+        minus = primitives.values_and_derivatives(x - step.reshape(x.shape))[0][0]
+        torch.testing.assert_close(B[:, i], (plus - minus) / (2 * h), rtol=1e-6, atol=1e-7)
+
+
+def test_transpose_product_is_b_transpose_times_the_weights():
+    _, _, primitives = primitives_of("CH3CH2OH")
+    x = torch.as_tensor(rattled("CH3CH2OH", seed=2, m=3))
+    _, derivatives = primitives.values_and_derivatives(x)
+    weights = torch.as_tensor(np.random.default_rng(3).normal(size=(3, len(primitives))))
+    expected = torch.einsum("bdk,bd->bk", primitives.wilson_b(derivatives), weights)
+    torch.testing.assert_close(
+        primitives.transpose_product(derivatives, weights).reshape(3, -1), expected
+    )
+
+
+def test_bond_angle_and_twist_are_the_geometric_values():
+    # a right angle, and a dihedral of 60 degrees with both bends at 90 degrees
+    points = torch.tensor([[1.0, 0, 0], [0, 0, 0], [0, 1, 0], [0.5, 1, 3**0.5 / 2]]).double()
+    assert bend_angles(points, torch.tensor([[0, 1, 2]]))[0].item() == pytest.approx(np.pi / 2)
+    dihedral = dihedral_angles(points, torch.tensor([[0, 1, 2, 3]])).item()
+    assert abs(dihedral) == pytest.approx(np.pi / 3)
+    assert faded_twist(points, torch.tensor(0.0, dtype=torch.float64)).item() == pytest.approx(
+        dihedral
+    )
+    # measured from a reference and wrapped: 170 and -170 degrees are 20 degrees apart
+    reference = torch.tensor(np.radians(170.0) + dihedral, dtype=torch.float64)
+    assert faded_twist(points, reference).item() == pytest.approx(np.radians(-170.0))
+    reference = torch.tensor(np.radians(-170.0) + dihedral, dtype=torch.float64)
+    assert faded_twist(points, reference).item() == pytest.approx(np.radians(170.0))
+
+
+def test_faded_twist_is_smooth_where_the_dihedral_is_undefined():
+    # straighten the bend at atom 1 through 180 degrees: the bare dihedral's derivative
+    # diverges, the faded twist goes to zero with a bounded derivative
+    def points(angle):
+        return torch.tensor(
+            [
+                [np.cos(angle), np.sin(angle), 0.0],
+                [0.0, 0.0, 0.0],
+                [-1.0, 0.0, 0.0],
+                [-1.5, 0.5, 0.7],
+            ],
+            dtype=torch.float64,
+        )
+
+    reference = torch.tensor(0.3, dtype=torch.float64)
+    gradient = torch.func.grad(faded_twist)
+    norms = [gradient(points(a), reference).norm().item() for a in np.radians([150, 170, 179])]
+    assert max(norms) < 20.0
+    assert faded_twist(points(np.radians(179.0)), reference).item() == 0.0
+    bare = torch.func.grad(lambda p: dihedral_angles(p, torch.tensor([[0, 1, 2, 3]]))[0])
+    assert bare(points(np.radians(179.9))).norm().item() > 100.0
+
+
+def test_out_of_plane_is_the_sine_of_the_angle_to_the_plane():
+    angle = np.radians(25.0)
+    points = torch.tensor(
+        [[1.0, 0, 0], [0, 0, 0], [0, 1, 0], [-np.cos(angle), 0, np.sin(angle)]],
+        dtype=torch.float64,
+    )
+    assert out_of_plane(points).item() == pytest.approx(np.sin(angle))
+
+
+@pytest.fixture(scope="module")
+def ethanol_internal():
+    atoms = molecule("CH3CH2OH")
+    model = LindhModel(atoms.positions, atoms.numbers)
+    return model, InternalMetric.from_model(model, atoms.positions)
+
+
+def test_features_are_invariant_and_zero_at_the_reference(ethanol_internal):
+    _, metric = ethanol_internal
+    reference = molecule("CH3CH2OH").positions
+    assert metric.features(reference[None]).abs().max() < 1e-12
+    x = rattled("CH3CH2OH", seed=4)
+    moved = x @ random_rotation(5).T + np.array([1.0, -2.0, 0.5])
+    torch.testing.assert_close(metric.features(moved), metric.features(x), rtol=0, atol=1e-12)
+    assert metric.features(x).reshape(-1)[-6:].abs().max() == 0.0  # the padding
+
+
+@pytest.mark.parametrize("power", [0.0, 0.5])
+@pytest.mark.parametrize("name", ["H2O", "SO2", "HCO"])
+def test_metric_at_the_reference_is_the_normalised_hessian_power(name, power):
+    # without out-of-plane terms the weighted primitives are the model's, so that
+    # J^T J at the reference is the model Hessian's vibrations to this power
+    atoms = molecule(name)
+    model = LindhModel(atoms.positions, atoms.numbers)
+    metric = InternalMetric(model, atoms.positions, power)
+    assert len(metric.primitives.out_of_planes) == 0
+    _, derivatives = metric.primitives.values_and_derivatives(
+        torch.as_tensor(atoms.positions)[None]
+    )
+    J = (metric.transform @ metric.primitives.wilson_b(derivatives)[0]).numpy()  # (r, 3n)
+    eigenvalues, vectors = np.linalg.eigh(model_hessian(model, atoms.positions))
+    scales = eigenvalues[6:] ** power
+    scales /= np.exp(np.log(scales).mean())
+    expected = vectors[:, 6:] @ np.diag(scales) @ vectors[:, 6:].T
+    np.testing.assert_allclose(J.T @ J, expected, atol=1e-6 * expected.max())
+
+
+def test_delocalized_coordinates_are_orthogonal_with_unit_geometric_mean(ethanol_internal):
+    # J J^T = S^2 at the reference, S the normalised scales
+    _, metric = ethanol_internal
+    x = torch.as_tensor(molecule("CH3CH2OH").positions)[None]
+    _, derivatives = metric.primitives.values_and_derivatives(x)
+    J = metric.transform @ metric.primitives.wilson_b(derivatives)[0]
+    gram = (J @ J.T).numpy()
+    np.testing.assert_allclose(gram, np.diag(np.diag(gram)), atol=1e-10)
+    assert np.log(np.diag(gram)).mean() == pytest.approx(0.0, abs=1e-10)
+
+
+def test_feature_gradients_and_pullback_invert_each_other(ethanol_internal):
+    model, metric = ethanol_internal
+    x = rattled("CH3CH2OH", seed=6) @ random_rotation(7).T
+    _, forces = model.energy_and_forces(x[0])
+    in_features = metric.feature_gradients(x, -forces[None])
+    _, pullback = metric.features_and_pullback(torch.as_tensor(x))
+    np.testing.assert_allclose(pullback(in_features)[0].numpy(), -forces[None], atol=1e-9)
+
+
+def test_pullback_is_the_chain_rule_through_the_internal_coordinates(ethanol_internal):
+    _, metric = ethanol_internal
+    x = rattled("CH3CH2OH", seed=8)
+    weights = torch.as_tensor(np.random.default_rng(9).normal(size=x.shape))
+
+    def f(positions):  # a smooth function of the features
+        psi = metric.features(positions)
+        return float((weights * psi).sum() + 0.3 * (psi**2).sum())
+
+    psi, pullback = metric.features_and_pullback(torch.as_tensor(x))
+    (gradient,) = pullback(weights + 0.6 * psi)
+    h = 1e-6
+    for atom, axis in [(0, 0), (3, 1), (8, 2)]:
+        step = np.zeros_like(x)
+        step[0, atom, axis] = h
+        fd = (f(x + step) - f(x - step)) / (2 * h)
+        assert gradient[0, atom, axis].item() == pytest.approx(fd, rel=1e-6, abs=1e-8)
+
+
+@pytest.mark.parametrize("name", ["C2H2", "C3H4_D2d", "H2"])
+def test_molecules_the_internal_coordinates_cannot_describe_are_refused(name):
+    atoms = molecule(name)
+    atoms.rattle(0.02, seed=0)
+    with pytest.raises(ValueError):
+        InternalMetric(LindhModel(atoms.positions, atoms.numbers), atoms.positions)
+
+
+def test_gp_with_internal_features_and_a_trend_is_invariant_and_differentiable():
+    atoms = molecule("CH3CH2OH")
+    atoms.calc = get_calculator("gfn2")
+    P = rattled("CH3CH2OH", scale=0.04, seed=11, m=5)
+    E, F = [], []
+    for p in P:
+        atoms.positions = p
+        E.append(atoms.get_potential_energy())
+        F.append(atoms.get_forces())
+    model = LindhModel(P[0], atoms.numbers)
+    gp = EnergyForceGP(
+        kernel="cartesian",
+        metric=InternalMetric(model, P[0]),
+        prior=CalculatorPrior(model, atoms),
+        trend=30.0,
+    ).fit(P, np.array(E), np.array(F))
+    mean, gradient = gp.predict(P, return_gradient=True)
+    assert np.abs(mean - E).max() < 1e-3
+    assert np.abs(gradient + np.array(F)).max() < 0.02 * np.abs(F).max()
+    x = P[1] + 0.03 * np.random.default_rng(12).normal(size=P[1].shape)
+    Q = random_rotation(13)
+    mean, std, gradient = gp.predict(x, return_std=True, return_gradient=True)
+    moved = gp.predict(x @ Q.T + 0.5, return_std=True, return_gradient=True)
+    assert moved[0] == pytest.approx(mean, abs=1e-9)
+    assert moved[1] == pytest.approx(std, rel=1e-7)
+    np.testing.assert_allclose(moved[2], gradient @ Q.T, atol=1e-8)
+    assert_posterior_gradients_match_finite_differences(gp, x, [(0, 0), (4, 2), (7, 1)])
