@@ -4,7 +4,7 @@ import pytest
 from ase.calculators.emt import EMT
 from ase.io import read
 
-from asebo.benchmarks import baker, druglike, druglike2
+from asebo.benchmarks import baker, druglike, druglike2, druglike3, rough
 from asebo.campaign.relax import relax
 from asebo.cli import main
 
@@ -31,6 +31,23 @@ def test_the_second_druglike_set_holds_other_molecules_with_their_smiles():
         built = molecule_from_smiles(smiles)  # the same recipe, seed 0
         assert sorted(built.numbers) == sorted(atoms.numbers)
         assert abs(built.positions - atoms.positions).max() < 1e-4
+
+
+def test_the_check_sets_hold_other_molecules_rebuilt_from_their_smiles():
+    from asebo.smiles import molecule_from_smiles
+
+    third = sorted(druglike3.DEFAULT_DIR.glob("*.xyz"))
+    starts = sorted(rough.DEFAULT_DIR.glob("*.xyz"))
+    assert len(third) == 16 and len(starts) == 40
+    earlier = {f.stem for s in (druglike, druglike2) for f in s.DEFAULT_DIR.glob("*.xyz")}
+    assert not {f.stem for f in third} & earlier
+    for f in third[:2]:
+        name, smiles = f.read_text().splitlines()[1].split()[:2]
+        assert name == f.stem
+        built = molecule_from_smiles(smiles, random_state=3)
+        assert abs(built.positions - read(f).positions).max() < 1e-4
+    # rough starts: raw embeddings, no force field
+    assert all("no force field" in f.read_text().splitlines()[1] for f in starts)
 
 
 def test_baker_table_counts_the_calls_of_each_optimizer(tmp_path, capsys):
