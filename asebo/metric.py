@@ -274,7 +274,8 @@ class InternalMetric:
         self.transform = torch.as_tensor((scales / sigma)[:, None] * V.T * np.sqrt(constants))
         self.reference_values = values[0]  # (d,)
         self.n_atoms, self.rank = n, vibrations
-        self._gradient_maps = {}  # positions bytes -> (r, 3n) map of x- to psi-gradients
+        self._mapped = {}  # (positions, gradient) bytes -> (r,) gradient in psi
+        self._last_map = (None, None)  # (positions bytes, (r, 3n) map) of the latest configuration
 
     @classmethod
     def from_model(cls, model, reference, power=POWER):
@@ -295,23 +296,33 @@ class InternalMetric:
         """``psi`` (m, n, 3) of positions (m, n, 3), the last six entries zero."""
         return self._pad(self._features(torch.as_tensor(positions, dtype=torch.float64))[0])
 
-    def _gradient_map(self, x):
-        """``(J J^T)^{-1} J = (J^T)^+`` (r, 3n) at one configuration x (n, 3), computed once."""
+    def _feature_gradient(self, x, g):
+        """``(J J^T)^{-1} J g = (J^T)^+ g`` (r,) at one configuration x (n, 3), g (3n,).
+
+        Each pair is computed once (an optimizer maps the same observed and prior
+        gradients at every fit), and the map of the latest configuration is kept, not
+        every map: ``r x 3n`` numbers a configuration would grow to hundreds of MB for a
+        hundred atoms and a few hundred observations.
+        """
         key = x.numpy().tobytes()
-        if key not in self._gradient_maps:
-            _, derivatives = self.primitives.values_and_derivatives(x[None])
-            jacobian = self.transform @ self.primitives.wilson_b(derivatives)[0]  # (r, 3n)
-            # (J J^T)^{-1} J where J has full rank; a pseudo-inverse where a faded
-            # torsion has taken a direction away
-            self._gradient_maps[key] = torch.linalg.pinv(jacobian.T, rtol=PSEUDO_INVERSE_RTOL)
-        return self._gradient_maps[key]
+        pair = (key, g.numpy().tobytes())
+        if pair not in self._mapped:
+            if self._last_map[0] != key:
+                _, derivatives = self.primitives.values_and_derivatives(x[None])
+                jacobian = self.transform @ self.primitives.wilson_b(derivatives)[0]  # (r, 3n)
+                # (J J^T)^{-1} J where J has full rank; a pseudo-inverse where a faded
+                # torsion has taken a direction away
+                pseudo_inverse = torch.linalg.pinv(jacobian.T, rtol=PSEUDO_INVERSE_RTOL)
+                self._last_map = (key, pseudo_inverse)
+            self._mapped[pair] = self._last_map[1] @ g
+        return self._mapped[pair]
 
     def feature_gradients(self, positions, gradients):
         """Gradients (m, n, 3) in ``psi`` of invariant functions whose gradients in ``x``
         at ``positions`` (m, n, 3) are ``gradients`` (m, n, 3)."""
         x = torch.as_tensor(positions, dtype=torch.float64)
         g = torch.as_tensor(gradients, dtype=torch.float64).reshape(len(x), -1)
-        return self._pad(torch.stack([self._gradient_map(xi) @ gi for xi, gi in zip(x, g)]))
+        return self._pad(torch.stack([self._feature_gradient(xi, gi) for xi, gi in zip(x, g)]))
 
     def features_and_pullback(self, positions):
         """``psi`` (b, n, 3) of positions (b, n, 3), and the map of gradients in ``psi``

@@ -43,9 +43,7 @@ SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian)
 PRIOR_RETRIES = 3  # smaller trust boxes searched after the prior calculator fails in one
 NEAR_LINEAR = 0.15  # second / first singular value of the centred positions below this
 METRIC_KERNELS = ("internal", "anisotropic")  # the GP's Gaussian kernel on a metric's features
-# the Lindh prior's recentring energy, eV, by default: never with the internal kernel,
-# whose linear trend carries the way from the first configuration; 0.3 eV otherwise
-RECENTRE = {True: float("inf"), False: 0.3}
+RECENTRE = 0.3  # eV: the Lindh prior's default recentring, except with kernel='internal'
 TREND = 30.0  # slope variance of the GP's linear trend / a gradient's variance (kernel='internal')
 NEW = 1e-6  # Å: a proposal closer than this to a configuration seen teaches the model nothing
 
@@ -192,10 +190,12 @@ class BOOptimizer(Optimizer):
             "trust_radius", trust_radius, self.defaults["trust_radius"]
         )
         self.kernel = _choose_kernel(atoms, kernel)
-        self.recentre = RECENTRE[self.kernel == "internal"] if recentre is None else recentre
+        if recentre is None:  # the internal kernel's trend carries the way from the start
+            recentre = np.inf if self.kernel == "internal" else RECENTRE
+        self.recentre = recentre
         if not (isinstance(self.recentre, (int, float)) and self.recentre >= 0):
             raise ValueError(
-                f"recentre must be an energy >= 0 in eV (inf: never), got {recentre!r}"
+                f"recentre must be an energy >= 0 in eV (inf: never), got {self.recentre!r}"
             )
         gp_kernel = "cartesian" if self.kernel in METRIC_KERNELS else self.kernel
         trend = TREND if self.kernel == "internal" else 0.0
@@ -341,11 +341,11 @@ class BOOptimizer(Optimizer):
             self.gp = EnergyForceGP(prior=prior, **self.gp_options)
         self.gp.prior = prior
         if self.kernel in METRIC_KERNELS:
-            self.gp.metric = self._hessian_metric(positions)
+            self.gp.metric = self._kernel_metric(positions)
         # one GP across steps: it keeps the kernel structure of the configurations seen
         return self.gp.fit(positions, energies, forces)
 
-    def _hessian_metric(self, positions):
+    def _kernel_metric(self, positions):
         """The metric of the Lindh model: the prior's, around its centre, or one of the
         first configuration; rebuilt when the model is. :class:`asebo.metric.InternalMetric`
         with ``kernel='internal'`` where its coordinates describe every vibration, else
