@@ -6,7 +6,12 @@ import pytest
 import torch
 from ase.build import molecule
 from test_gp import assert_posterior_gradients_match_finite_differences
-from test_metric import random_rotation, rattled
+from test_metric import (
+    assert_pullback_matches_finite_differences,
+    ethanol_observations,
+    random_rotation,
+    rattled,
+)
 
 from asebo.gp import CalculatorPrior, EnergyForceGP
 from asebo.internals import (
@@ -18,7 +23,6 @@ from asebo.internals import (
 )
 from asebo.lindh import LindhModel, lindh_weights, out_of_plane_quadruples
 from asebo.metric import InternalMetric, model_hessian
-from calculators import get_calculator
 
 
 def primitives_of(name):
@@ -166,21 +170,7 @@ def test_feature_gradients_and_pullback_invert_each_other(ethanol_internal):
 
 def test_pullback_is_the_chain_rule_through_the_internal_coordinates(ethanol_internal):
     _, metric = ethanol_internal
-    x = rattled("CH3CH2OH", seed=8)
-    weights = torch.as_tensor(np.random.default_rng(9).normal(size=x.shape))
-
-    def f(positions):  # a smooth function of the features
-        psi = metric.features(positions)
-        return float((weights * psi).sum() + 0.3 * (psi**2).sum())
-
-    psi, pullback = metric.features_and_pullback(torch.as_tensor(x))
-    (gradient,) = pullback(weights + 0.6 * psi)
-    h = 1e-6
-    for atom, axis in [(0, 0), (3, 1), (8, 2)]:
-        step = np.zeros_like(x)
-        step[0, atom, axis] = h
-        fd = (f(x + step) - f(x - step)) / (2 * h)
-        assert gradient[0, atom, axis].item() == pytest.approx(fd, rel=1e-6, abs=1e-8)
+    assert_pullback_matches_finite_differences(metric, rattled("CH3CH2OH", seed=8))
 
 
 @pytest.mark.parametrize("name", ["C2H2", "C3H4_D2d", "H2"])
@@ -192,24 +182,18 @@ def test_molecules_the_internal_coordinates_cannot_describe_are_refused(name):
 
 
 def test_gp_with_internal_features_and_a_trend_is_invariant_and_differentiable():
+    P, E, F = ethanol_observations(5)
     atoms = molecule("CH3CH2OH")
-    atoms.calc = get_calculator("gfn2")
-    P = rattled("CH3CH2OH", scale=0.04, seed=11, m=5)
-    E, F = [], []
-    for p in P:
-        atoms.positions = p
-        E.append(atoms.get_potential_energy())
-        F.append(atoms.get_forces())
     model = LindhModel(P[0], atoms.numbers)
     gp = EnergyForceGP(
         kernel="cartesian",
         metric=InternalMetric(model, P[0]),
         prior=CalculatorPrior(model, atoms),
         trend=30.0,
-    ).fit(P, np.array(E), np.array(F))
+    ).fit(P, E, F)
     mean, gradient = gp.predict(P, return_gradient=True)
     assert np.abs(mean - E).max() < 1e-3
-    assert np.abs(gradient + np.array(F)).max() < 0.02 * np.abs(F).max()
+    assert np.abs(gradient + F).max() < 0.02 * np.abs(F).max()
     x = P[1] + 0.03 * np.random.default_rng(12).normal(size=P[1].shape)
     Q = random_rotation(13)
     mean, std, gradient = gp.predict(x, return_std=True, return_gradient=True)

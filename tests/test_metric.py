@@ -100,10 +100,17 @@ def test_pullback_is_the_chain_rule_through_the_alignment(ethanol_metric, align)
     model, _ = ethanol_metric
     reference = molecule("CH3CH2OH").positions
     metric = HessianMetric.from_model(model, reference, align=align)
-    x = rattled("CH3CH2OH", seed=7) @ random_rotation(8).T
+    assert_pullback_matches_finite_differences(
+        metric, rattled("CH3CH2OH", seed=7) @ random_rotation(8).T
+    )
+
+
+def assert_pullback_matches_finite_differences(metric, x):
+    """The pullback of a metric at ``x`` (1, n, 3) against central differences of a
+    smooth function of its features."""
     weights = torch.as_tensor(np.random.default_rng(9).normal(size=x.shape))
 
-    def f(positions):  # a smooth function of the features
+    def f(positions):
         psi = metric.features(positions)
         return float((weights * psi).sum() + 0.3 * (psi**2).sum())
 
@@ -117,17 +124,23 @@ def test_pullback_is_the_chain_rule_through_the_alignment(ethanol_metric, align)
         assert gradient[0, atom, axis].item() == pytest.approx(fd, rel=1e-6, abs=1e-8)
 
 
-@pytest.fixture(scope="module")
-def ethanol_data():
+def ethanol_observations(m):
+    """Positions (m, 9, 3), GFN2-xTB energies (m,) and forces (m, 9, 3) of ethanol
+    rattled by 0.04 Å."""
     atoms = molecule("CH3CH2OH")
     atoms.calc = get_calculator("gfn2")
-    P = rattled("CH3CH2OH", scale=0.04, seed=11, m=6)
+    P = rattled("CH3CH2OH", scale=0.04, seed=11, m=m)
     E, F = [], []
     for p in P:
         atoms.positions = p
         E.append(atoms.get_potential_energy())
         F.append(atoms.get_forces())
     return P, np.array(E), np.array(F)
+
+
+@pytest.fixture(scope="module")
+def ethanol_data():
+    return ethanol_observations(6)
 
 
 @pytest.fixture(scope="module")

@@ -3,9 +3,9 @@
 Each start is an RDKit ETKDGv3 embedding of a SMILES (seed 11 or 23, on the file's
 comment line) with no force-field relaxation: bond lengths and angles as the
 embedding left them, like the Baker set's starts, on molecules of 6 to 27 atoms
-(amino acids, heterocycles, esters, a dipeptide...). Shipped in ``asebo/data/rough`` to check on
-molecules no setting was tuned on what the Baker set says; the table is that of
-``asebo bench baker``.
+(amino acids, heterocycles, esters, a dipeptide...). Shipped in ``asebo/data/rough`` to check
+what the Baker set says on other molecules (the Lindh prior's stiffness was chosen
+over all six shipped sets together); the table is that of ``asebo bench baker``.
 """
 
 from asebo.benchmarks import _relaxation_table
