@@ -35,9 +35,9 @@ import numpy as np
 import torch
 from scipy.optimize import minimize_scalar
 
-from asebo.kernels.joint import KERNELS, block_jacobi, energy_rows, joint_matmul
+from asebo.kernels.configuration import configuration_kernel
+from asebo.kernels.joint import block_jacobi, energy_rows, joint_matmul
 from asebo.kernels.operators import JointStructure, solve_joint
-from asebo.kernels.radial import radial_profile
 from asebo.kernels.trend import LinearTrend, TrendedCovariance
 from asebo.regression import (
     SymmetricFactor,
@@ -100,10 +100,14 @@ class EnergyForceGP:
 
     Parameters
     ----------
-    kernel : {'svd', 'cartesian'}
-        The rotation-invariant SVD kernel or the Gaussian kernel on Cartesian
-        positions, or on the features of ``metric`` (the optimizer's default for
-        molecules).
+    kernel : asebo.kernels.configuration.ConfigurationKernel or {'svd', 'cartesian'}
+        The kernel on configurations, whose ``gamma``-free ``pair_geometry`` the
+        joint covariance is built from: the rotation-invariant
+        ``SVDKernel(proper=..., radial=...)`` or the Gaussian kernel on Cartesian
+        positions, or on the features of ``metric``, ``CartesianKernel(radial=...)``
+        (the optimizer's default for molecules). A name stands for the kernel with
+        ``proper`` and ``radial`` (:func:`asebo.kernels.configuration_kernel`). The
+        object's own ``gamma`` is not used: ``gamma`` below sets the length scale.
     gamma : float
         Kernel inverse squared length scale (``k = exp(-gamma d / 2)`` for the squared
         exponential, Å⁻²); the starting point when ``fit_gamma``.
@@ -122,8 +126,9 @@ class EnergyForceGP:
         to the prior standard deviation of a gradient component, ``s sqrt(a(0))``
         (``s sqrt(gamma)`` for the squared exponential): ``lambda`` and
         ``lambda_deriv`` of Wong and Kolter.
-    proper : bool
-        SVD kernel aligned by proper rotations only.
+    proper : bool, optional
+        With ``kernel='svd'``: aligned by proper rotations only (the default) or by any
+        orthogonal map. A kernel object holds its own: passing both is refused.
     hyper_window : int
         The marginal likelihood uses the latest ``hyper_window`` observations, fewer
         where their covariance would exceed half of ``max_size`` rows (it is
@@ -140,16 +145,18 @@ class EnergyForceGP:
     cg_max_iter : int
         At most this many conjugate-gradient iterations per fit; 0 conditions the
         mean, like the variance, on ``selected_`` only.
-    radial : {'se', 'matern52'} or profile
-        ``f`` of the kernel ``k = f(d)`` of the aligned squared distance: the
-        squared exponential or the Matérn 5/2 (:mod:`asebo.kernels.radial`).
+    radial : {'se', 'matern52'} or profile, optional
+        With a kernel name: ``f`` of the kernel ``k = f(d)`` of the (aligned) squared
+        distance, the squared exponential (the default) or the Matérn 5/2
+        (:mod:`asebo.kernels.radial`). A kernel object holds its own: passing both is
+        refused.
     metric : asebo.metric.InternalMetric or asebo.metric.HessianMetric, optional
-        Features the kernel sees instead of the positions (with ``kernel='cartesian'``):
+        Features the kernel sees instead of the positions (with the Cartesian kernel):
         internal coordinates, or positions aligned onto a reference, scaled by a model
         Hessian. Energies and forces stay in Cartesian coordinates for the caller:
         observed gradients are mapped to the features, and posterior gradients back.
     trend : float
-        With ``kernel='cartesian'``: the kernel gains a linear trend in the features
+        With the Cartesian kernel: the kernel gains a linear trend in the features
         (or positions) measured from the lowest-energy observation
         (:class:`asebo.kernels.trend.LinearTrend`), whose slope variance is ``trend``
         times the prior variance of a gradient component of the radial kernel. The
@@ -179,27 +186,31 @@ class EnergyForceGP:
         prior="max",
         energy_noise=2e-3,
         gradient_noise=2e-3,
-        proper=True,
+        proper=None,
         hyper_window=12,
         max_size=1500,
         cg_tolerance=1e-6,
         cg_max_iter=50,
-        radial="se",
+        radial=None,
         metric=None,
         trend=0.0,
     ):
-        if kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
-        if metric is not None and kernel != "cartesian":
+        shorthand = {"proper": proper, "radial": radial}
+        kernel = configuration_kernel(
+            kernel, **{name: value for name, value in shorthand.items() if value is not None}
+        )
+        if metric is not None and kernel.centred:
             raise ValueError(
-                "a metric gives the kernel features, not positions: use kernel='cartesian'"
+                f"a metric gives the kernel features, not positions, which {kernel!r} would "
+                "centre and align like atoms: use kernel='cartesian' (CartesianKernel)"
             )
         if isinstance(trend, bool) or not (isinstance(trend, (int, float)) and trend >= 0):
             raise ValueError(f"trend must be a number >= 0, got {trend!r}")
-        if trend > 0 and kernel != "cartesian":
+        if trend > 0 and kernel.centred:
             raise ValueError(
-                "a linear trend in the positions would break the SVD kernel's rotation "
-                "invariance: use kernel='cartesian' (with an invariant metric) or trend=0"
+                f"a linear trend in the positions would break the rotation invariance of "
+                f"{kernel!r}: use kernel='cartesian' (CartesianKernel, with an invariant "
+                "metric) or trend=0"
             )
         self.kernel = kernel
         self.gamma = gamma
@@ -208,13 +219,10 @@ class EnergyForceGP:
         self.prior = prior
         self.energy_noise = energy_noise
         self.gradient_noise = gradient_noise
-        self.proper = proper
         self.hyper_window = hyper_window
         self.max_size = max_size
         self.cg_tolerance = cg_tolerance
         self.cg_max_iter = cg_max_iter
-        self.radial = radial
-        self._profile = radial_profile(radial)
         self.metric = metric
         self.trend = trend
 
@@ -252,7 +260,7 @@ class EnergyForceGP:
                 m,
                 n,
                 self.energy_noise**2,
-                self.gradient_noise**2 * self._profile.slope_at_zero(gamma),
+                self.gradient_noise**2 * self.kernel.radial.slope_at_zero(gamma),
             )
         )
 
@@ -261,7 +269,7 @@ class EnergyForceGP:
         kernel's gradient variance), or None without a trend."""
         if self.trend == 0:
             return None
-        return LinearTrend(self.trend * self._profile.slope_at_zero(gamma))
+        return LinearTrend(self.trend * self.kernel.radial.slope_at_zero(gamma))
 
     def _dense(self, gamma, select):
         """Joint covariance (N', N') of the ``select``-ed configurations, trend included."""
@@ -314,7 +322,7 @@ class EnergyForceGP:
             or structure.positions.shape[1:] != P.shape[1:]
             or not torch.equal(structure.positions, P[:seen])
         ):
-            structure, seen = JointStructure(self.kernel, self.proper, self._profile), 0
+            structure, seen = JointStructure(self.kernel), 0
             self._cg_failed_gamma = 0.0
         self._structure = structure.extend(P[seen:])
 

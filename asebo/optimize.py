@@ -28,6 +28,7 @@ from ase.parallel import broadcast, world
 
 from asebo.acquisition import minimize_lcb
 from asebo.gp import CalculatorPrior, EnergyForceGP, PriorCalculationError
+from asebo.kernels.configuration import configuration_kernel
 from asebo.lindh import LindhModel
 from asebo.lindh_prior import RecentredLindh
 from asebo.metric import HessianMetric, InternalMetric
@@ -43,6 +44,13 @@ SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian)
 PRIOR_RETRIES = 3  # smaller trust boxes searched after the prior calculator fails in one
 NEAR_LINEAR = 0.15  # second / first singular value of the centred positions below this
 METRIC_KERNELS = ("internal", "anisotropic")  # the GP's Gaussian kernel on a metric's features
+# the GP's configuration kernel (asebo.kernels.configuration.KERNELS) of each optimizer kernel
+GP_KERNELS = {
+    "internal": "cartesian",
+    "anisotropic": "cartesian",
+    "svd": "svd",
+    "cartesian": "cartesian",
+}
 RECENTRE = 0.3  # eV: the Lindh prior's default recentring, except with kernel='internal'
 TREND = 30.0  # slope variance of the GP's linear trend / a gradient's variance (kernel='internal')
 NEW = 1e-6  # Å: a proposal closer than this to a configuration seen teaches the model nothing
@@ -139,7 +147,9 @@ class BOOptimizer(Optimizer):
         with ``FixCartesian`` constraints.
     gp_options : dict, optional
         Passed to :class:`asebo.gp.EnergyForceGP` (``gamma``, ``fit_gamma``,
-        ``energy_noise``, ``gradient_noise``, ``proper``, ``trend``...).
+        ``energy_noise``, ``gradient_noise``, ``trend``...). ``proper`` and ``radial``
+        go to the GP's kernel object of ``kernel`` (:data:`GP_KERNELS`), unless
+        ``gp_options['kernel']`` gives the kernel object itself.
     comm : communicator
         Ranks that take the same step: rank 0 computes it and broadcasts it.
 
@@ -197,9 +207,8 @@ class BOOptimizer(Optimizer):
             raise ValueError(
                 f"recentre must be an energy >= 0 in eV (inf: never), got {self.recentre!r}"
             )
-        gp_kernel = "cartesian" if self.kernel in METRIC_KERNELS else self.kernel
         trend = TREND if self.kernel == "internal" else 0.0
-        self.gp_options = {"kernel": gp_kernel, "trend": trend, **(gp_options or {})}
+        self.gp_options = {"trend": trend, **_gp_kernel_options(self.kernel, gp_options)}
         self._metric = None  # (centre, metric) of the internal or anisotropic kernel
         self.prior_reason = None
         if isinstance(prior, str) and prior == AUTO:
@@ -620,8 +629,21 @@ def _choose_kernel(atoms, kernel):
             "rotation-invariant SVD kernel cannot tell apart: use "
             "kernel='cartesian' (the default with FixCartesian)"
         )
-    if kernel not in (*METRIC_KERNELS, "svd", "cartesian"):
+    if kernel not in GP_KERNELS:
         raise ValueError(
             f"kernel must be 'internal', 'anisotropic', 'svd' or 'cartesian', got {kernel!r}"
         )
     return kernel
+
+
+def _gp_kernel_options(kernel, gp_options):
+    """``gp_options`` with the GP's kernel object of the optimizer's ``kernel``.
+
+    ``proper`` and ``radial`` of ``gp_options`` build that object
+    (:func:`asebo.kernels.configuration_kernel`); a ``kernel`` there replaces it.
+    """
+    options = dict(gp_options or {})
+    if "kernel" not in options:
+        given = {name: options.pop(name) for name in ("proper", "radial") if name in options}
+        options["kernel"] = configuration_kernel(GP_KERNELS[kernel], **given)
+    return options

@@ -12,7 +12,7 @@ from sklearn.neighbors import kneighbors_graph
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from asebo.diffusion import DiffusionMap, KernelPCAEmbedding, median_knn_epsilon
-from asebo.kernels import GaussianKernel, TanimotoKernel
+from asebo.kernels import CartesianKernel, GaussianKernel, TanimotoKernel
 
 
 def interval_sample(n, skew, seed):
@@ -208,24 +208,10 @@ def test_tanimoto_kernel_on_fingerprints():
     np.testing.assert_allclose(sparse.transform(bits[:50]), sparse.embedding_[:50], atol=1e-10)
 
 
-class FlatGaussian:
-    """A kernel on (m, n_atoms, 3) geometries, as the SVD kernel's interface."""
-
-    def __init__(self, gamma):
-        self.gaussian = GaussianKernel(gamma)
-
-    def __call__(self, X, Y=None):
-        X = np.reshape(X, (len(X), -1))
-        return self.gaussian(X, None if Y is None else np.reshape(Y, (len(Y), -1)))
-
-    def diag(self, X):
-        return np.ones(len(X))
-
-
 @pytest.mark.parametrize("params", [{}, {"n_neighbors": 10}, {"n_landmarks": 40}])
 def test_kernel_object_on_geometry_arrays(params):
     geometries = np.random.default_rng(7).normal(size=(80, 4, 3))  # (m, n_atoms, 3)
-    kernel = FlatGaussian(gamma=0.05)
+    kernel = CartesianKernel(gamma=0.1)  # exp(-0.05 |X - Z|^2), as epsilon = 20 below
     dm = DiffusionMap(n_components=2, kernel=kernel, random_state=0, **params).fit(geometries)
     flat = DiffusionMap(n_components=2, epsilon=20.0, random_state=0, **params).fit(
         geometries.reshape(80, -1)

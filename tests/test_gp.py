@@ -11,7 +11,9 @@ from botorch.acquisition import UpperConfidenceBound
 
 from asebo.acquisition import EnergyModel
 from asebo.gp import CalculatorPrior, EnergyForceGP
+from asebo.kernels import CartesianKernel, GaussianKernel, SVDKernel
 from asebo.kernels.euclidean import cartesian_rbf_blocks_batched
+from asebo.kernels.radial import Matern52
 from asebo.kernels.svd import svd_kernel_blocks_batched
 from calculators import get_calculator
 
@@ -188,6 +190,36 @@ def test_bad_observations_are_refused(water):
         EnergyForceGP(kernel="matern")
 
 
+def test_the_kernel_is_an_object_or_the_name_of_one_with_its_options():
+    assert EnergyForceGP().kernel.proper and isinstance(EnergyForceGP().kernel, SVDKernel)
+    named = EnergyForceGP(kernel="svd", proper=False, radial="matern52").kernel
+    assert isinstance(named, SVDKernel) and not named.proper
+    assert isinstance(named.radial, Matern52)
+    kernel = CartesianKernel(radial="matern52")
+    assert EnergyForceGP(kernel=kernel).kernel is kernel
+    with pytest.raises(ValueError, match=r"radial belong to the kernel object: pass Cartesian"):
+        EnergyForceGP(kernel=kernel, radial="se")
+    with pytest.raises(ValueError, match=r"proper belong to the kernel object: pass SVDKernel"):
+        EnergyForceGP(kernel=SVDKernel(), proper=False)
+    with pytest.raises(TypeError, match="proper"):  # the Cartesian kernel aligns nothing
+        EnergyForceGP(kernel="cartesian", proper=True)
+    with pytest.raises(TypeError, match=r"SVDKernel\(proper=True\) or CartesianKernel"):
+        EnergyForceGP(kernel=GaussianKernel())
+
+
+def test_a_kernel_object_and_its_name_give_the_same_posterior(water):
+    _, P, E, F = water
+    options = {"prior": "mean", "fit_gamma": False, "gamma": 2.0}
+    named = EnergyForceGP(kernel="svd", proper=False, radial="matern52", **options)
+    made = EnergyForceGP(kernel=SVDKernel(gamma=40.0, proper=False, radial=Matern52()), **options)
+    x = P[1] + 0.02
+    expected = named.fit(P, E, F).predict(x, return_std=True, return_gradient=True)
+    for got, want in zip(made.fit(P, E, F).predict(x, True, True), expected):
+        np.testing.assert_array_equal(got, want)  # the object's own gamma is not used
+    squared_exponential = EnergyForceGP(kernel=SVDKernel(proper=False), **options).fit(P, E, F)
+    assert squared_exponential.predict(x) != pytest.approx(expected[0], abs=1e-6)
+
+
 def dense_posterior(gp, P, E, F, x, select=None):
     """Mean, variance and mean gradient at x (n, 3) from the dense joint covariance.
 
@@ -201,14 +233,14 @@ def dense_posterior(gp, P, E, F, x, select=None):
     select = np.arange(m) if select is None else np.asarray(select)
     prior_e, prior_g = gp._prior_at_observations(P, E, F)
     y = gp._targets(E, -F, prior_e, prior_g).reshape(m, -1)[select].reshape(-1)
-    K = reference_dense(P[select], P[select], gp.gamma_, gp.kernel, gp.proper)
+    K = reference_dense(P[select], P[select], gp.gamma_, gp.kernel)
     K.diagonal().add_(gp._noise(len(select), n, gp.gamma_))
     K.diagonal().add_(gp.jitter_ * K.diagonal().mean())
     alpha = torch.linalg.solve(K, y)
     xt = torch.tensor(x, requires_grad=True)
-    if gp.kernel == "svd":
+    if isinstance(gp.kernel, SVDKernel):
         k, _, dk_dZ = svd_kernel_blocks_batched(
-            xt[None], torch.as_tensor(P[select]), gp.gamma_, gp.proper, second=False
+            xt[None], torch.as_tensor(P[select]), gp.gamma_, gp.kernel.proper, second=False
         )
     else:
         k, _, dk_dZ, _ = cartesian_rbf_blocks_batched(
@@ -222,15 +254,16 @@ def dense_posterior(gp, P, E, F, x, select=None):
     return mean.item() + gp.prior_constant_, variance.item(), gradient.numpy()
 
 
-@pytest.mark.parametrize("kernel, proper", [("svd", True), ("svd", False), ("cartesian", True)])
+@pytest.mark.parametrize(
+    "kernel", [SVDKernel(proper=True), SVDKernel(proper=False), CartesianKernel()], ids=repr
+)
 @pytest.mark.parametrize("max_size", [10_000, 40])
-def test_structured_posterior_equals_the_dense_one(kernel, proper, max_size):
+def test_structured_posterior_equals_the_dense_one(kernel, max_size):
     # max_size 40 holds two of the seven configurations: the mean then comes from
     # conjugate gradients over all seven, the variance from the two nearest the best
     atoms, P, E, F = samples("CH3OH", m=7, scale=0.05, seed=5)
     gp = EnergyForceGP(
         kernel=kernel,
-        proper=proper,
         fit_gamma=False,
         gamma=3.0,
         prior="mean",

@@ -8,6 +8,7 @@ from ase.build import molecule
 from test_gp import assert_posterior_gradients_match_finite_differences
 
 from asebo.gp import EnergyForceGP
+from asebo.kernels import CartesianKernel, SVDKernel
 from asebo.lindh import LindhModel
 from asebo.metric import HessianMetric, metric_factor, model_hessian
 from calculators import get_calculator
@@ -173,9 +174,11 @@ def test_gp_on_the_features_is_invariant_and_its_gradients_match_finite_differen
     assert_posterior_gradients_match_finite_differences(metric_gp, x, [(0, 0), (4, 2), (7, 1)])
 
 
-def test_a_metric_needs_the_cartesian_kernel(ethanol_metric):
+@pytest.mark.parametrize("kernel", ["svd", SVDKernel(proper=False)], ids=repr)
+def test_a_metric_needs_the_cartesian_kernel(ethanol_metric, kernel):
     with pytest.raises(ValueError, match="kernel='cartesian'"):
-        EnergyForceGP(kernel="svd", metric=ethanol_metric[1])
+        EnergyForceGP(kernel=kernel, metric=ethanol_metric[1])
+    assert EnergyForceGP(kernel=CartesianKernel(), metric=ethanol_metric[1]).metric is not None
 
 
 @pytest.mark.parametrize("kernel", ["anisotropic", "internal"])

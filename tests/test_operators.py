@@ -5,13 +5,20 @@ import pytest
 import torch
 from ase.build import molecule
 
-from asebo.kernels import joint_covariance, solve_joint, svd_kernel_blocks
+from asebo.kernels import (
+    CartesianKernel,
+    SVDKernel,
+    joint_covariance,
+    solve_joint,
+    svd_kernel_blocks,
+)
 from asebo.kernels.euclidean import cartesian_rbf_blocks_batched
-from asebo.kernels.joint import block_jacobi, energy_rows, joint_matmul, pair_geometry
+from asebo.kernels.joint import block_jacobi, energy_rows, joint_matmul
 from asebo.kernels.operators import JointStructure
 from asebo.kernels.svd import svd_kernel_blocks_batched
 
-VARIANTS = [("svd", True), ("svd", False), ("cartesian", True)]
+VARIANTS = [SVDKernel(proper=True), SVDKernel(proper=False), CartesianKernel()]
+KERNELS = [SVDKernel(), CartesianKernel()]
 
 
 def configurations(name, m, scale=0.1, seed=0):
@@ -20,11 +27,12 @@ def configurations(name, m, scale=0.1, seed=0):
     return np.stack([X0 + scale * rng.normal(size=X0.shape) for _ in range(m)])
 
 
-def reference_dense(X, Z, gamma, kernel="svd", proper=True):
-    """The joint covariance assembled from the per-pair derivative blocks of the kernel."""
+def reference_dense(X, Z, gamma, kernel=SVDKernel()):
+    """The joint covariance assembled from the per-pair derivative blocks of the kernel
+    (:func:`svd_kernel_blocks_batched` or :func:`cartesian_rbf_blocks_batched`)."""
     X, Z = torch.as_tensor(X), torch.as_tensor(Z)
-    if kernel == "svd":
-        k, dk_dX, dk_dZ, d2k = svd_kernel_blocks_batched(X, Z, gamma, proper)
+    if isinstance(kernel, SVDKernel):
+        k, dk_dX, dk_dZ, d2k = svd_kernel_blocks_batched(X, Z, gamma, kernel.proper)
     else:
         k, dk_dX, dk_dZ, d2k = cartesian_rbf_blocks_batched(X, Z, gamma)
     b, m, n, _ = dk_dX.shape
@@ -36,12 +44,12 @@ def reference_dense(X, Z, gamma, kernel="svd", proper=True):
     return blocks.reshape(b * (3 * n + 1), m * (3 * n + 1))
 
 
-@pytest.mark.parametrize("kernel, proper", VARIANTS)
+@pytest.mark.parametrize("kernel", VARIANTS, ids=repr)
 @pytest.mark.parametrize("name", ["H2O", "CH4", "C6H6", "CH3CH2OH"])
-def test_structured_product_equals_dense_product(name, kernel, proper):
+def test_structured_product_equals_dense_product(name, kernel):
     P = configurations(name, 5)
-    op = joint_covariance(P, gamma=0.8, proper=proper, kernel=kernel)
-    dense = reference_dense(P, P, 0.8, kernel, proper)
+    op = joint_covariance(P, gamma=0.8, kernel=kernel)
+    dense = reference_dense(P, P, 0.8, kernel)
     assert torch.allclose(op.to_dense(), dense, atol=1e-12)
     rhs = torch.randn(
         dense.shape[0], 3, dtype=torch.float64, generator=torch.Generator().manual_seed(1)
@@ -52,11 +60,11 @@ def test_structured_product_equals_dense_product(name, kernel, proper):
     assert torch.allclose(op._diagonal(), torch.diagonal(dense), atol=1e-12)
 
 
-@pytest.mark.parametrize("kernel, proper", VARIANTS)
-def test_rectangular_products_equal_the_dense_cross_covariance(kernel, proper):
+@pytest.mark.parametrize("kernel", VARIANTS, ids=repr)
+def test_rectangular_products_equal_the_dense_cross_covariance(kernel):
     X, Z = configurations("CH3CH2OH", 3, seed=1), configurations("CH3CH2OH", 4, seed=2)
-    dense = reference_dense(X, Z, 0.6, kernel, proper)  # (3 * 28, 4 * 28)
-    geometry = pair_geometry(torch.as_tensor(X), torch.as_tensor(Z), kernel, proper)
+    dense = reference_dense(X, Z, 0.6, kernel)  # (3 * 28, 4 * 28)
+    geometry = kernel.pair_geometry(torch.as_tensor(X), torch.as_tensor(Z))
     rhs = torch.randn(
         dense.shape[1], 2, dtype=torch.float64, generator=torch.Generator().manual_seed(3)
     )
@@ -78,7 +86,7 @@ def test_public_product_takes_the_structured_path_and_keeps_autograd():
     assert torch.allclose(rhs.grad, dense.sum(dim=0), atol=1e-12)
 
 
-@pytest.mark.parametrize("kernel", ["svd", "cartesian"])
+@pytest.mark.parametrize("kernel", KERNELS, ids=repr)
 def test_structure_grown_in_pieces_gives_the_dense_joint_covariance(kernel):
     # 1 + 1 + 9 + 9 configurations: the storage grows past its first capacity twice
     P = torch.as_tensor(configurations("CH3OH", 20, seed=3))
@@ -95,7 +103,7 @@ def test_structure_grown_in_pieces_gives_the_dense_joint_covariance(kernel):
     assert torch.allclose(structure.operator(0.7) @ rhs, expected @ rhs, atol=1e-11)
 
 
-@pytest.mark.parametrize("kernel", ["svd", "cartesian"])
+@pytest.mark.parametrize("kernel", KERNELS, ids=repr)
 def test_structure_stores_per_pair_data_independent_of_the_atoms(kernel):
     # the storage of m configurations of n atoms is O(m^2 + m n): from 3 to 12 atoms
     # at the same m only the positions grow, never a (3n, 3n) block per pair
@@ -198,7 +206,7 @@ def test_cartesian_rbf_blocks_match_finite_differences():
                 - cartesian_rbf_blocks_batched((X - step)[None], Z[None], gamma)[0]
             ) / (2 * h)
             assert fdk.item() == pytest.approx(dX[0, 0, a, i].item(), abs=1e-8)
-    dense = reference_dense(Xs, Xs, gamma, "cartesian")
+    dense = reference_dense(Xs, Xs, gamma, CartesianKernel())
     assert torch.allclose(dense, dense.T, atol=1e-14)
     assert torch.linalg.eigvalsh(dense).min() > -1e-10  # a proper kernel
 
@@ -210,13 +218,13 @@ def test_bad_positions_are_refused():
         joint_covariance(np.full((2, 3, 3), np.nan), gamma=1.0)
 
 
-@pytest.mark.parametrize("kernel", ["svd", "cartesian"])
+@pytest.mark.parametrize("kernel", KERNELS, ids=repr)
 def test_block_jacobi_solves_with_each_configurations_own_block(kernel):
     # Woodbury on the identity minus translations plus T_ii against a dense solve of
     # the block diagonal, with noise as small as the GP's: the translation
     # directions then have eigenvalues near the noise alone
     P = torch.as_tensor(configurations("CH3CH2OH", 4, seed=5))
-    geometry = pair_geometry(P, P, kernel)
+    geometry = kernel.pair_geometry(P, P)
     block = 3 * 9 + 1
     dense = reference_dense(P, P, 0.7, kernel)
     noise = torch.full((dense.shape[0],), 4e-6, dtype=torch.float64)

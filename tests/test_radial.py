@@ -8,14 +8,20 @@ from ase.build import molecule
 from test_gp import assert_posterior_gradients_match_finite_differences
 
 from asebo.gp import EnergyForceGP
-from asebo.kernels import joint_covariance
-from asebo.kernels.joint import joint_dense, pair_geometry
+from asebo.kernels import CartesianKernel, SVDKernel, joint_covariance
+from asebo.kernels.joint import joint_dense
 from asebo.kernels.radial import Matern52, SquaredExponential, radial_profile
 from asebo.kernels.svd import svd_distance
 from calculators import get_calculator
 
 PROFILES = [SquaredExponential(), Matern52()]
-VARIANTS = [("svd", True), ("svd", False), ("cartesian", True)]
+# the configuration kernels, each made with a radial profile: VARIANTS[i](profile)
+VARIANTS = [
+    lambda radial: SVDKernel(proper=True, radial=radial),
+    lambda radial: SVDKernel(proper=False, radial=radial),
+    lambda radial: CartesianKernel(radial=radial),
+]
+VARIANT_IDS = ["svd-proper", "svd-orthogonal", "cartesian"]
 
 
 def configurations(name, m, scale=0.1, seed=0):
@@ -24,13 +30,13 @@ def configurations(name, m, scale=0.1, seed=0):
     return np.stack([X0 + scale * rng.normal(size=X0.shape) for _ in range(m)])
 
 
-def kernel_value(profile, X, Z, gamma, kernel, proper):
+def kernel_value(kernel, X, Z, gamma):
     """``f(d(X, Z))`` from the distance alone: the reference the blocks must differentiate."""
-    if kernel == "svd":
-        d = svd_distance(X, Z, proper)
+    if kernel.centred:
+        d = svd_distance(X, Z, kernel.proper)
     else:
         d = ((X - Z) ** 2).sum()
-    return profile(torch.as_tensor(d, dtype=torch.float64), gamma)[0].item()
+    return kernel.radial(torch.as_tensor(d, dtype=torch.float64), gamma)[0].item()
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
@@ -56,20 +62,17 @@ def test_matern_closed_form():
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
-@pytest.mark.parametrize("kernel, proper", VARIANTS)
-def test_joint_blocks_match_finite_differences(profile, kernel, proper):
+@pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
+def test_joint_blocks_match_finite_differences(profile, variant):
+    kernel = variant(profile)
     X, Z = configurations("CH3OH", 2, scale=0.15, seed=3)
     gamma, h = 0.9, 1e-5
-    geometry = pair_geometry(
-        torch.as_tensor(X[None]), torch.as_tensor(Z[None]), kernel, proper, profile
-    )
+    geometry = kernel.pair_geometry(torch.as_tensor(X[None]), torch.as_tensor(Z[None]))
     dense = joint_dense(geometry, gamma).numpy()  # (3n + 1, 3n + 1)
-    assert dense[0, 0] == pytest.approx(kernel_value(profile, X, Z, gamma, kernel, proper))
+    assert dense[0, 0] == pytest.approx(kernel_value(kernel, X, Z, gamma))
 
     def energy_row(X_, Z_):
-        g = pair_geometry(
-            torch.as_tensor(X_[None]), torch.as_tensor(Z_[None]), kernel, proper, profile
-        )
+        g = kernel.pair_geometry(torch.as_tensor(X_[None]), torch.as_tensor(Z_[None]))
         return joint_dense(g, gamma).numpy()[0]  # k, then dk/dZ
 
     for atom, axis in [(0, 0), (1, 2), (4, 1)]:
@@ -77,12 +80,10 @@ def test_joint_blocks_match_finite_differences(profile, kernel, proper):
         step[atom, axis] = h
         index = 1 + 3 * atom + axis
         dk_dZ = (
-            kernel_value(profile, X, Z + step, gamma, kernel, proper)
-            - kernel_value(profile, X, Z - step, gamma, kernel, proper)
+            kernel_value(kernel, X, Z + step, gamma) - kernel_value(kernel, X, Z - step, gamma)
         ) / (2 * h)
         dk_dX = (
-            kernel_value(profile, X + step, Z, gamma, kernel, proper)
-            - kernel_value(profile, X - step, Z, gamma, kernel, proper)
+            kernel_value(kernel, X + step, Z, gamma) - kernel_value(kernel, X - step, Z, gamma)
         ) / (2 * h)
         assert dense[0, index] == pytest.approx(dk_dZ, rel=1e-6, abs=1e-10)
         assert dense[index, 0] == pytest.approx(dk_dX, rel=1e-6, abs=1e-10)
@@ -90,11 +91,12 @@ def test_joint_blocks_match_finite_differences(profile, kernel, proper):
         np.testing.assert_allclose(dense[index, 1:], mixed, rtol=1e-5, atol=1e-8)
 
 
-@pytest.mark.parametrize("kernel, proper", VARIANTS)
-def test_matern_structured_product_equals_its_dense_form(kernel, proper):
+@pytest.mark.parametrize("variant", VARIANTS, ids=VARIANT_IDS)
+def test_matern_structured_product_equals_its_dense_form(variant):
+    kernel = variant(Matern52())
     P = torch.as_tensor(configurations("CH3CH2OH", 5))
-    op = joint_covariance(P, gamma=0.8, proper=proper, kernel=kernel, radial=Matern52())
-    dense = joint_dense(pair_geometry(P, P, kernel, proper, Matern52()), 0.8)
+    op = joint_covariance(P, gamma=0.8, kernel=kernel)
+    dense = joint_dense(kernel.pair_geometry(P, P), 0.8)
     rhs = torch.randn(
         dense.shape[0], 3, dtype=torch.float64, generator=torch.Generator().manual_seed(2)
     )
@@ -111,8 +113,8 @@ def test_joint_covariance_is_invariant_under_rigid_motions(profile):
     Q *= np.sign(np.linalg.det(Q))
     moved = P.copy()
     moved[1] = P[1] @ Q.T + rng.normal(size=3)
-    K = joint_covariance(P, gamma=1.1, radial=profile).to_dense()
-    K_moved = joint_covariance(moved, gamma=1.1, radial=profile).to_dense()
+    K = joint_covariance(P, gamma=1.1, kernel=SVDKernel(radial=profile)).to_dense()
+    K_moved = joint_covariance(moved, gamma=1.1, kernel=SVDKernel(radial=profile)).to_dense()
     block = 3 * P.shape[1] + 1
     rotate = torch.block_diag(torch.eye(1), *[torch.as_tensor(Q)] * P.shape[1]).double()
     expected = K.clone()
@@ -126,15 +128,15 @@ def test_joint_covariance_is_invariant_under_rigid_motions(profile):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_matern_covariance_is_positive_semidefinite_where_the_squared_exponential_is(seed):
-    for kernel, proper in VARIANTS:
+    for variant, name in zip(VARIANTS, VARIANT_IDS):
         P = configurations("CH3CH2OH", 6, scale=0.1, seed=seed)
         eigenvalues = {}
         for profile in PROFILES:
-            K = joint_covariance(P, gamma=1.0, proper=proper, kernel=kernel, radial=profile)
+            K = joint_covariance(P, gamma=1.0, kernel=variant(profile))
             eigenvalues[profile.name] = torch.linalg.eigvalsh(K.to_dense())
         scale = eigenvalues["matern52"].max()
         if eigenvalues["se"].min() >= -1e-10 * eigenvalues["se"].max():
-            assert eigenvalues["matern52"].min() >= -1e-10 * scale, (kernel, proper)
+            assert eigenvalues["matern52"].min() >= -1e-10 * scale, name
 
 
 def test_gp_with_the_matern_profile_interpolates_and_differentiates():

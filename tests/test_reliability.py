@@ -11,6 +11,8 @@ from ase.constraints import FixBondLength, FixBondLengths, FixCartesian, FixInte
 from ase.filters import FrechetCellFilter
 
 from asebo import BOOptimizer
+from asebo.kernels import CartesianKernel, SVDKernel
+from asebo.kernels.radial import Matern52, SquaredExponential
 from asebo.observations import Observations
 from asebo.trust import FLOOR, FORCE_STEP, TrustRegion
 from calculators import CountingCalculator, get_calculator
@@ -253,6 +255,26 @@ def test_near_linear_molecules_take_the_anisotropic_kernel_not_aligned():
     assert BOOptimizer(acetylene, logfile=None, kernel="svd").kernel == "svd"
     with pytest.raises(ValueError, match="kernel='anisotropic'"):
         BOOptimizer(acetylene, logfile=None, kernel="internal")
+
+
+def test_the_optimizer_kernels_map_to_gp_kernel_objects():
+    water = rattled("H2O")
+    for name, expected in (("internal", CartesianKernel), ("anisotropic", CartesianKernel)):
+        kernel = BOOptimizer(water, logfile=None, kernel=name).gp_options["kernel"]
+        assert type(kernel) is expected and isinstance(kernel.radial, SquaredExponential)
+    options = {"proper": False, "radial": "matern52", "gamma": 3.0}
+    opt = BOOptimizer(water, logfile=None, kernel="svd", gp_options=options)
+    kernel = opt.gp_options["kernel"]
+    assert isinstance(kernel, SVDKernel) and not kernel.proper
+    assert isinstance(kernel.radial, Matern52)
+    assert opt.gp_options == {"kernel": kernel, "trend": 0.0, "gamma": 3.0}
+    opt.run(fmax=0.05, steps=1)
+    assert opt.gp.kernel is kernel
+    own = CartesianKernel(radial="matern52")
+    opt = BOOptimizer(water, logfile=None, kernel="svd", gp_options={"kernel": own})
+    assert opt.gp_options["kernel"] is own
+    with pytest.raises(TypeError, match="proper"):  # the internal kernel's GP kernel is Cartesian
+        BOOptimizer(water, logfile=None, kernel="internal", gp_options={"proper": False})
 
 
 def test_lindh_prior_is_smooth_across_the_straight_geometry_of_a_near_linear_bend():

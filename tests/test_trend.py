@@ -7,6 +7,7 @@ import torch
 from test_gp import assert_posterior_gradients_match_finite_differences, samples
 
 from asebo.gp import EnergyForceGP
+from asebo.kernels import CartesianKernel, SVDKernel
 from asebo.kernels.operators import joint_covariance
 from asebo.kernels.trend import LinearTrend, TrendedCovariance
 
@@ -41,7 +42,7 @@ def test_structured_products_match_the_dense_matrix():
 
 def test_trended_covariance_is_the_sum_of_both_dense_matrices():
     P = torch.as_tensor(samples("H2O", m=4, seed=1)[1])  # (4, 3, 3)
-    op = joint_covariance(P, 2.0, kernel="cartesian")
+    op = joint_covariance(P, 2.0, kernel=CartesianKernel())
     U = P.reshape(4, -1) - P[0].reshape(-1)
     trended = TrendedCovariance(op, U, 0.4)
     v = features(4 * 10, 1, 5)[:, 0]
@@ -113,6 +114,8 @@ def test_a_trend_must_be_a_number_at_least_zero(trend):
         EnergyForceGP(kernel="cartesian", trend=trend)
 
 
-def test_a_trend_needs_the_cartesian_kernel():
+@pytest.mark.parametrize("kernel", ["svd", SVDKernel(radial="matern52")], ids=repr)
+def test_a_trend_needs_the_cartesian_kernel(kernel):
     with pytest.raises(ValueError, match="kernel='cartesian'"):
-        EnergyForceGP(kernel="svd", trend=1.0)
+        EnergyForceGP(kernel=kernel, trend=1.0)
+    assert EnergyForceGP(kernel=CartesianKernel(radial="matern52"), trend=1.0).trend == 1.0

@@ -1,5 +1,11 @@
 """The kernel core shared by the GP optimizer, MLKRR, IOKR and diffusion maps."""
 
+from asebo.kernels.configuration import (
+    CartesianKernel,
+    ConfigurationKernel,
+    SVDKernel,
+    configuration_kernel,
+)
 from asebo.kernels.euclidean import (
     GaussianKernel,
     Kernel,
@@ -10,7 +16,6 @@ from asebo.kernels.euclidean import (
 )
 from asebo.kernels.operators import JointCovariance, joint_covariance, solve_joint
 from asebo.kernels.svd import (
-    SVDKernel,
     optimal_alignment,
     svd_distance,
     svd_kernel_blocks,
@@ -24,7 +29,10 @@ __all__ = [
     "LinearKernel",
     "TanimotoKernel",
     "squared_distances",
+    "ConfigurationKernel",
     "SVDKernel",
+    "CartesianKernel",
+    "configuration_kernel",
     "svd_kernel_blocks",
     "svd_kernel_blocks_batched",
     "svd_distance",

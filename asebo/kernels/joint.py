@@ -25,17 +25,16 @@ functions here build from it, on demand,
   observation, ``(b, m (3n+1))``;
 - :func:`joint_dense`: the dense matrix, for the blocks that are factorised.
 
-The Gaussian kernel on Cartesian positions is the special case of the identity
-alignment without centring (``G = W = V = I``, ``C = 0``, ``B = I``), so both kernels
-share these functions.
+A configuration kernel's :meth:`~asebo.kernels.configuration.ConfigurationKernel.pair_geometry`
+gives the :class:`PairGeometry`: the SVD kernel aligns each pair, and the Gaussian
+kernel on Cartesian positions is the special case of the identity alignment without
+centring (``G = W = V = I``, ``C = 0``, ``B = I``), so both kernels share these
+functions (:mod:`asebo.kernels.configuration`).
 """
 
 import torch
 
 from asebo.kernels.radial import SquaredExponential
-from asebo.kernels.svd import Alignment, _centre
-
-KERNELS = ("svd", "cartesian")
 
 
 def _t(A):
@@ -57,7 +56,8 @@ class PairGeometry:
         The alignment ``G = W diag(w) V^T`` and the factors of its derivative
         (:class:`asebo.kernels.svd.Alignment`).
     centred : bool
-        Whether the kernel sees centred positions (SVD kernel) or raw ones.
+        Whether the kernel sees centred positions aligned pair by pair (SVD kernel) or
+        raw ones (``ConfigurationKernel.centred``).
     radial : profile, optional
         ``f`` of ``k = f(d)`` (:mod:`asebo.kernels.radial`); the squared exponential
         by default.
@@ -102,52 +102,6 @@ class PairGeometry:
             self.centred,
             self.radial,
         )
-
-
-def pair_geometry(X, Z, kernel="svd", proper=True, radial=None):
-    """The :class:`PairGeometry` of every pair of rows ``X`` (b, n, 3) and columns ``Z`` (m, n, 3).
-
-    Parameters
-    ----------
-    X, Z : float64 tensors
-    kernel : {'svd', 'cartesian'}
-        The SVD kernel aligns each pair (one 3x3 SVD per pair); the Cartesian Gaussian
-        kernel compares raw positions.
-    proper : bool
-        SVD kernel aligned by proper rotations only.
-    radial : profile, optional
-        ``f`` of ``k = f(d)`` (:mod:`asebo.kernels.radial`), squared exponential by default.
-    """
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
-    b, m = X.shape[0], Z.shape[0]
-    if kernel == "svd":
-        Xc, Zc = _centre(X), _centre(Z)
-        M = torch.einsum("ina,jnb->ijab", Xc, Zc)  # (b, m, 3, 3)
-        alignment = Alignment(M, proper)
-        trace = (alignment.G * M).sum(dim=(-1, -2))  # (b, m)
-        distance = (
-            (Xc**2).sum(dim=(-1, -2))[:, None] + (Zc**2).sum(dim=(-1, -2))[None] - 2.0 * trace
-        ).clamp_min(0.0)
-        return PairGeometry(
-            Xc,
-            Zc,
-            distance,
-            alignment.G,
-            alignment.W,
-            alignment.V,
-            alignment.C,
-            centred=True,
-            radial=radial,
-        )
-    eye = torch.eye(3, dtype=X.dtype).expand(b, m, 3, 3)
-    cross = torch.einsum("ina,jna->ij", X, Z)  # (b, m)
-    distance = (
-        (X**2).sum(dim=(-1, -2))[:, None] + (Z**2).sum(dim=(-1, -2))[None] - 2.0 * cross
-    ).clamp_min(0.0)
-    return PairGeometry(
-        X, Z, distance, eye, eye, eye, torch.zeros_like(eye), centred=False, radial=radial
-    )
 
 
 def joint_matmul(geometry, gamma, rhs, values=None):

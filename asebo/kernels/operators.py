@@ -26,6 +26,7 @@ from linear_operator.operators import LinearOperator
 from linear_operator.utils import linear_cg
 from linear_operator.utils.warnings import NumericalWarning
 
+from asebo.kernels.configuration import SVDKernel, check_kernel
 from asebo.kernels.joint import (
     PairGeometry,
     assemble_dense,
@@ -33,7 +34,6 @@ from asebo.kernels.joint import (
     joint_dense,
     joint_diagonal,
     joint_matmul,
-    pair_geometry,
 )
 from asebo.kernels.svd import _as_tensor
 
@@ -139,24 +139,21 @@ class JointStructure:
     Stores, for ``m`` configurations of ``n`` atoms, the positions ``(m, n, 3)`` and
     per pair the aligned distance and four 3x3 alignment matrices: ``O(m^2 + m n)``
     numbers, never a ``3n x 3n`` block. A new configuration costs its own block row
-    and column (``O(m)`` 3x3 SVDs). The dense covariance of any subset and the
-    structured operator of all configurations are built from it for any ``gamma``.
+    and column (``O(m)`` 3x3 SVDs for the SVD kernel). The dense covariance of any
+    subset and the structured operator of all configurations are built from it for
+    any ``gamma``.
 
     Parameters
     ----------
-    kernel : {'svd', 'cartesian'}
-    proper : bool
-        SVD kernel aligned by proper rotations only.
-    radial : profile, optional
-        ``f`` of ``k = f(d)`` (:mod:`asebo.kernels.radial`), squared exponential by default.
+    kernel : asebo.kernels.configuration.ConfigurationKernel
+        The kernel whose ``pair_geometry`` the data come from, with its radial
+        profile; its ``gamma`` is not used.
     """
 
     _FIELDS = ("distance", "G", "W", "V", "C")
 
-    def __init__(self, kernel="svd", proper=True, radial=None):
-        self.kernel = kernel
-        self.proper = proper
-        self.radial = radial
+    def __init__(self, kernel):
+        self.kernel = check_kernel(kernel)
         self.positions = None  # (m, n, 3), as given
         self._rows = None  # (m, n, 3), as the kernel sees them
         self._buffers = {}  # field -> (capacity, capacity, ...) tensor
@@ -175,8 +172,8 @@ class JointStructure:
         """Add configurations ``new`` (k, n, 3)."""
         for x in new:
             positions = x[None] if self.positions is None else torch.cat([self.positions, x[None]])
-            row = pair_geometry(x[None], positions, self.kernel, self.proper)  # (1, m+1)
-            column = pair_geometry(positions[:-1], x[None], self.kernel, self.proper)  # (m, 1)
+            row = self.kernel.pair_geometry(x[None], positions)  # (1, m+1)
+            column = self.kernel.pair_geometry(positions[:-1], x[None])  # (m, 1)
             for name in self._FIELDS:
                 self._store(name, getattr(row, name)[0], getattr(column, name)[:, 0])
             self.positions = positions
@@ -208,8 +205,8 @@ class JointStructure:
             self._rows,
             self._rows,
             *(self._buffers[name][:m, :m] for name in self._FIELDS),
-            centred=self.kernel == "svd",
-            radial=self.radial,
+            centred=self.kernel.centred,
+            radial=self.kernel.radial,
         )
         return full if rows is None and cols is None else full.take(rows, cols)
 
@@ -238,10 +235,10 @@ class JointStructure:
 
     def cross(self, x):
         """The :class:`PairGeometry` of configurations ``x`` (b, n, 3) against all stored ones."""
-        return pair_geometry(x, self.positions, self.kernel, self.proper, self.radial)
+        return self.kernel.pair_geometry(x, self.positions)
 
 
-def joint_covariance(positions, gamma, proper=True, kernel="svd", radial=None):
+def joint_covariance(positions, gamma, kernel=None):
     """The structured joint covariance of energies and gradients (Wong and Kolter, eqs. 11-13).
 
     Parameters
@@ -249,13 +246,11 @@ def joint_covariance(positions, gamma, proper=True, kernel="svd", radial=None):
     positions : list of (n, 3) arrays, or array/tensor (m, n, 3)
         The configurations.
     gamma : float
-        Kernel inverse squared length scale.
-    proper : bool
-        Proper rotations only (see :mod:`asebo.kernels.svd`).
-    kernel : {'svd', 'cartesian'}
-        The SVD kernel or the Gaussian kernel on Cartesian positions.
-    radial : profile, optional
-        ``f`` of ``k = f(d)`` (:mod:`asebo.kernels.radial`), squared exponential by default.
+        Kernel inverse squared length scale (the kernel's own ``gamma`` is not used).
+    kernel : asebo.kernels.configuration.ConfigurationKernel, optional
+        ``SVDKernel()`` (proper rotations, squared exponential) by default;
+        ``SVDKernel(proper=False)``, ``CartesianKernel()`` or another radial profile
+        (``radial='matern52'``) otherwise.
 
     Returns
     -------
@@ -267,7 +262,8 @@ def joint_covariance(positions, gamma, proper=True, kernel="svd", radial=None):
     positions, _ = _as_tensor(positions, "positions")
     if positions.ndim != 3:
         raise ValueError(f"positions must have shape (m, n_atoms, 3), got {tuple(positions.shape)}")
-    geometry = pair_geometry(positions, positions, kernel, proper, radial)
+    kernel = SVDKernel() if kernel is None else check_kernel(kernel)
+    geometry = kernel.pair_geometry(positions, positions)
     return JointCovariance.from_geometry(geometry, gamma)
 
 

@@ -41,13 +41,12 @@ configuration against a non-planar one). ``C`` is zero where a sum of singular v
 vanishes. Nothing divides by zero, so no NaN appears.
 
 Positions are ``(n, 3)`` arrays; derivative blocks are flattened atom-major
-(index ``3 * atom + axis``).
+(index ``3 * atom + axis``). The kernel as an object, for the GP's blocks and for Gram
+matrices, is :class:`asebo.kernels.configuration.SVDKernel`.
 """
 
 import numpy as np
 import torch
-
-from asebo.kernels.euclidean import Kernel
 
 _RANK_RTOL = 1e-10
 
@@ -310,31 +309,3 @@ def svd_distance(X, Z, proper=True):
     trace = (optimal_alignment(M, proper) * M).sum(dim=(-1, -2))
     d = ((Xc**2).sum(dim=(-1, -2)) + (Zc**2).sum(dim=(-1, -2)) - 2.0 * trace).clamp_min(0.0)
     return d.detach().numpy() if as_numpy else d
-
-
-class SVDKernel(Kernel):
-    r"""SVD kernel on geometries, ``k = exp(-gamma d(X, Z) / 2)`` (Wong and Kolter, eq. 10).
-
-    ``kernel(X, Y)`` takes arrays of shape ``(m, n_atoms, 3)`` (or ``(m, 3 n_atoms)``,
-    flattened atom-major) and returns the ``(m, m')`` Gram matrix, so the estimators
-    built on :class:`asebo.kernels.Kernel` accept molecular geometries.
-    """
-
-    def __init__(self, gamma=1.0, proper=True):
-        self.gamma = float(gamma)
-        self.proper = proper
-
-    def _prepare(self, X):
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim == 2 and X.shape[1] % 3 == 0:
-            X = X.reshape(len(X), -1, 3)
-        if X.ndim != 3 or X.shape[-1] != 3:
-            raise ValueError(f"expected geometries of shape (m, n_atoms, 3), got {X.shape}")
-        return X
-
-    def _gram(self, X, Y):
-        d = svd_distance(X[:, None], Y[None, :], proper=self.proper)
-        return np.exp(-0.5 * self.gamma * d)
-
-    def diag(self, X):
-        return np.ones(len(self._prepare(X)))

@@ -9,7 +9,7 @@ from ase.units import Bohr
 
 from asebo.extras import missing_extra
 from asebo.kernels import GaussianKernel, SVDKernel, joint_covariance, solve_joint
-from asebo.kernels.joint import energy_rows, pair_geometry
+from asebo.kernels.joint import energy_rows
 from asebo.kernels.svd import svd_distance
 from asebo.regression import SymmetricFactor, noise_vector, observation_vector
 
@@ -230,11 +230,15 @@ class SVDKernelKRR(_KernelRidge):
         self.lam = lam
         self.proper = proper
 
+    def _kernel(self):
+        """The :class:`asebo.kernels.SVDKernel` of the parameters."""
+        return SVDKernel(self.gamma, self.proper)
+
     def covariance(self, positions):
-        return SVDKernel(self.gamma, self.proper)(positions)
+        return self._kernel()(positions)
 
     def cross_covariance(self, positions, training):
-        return SVDKernel(self.gamma, self.proper)(positions, training)
+        return self._kernel()(positions, training)
 
     def gamma_scale(self, positions):
         return 2.0 / _median_scale(
@@ -310,11 +314,11 @@ class SVDDerivativeKRR(SVDKernelKRR):
         return observation_vector(np.asarray(energies) - offset, -np.asarray(forces))
 
     def covariance(self, positions):
-        return joint_covariance(positions, self.gamma, self.proper).to_dense().numpy()
+        return joint_covariance(positions, self.gamma, self._kernel()).to_dense().numpy()
 
     def cross_covariance(self, positions, training):
-        geometry = pair_geometry(
-            torch.as_tensor(positions), torch.as_tensor(training), proper=self.proper
+        geometry = self._kernel().pair_geometry(
+            torch.as_tensor(positions), torch.as_tensor(training)
         )
         return energy_rows(geometry, self.gamma).numpy()  # (b, m (3n+1))
 
@@ -323,7 +327,7 @@ class SVDDerivativeKRR(SVDKernelKRR):
             return super()._solve(positions, y)
         if self.solver != "cg":
             raise ValueError(f"solver must be 'cholesky' or 'cg', got {self.solver!r}")
-        operator = joint_covariance(positions, self.gamma, self.proper)
+        operator = joint_covariance(positions, self.gamma, self._kernel())
         noise = torch.as_tensor(self.regularisation(*positions.shape[:2]))
         alpha, self.solve_info_ = solve_joint(
             operator,
