@@ -51,7 +51,7 @@ GP_KERNELS = {
     "svd": "svd",
     "cartesian": "cartesian",
 }
-RECENTRE = 1.0  # eV: the Lindh prior's default recentring
+RECENTRE = 0.3  # eV: the Lindh prior's default recentring, except with kernel='internal'
 TREND = 30.0  # slope variance of the GP's linear trend / a gradient's variance (kernel='internal')
 NEW = 1e-6  # Å: a proposal closer than this to a configuration seen teaches the model nothing
 
@@ -119,9 +119,9 @@ class BOOptimizer(Optimizer):
         With the ``'lindh'`` prior: when the model puts the lowest-energy
         configuration more than ``recentre`` eV above its minimum, the model is
         rebuilt around that configuration (:class:`asebo.lindh_prior.RecentredLindh`).
-        1 eV by default: far enough that the model, and with it the features of the
-        ``'internal'`` kernel, is rebuilt only after a start far from the minimum (a
-        rattled or badly built molecule); ``inf`` never rebuilds it.
+        By default never (``inf``) with the ``'internal'`` kernel, whose linear trend
+        carries the way from the first configuration (a model rebuilt under it would
+        change the features too), and 0.3 eV with the others.
     maxstep : float
         Largest displacement of any atom in one step, Å.
     trust_radius : float
@@ -200,7 +200,9 @@ class BOOptimizer(Optimizer):
             "trust_radius", trust_radius, self.defaults["trust_radius"]
         )
         self.kernel = _choose_kernel(atoms, kernel)
-        self.recentre = RECENTRE if recentre is None else recentre
+        if recentre is None:  # the internal kernel's trend carries the way from the start
+            recentre = np.inf if self.kernel == "internal" else RECENTRE
+        self.recentre = recentre
         if not (isinstance(self.recentre, (int, float)) and self.recentre >= 0):
             raise ValueError(
                 f"recentre must be an energy >= 0 in eV (inf: never), got {self.recentre!r}"

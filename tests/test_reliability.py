@@ -14,7 +14,6 @@ from asebo import BOOptimizer
 from asebo.kernels import CartesianKernel, SVDKernel
 from asebo.kernels.radial import Matern52, SquaredExponential
 from asebo.observations import Observations
-from asebo.optimize import RECENTRE
 from asebo.trust import FLOOR, FORCE_STEP, TrustRegion
 from calculators import CountingCalculator, get_calculator
 
@@ -245,7 +244,7 @@ def test_near_linear_molecules_of_g2_are_told_apart_from_bent_ones():
 def test_near_linear_molecules_take_the_anisotropic_kernel_not_aligned():
     acetylene, water = rattled("C2H2"), rattled("H2O")
     opt = BOOptimizer(acetylene, logfile=None)
-    assert opt.kernel == "anisotropic" and opt.recentre == RECENTRE
+    assert opt.kernel == "anisotropic" and opt.recentre == 0.3
     assert opt.gp_options["trend"] == 0.0
     opt.run(fmax=0.05, steps=1)
     assert not opt.gp.metric.align
