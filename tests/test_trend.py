@@ -51,6 +51,17 @@ def test_trended_covariance_is_the_sum_of_both_dense_matrices():
     assert trended.shape == op.shape
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_kernel_with_a_trend_is_positive_semidefinite(seed):
+    P = torch.as_tensor(samples("CH4", m=6, seed=seed)[1])  # (6, 5, 3)
+    U = P.reshape(6, -1) - P[seed].reshape(-1)
+    for gamma, variance in [(0.5, 1e-3), (5.0, 30.0), (50.0, 1e3)]:
+        dense = joint_covariance(P, gamma, kernel=CartesianKernel()).to_dense()
+        dense = dense + LinearTrend(variance).dense(U, U)  # (96, 96)
+        eigenvalues = torch.linalg.eigvalsh(dense)
+        assert eigenvalues.min() > -1e-10 * eigenvalues.max()
+
+
 def linear_energy(slope):
     """Energies and forces of E = slope . x on positions (m, n, 3)."""
 
