@@ -274,6 +274,7 @@ class InternalMetric:
         self.transform = torch.as_tensor((scales / sigma)[:, None] * V.T * np.sqrt(constants))
         self.reference_values = values[0]  # (d,)
         self.n_atoms, self.rank = n, vibrations
+        self._known = {}  # positions bytes -> (r,) features of a configuration seen
         self._mapped = {}  # (positions, gradient) bytes -> (r,) gradient in psi
         self._last_map = (None, None)  # (positions bytes, (r, 3n) map) of the latest configuration
 
@@ -293,8 +294,20 @@ class InternalMetric:
         return out.reshape(len(features), self.n_atoms, 3)
 
     def features(self, positions):
-        """``psi`` (m, n, 3) of positions (m, n, 3), the last six entries zero."""
-        return self._pad(self._features(torch.as_tensor(positions, dtype=torch.float64))[0])
+        """``psi`` (m, n, 3) of positions (m, n, 3), the last six entries zero.
+
+        The features of each configuration are computed once, and alone: a GP asks for
+        those of every observation at every fit, and ``r`` numbers a configuration are
+        cheap to keep where recomputing them costs ``O(m)`` time and memory per fit;
+        computed one by one they do not depend on which others came in the same call,
+        so a resumed run sees the very numbers of the uninterrupted one.
+        """
+        x = torch.as_tensor(positions, dtype=torch.float64)
+        keys = [xi.numpy().tobytes() for xi in x]
+        for xi, key in zip(x, keys):
+            if key not in self._known:
+                self._known[key] = self._features(xi[None])[0][0]
+        return self._pad(torch.stack([self._known[key] for key in keys]))
 
     def _feature_gradient(self, x, g):
         """``(J J^T)^{-1} J g = (J^T)^+ g`` (r,) at one configuration x (n, 3), g (3n,).
