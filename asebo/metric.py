@@ -13,8 +13,9 @@ Hessian. :class:`HessianMetric` does this in Cartesian space:
 - the aligned positions are scaled along the eigenvectors ``U`` of the model
   Hessian ``H = U \Lambda U^T`` at ``x_ref``: ``\psi = \Lambda^{p/2} U^T a`` with
   ``p = 1/2`` by default, the rigid-motion eigenvalues (zero for an invariant model)
-  raised to the smallest vibrational one, and the scales normalised to a geometric
-  mean of one.
+  raised to the smallest vibrational one, every eigenvalue to at least a thousandth
+  of the largest (the model leaves the motions of the molecules of a complex almost
+  free), and the scales normalised to a geometric mean of one.
 
 The GP then takes the Gaussian kernel on ``\psi``: a kernel on features, so positive
 semidefinite by construction, invariant to rotations and translations, with length
@@ -43,6 +44,10 @@ from asebo.kernels.svd import optimal_alignment
 from asebo.lindh import lindh_weights, out_of_plane_quadruples
 
 POWER = 0.5  # the metric is H^POWER: characteristic lengths go as lambda^(-POWER/2)
+# eigenvalues below this fraction of the largest are raised to it: directions the model
+# leaves (almost) free, like the motions of one molecule against another in a complex,
+# get a length scale at most FLOOR^(-POWER/2) = 5.6 times the stiffest one's
+EIGENVALUE_FLOOR = 1e-3
 HESSIAN_STEP = 1e-4  # Å, central differences of the model forces
 STRAIGHT_BEND = np.radians(165.0)  # bends this wide are left out of the internal features
 LINEAR_BOND_ANGLE = np.radians(160.0)  # a bonded bend this wide: no internal features
@@ -87,7 +92,8 @@ def metric_factor(hessian, power=POWER, rigid=6):
     rigid : int
         The number of smallest eigenvalues that belong to rigid motions (6, or 5
         for a linear molecule); they and any smaller vibrational eigenvalue are
-        raised to the smallest of the others.
+        raised to the smallest of the others, and every eigenvalue to at least
+        :data:`EIGENVALUE_FLOOR` times the largest.
 
     Returns
     -------
@@ -97,7 +103,7 @@ def metric_factor(hessian, power=POWER, rigid=6):
     vibrational = eigenvalues[rigid:] if len(eigenvalues) > rigid else eigenvalues[-1:]
     if vibrational.max() <= 0.0:  # no bonds: nothing to tell directions apart
         return np.eye(len(eigenvalues))
-    floor = max(vibrational.min(), 1e-6 * vibrational.max())
+    floor = max(vibrational.min(), EIGENVALUE_FLOOR * vibrational.max())
     scales = np.clip(eigenvalues, floor, None) ** power
     scales /= np.exp(np.mean(np.log(scales)))  # geometric mean 1: gamma keeps its meaning
     return np.sqrt(scales)[:, None] * vectors.T

@@ -4,7 +4,7 @@ import pytest
 from ase.calculators.emt import EMT
 from ase.io import read
 
-from asebo.benchmarks import baker, druglike, druglike2, druglike3, rough
+from asebo.benchmarks import baker, druglike, druglike2, druglike3, rough, s22
 from asebo.campaign.relax import relax
 from asebo.cli import main
 
@@ -48,6 +48,17 @@ def test_the_check_sets_hold_other_molecules_rebuilt_from_their_smiles():
         assert abs(built.positions - read(f).positions).max() < 1e-4
     # rough starts: raw embeddings, no force field
     assert all("no force field" in f.read_text().splitlines()[1] for f in starts)
+
+
+def test_the_s22_set_is_ases_collection():
+    from ase.collections import s22 as collection
+
+    files = sorted(s22.DEFAULT_DIR.glob("*.xyz"))
+    assert sorted(f.stem for f in files) == sorted(collection.names)
+    for f in files:
+        shipped, reference = read(f), collection[f.stem]
+        assert list(shipped.numbers) == list(reference.numbers)
+        assert abs(shipped.positions - reference.positions).max() < 1e-6
 
 
 def test_baker_table_counts_the_calls_of_each_optimizer(tmp_path, capsys):

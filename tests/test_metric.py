@@ -10,7 +10,7 @@ from test_gp import assert_posterior_gradients_match_finite_differences
 from asebo.gp import EnergyForceGP
 from asebo.kernels import CartesianKernel, SVDKernel
 from asebo.lindh import LindhModel
-from asebo.metric import HessianMetric, metric_factor, model_hessian
+from asebo.metric import EIGENVALUE_FLOOR, HessianMetric, metric_factor, model_hessian
 from calculators import get_calculator
 
 
@@ -55,12 +55,25 @@ def test_metric_factor_is_the_normalised_hessian_power(power):
     hessian = model_hessian(LindhModel(atoms.positions, atoms.numbers), atoms.positions)
     L = metric_factor(hessian, power)
     eigenvalues, vectors = np.linalg.eigh(hessian)
-    scales = np.clip(eigenvalues, eigenvalues[6], None) ** power
+    floor = max(eigenvalues[6], EIGENVALUE_FLOOR * eigenvalues[-1])
+    scales = np.clip(eigenvalues, floor, None) ** power
     scales /= np.exp(np.log(scales).mean())
     np.testing.assert_allclose(L.T @ L, vectors @ np.diag(scales) @ vectors.T, atol=1e-10)
     assert np.prod(np.linalg.svd(L, compute_uv=False) ** 2) == pytest.approx(1.0, rel=1e-8)
     if power == 0.0:
         np.testing.assert_allclose(L.T @ L, np.eye(len(L)), atol=1e-12)
+
+
+def test_free_motions_of_a_complex_get_a_bounded_length_scale():
+    water = molecule("H2O")
+    other = water.copy()
+    other.translate([0.0, 0.0, 2.9])
+    dimer = water + other  # the model barely couples the two molecules
+    hessian = model_hessian(LindhModel(dimer.positions, dimer.numbers), dimer.positions)
+    eigenvalues = np.linalg.eigvalsh(hessian)
+    assert eigenvalues[6] < EIGENVALUE_FLOOR * eigenvalues[-1]
+    lengths = 1.0 / np.linalg.svd(metric_factor(hessian, 0.5), compute_uv=False)
+    assert lengths.max() / lengths.min() == pytest.approx(EIGENVALUE_FLOOR ** (-0.25))
 
 
 def test_metric_without_bonds_is_the_identity():
