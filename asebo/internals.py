@@ -50,13 +50,19 @@ def bend_angles(x, triples):
     return angle, torch.stack([d_i, -d_i - d_k, d_k], dim=-2)
 
 
+def _dihedral(f, g, h):
+    """Dihedral angle (...) of the bond vectors ``f = x_i - x_j``, ``g = x_j - x_k`` and
+    ``h = x_l - x_k`` (..., 3), in (-pi, pi]."""
+    a, b = torch.cross(f, g, dim=-1), torch.cross(h, g, dim=-1)
+    return torch.atan2(_dot(torch.cross(b, a, dim=-1), g) / _norm(g), _dot(a, b))
+
+
 def dihedral_angles(x, quadruples):
     """Dihedral angles (b, q) about ``j-k`` of ``quadruples`` (q, 4), in (-pi, pi]."""
     f = x[..., quadruples[:, 0], :] - x[..., quadruples[:, 1], :]
     g = x[..., quadruples[:, 1], :] - x[..., quadruples[:, 2], :]
     h = x[..., quadruples[:, 3], :] - x[..., quadruples[:, 2], :]
-    a, b = torch.cross(f, g, dim=-1), torch.cross(h, g, dim=-1)
-    return torch.atan2(_dot(torch.cross(b, a, dim=-1), g) / _norm(g), _dot(a, b))
+    return _dihedral(f, g, h)
 
 
 def _fade(angle):
@@ -80,8 +86,7 @@ def faded_twist(points, reference):
     everywhere, and zero where the dihedral is undefined.
     """
     f, g, h = points[0] - points[1], points[1] - points[2], points[3] - points[2]
-    a, b = torch.cross(f, g, dim=-1), torch.cross(h, g, dim=-1)
-    tau = torch.atan2(_dot(torch.cross(b, a, dim=-1), g) / _norm(g), _dot(a, b)) - reference
+    tau = _dihedral(f, g, h) - reference
     twist = torch.atan2(torch.sin(tau), torch.cos(tau))
     return _fade(_angle(f, -g)) * _fade(_angle(g, h)) * twist
 

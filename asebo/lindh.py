@@ -299,15 +299,6 @@ class LindhModel(Calculator):
         planar = np.abs(np.sin(angle)) < np.sin(PLANAR_TOLERANCE)
         return quadruples[planar], out_of_plane_constant * weights[planar]
 
-    def torsion_fades(self, positions):
-        """The fade ``g(theta_ijk) g(theta_jkl)`` (t,) of each torsion at ``positions`` (n, 3)."""
-        positions = np.asarray(positions, dtype=np.float64)
-        if len(self.torsions) == 0:
-            return np.zeros(0)
-        first = _torsion_fade(_bend_angles(positions, self.torsions[:, :3])[0])[0]
-        second = _torsion_fade(_bend_angles(positions, self.torsions[:, 1:])[0])[0]
-        return first * second
-
     def _lengths(self, positions):
         """Bond lengths (p,) and their unit vectors (p, 3) from atom j to atom i."""
         d = positions[self.stretches[:, 0]] - positions[self.stretches[:, 1]]
