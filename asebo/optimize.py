@@ -53,6 +53,7 @@ GP_KERNELS = {
 }
 RECENTRE = 0.3  # eV: the Lindh prior's default recentring, except with kernel='internal'
 TREND = 30.0  # slope variance of the GP's linear trend / a gradient's variance (kernel='internal')
+CALCULATOR_PRIOR_MAXSTEP = 0.6  # Å: default maxstep under a prior calculator
 NEW = 1e-6  # Å: a proposal closer than this to a configuration seen teaches the model nothing
 
 
@@ -123,7 +124,10 @@ class BOOptimizer(Optimizer):
         carries the way from the first configuration (a model rebuilt under it would
         change the features too), and 0.3 eV with the others.
     maxstep : float
-        Largest displacement of any atom in one step, Å.
+        Largest displacement of any atom in one step, Å. Default 0.2, and
+        ``CALCULATOR_PRIOR_MAXSTEP`` (0.6) under a prior calculator, whose surface
+        holds far from the configurations computed; the trust region still grows to
+        it one good prediction at a time.
     trust_radius : float
         Initial half-width of the trust box, Å per coordinate.
     kernel : {'internal', 'anisotropic', 'svd', 'cartesian'}, optional
@@ -195,7 +199,6 @@ class BOOptimizer(Optimizer):
     ):
         _check_atoms(atoms)
         self.kappa = _number("kappa", kappa, self.defaults["kappa"], positive=False)
-        self.maxstep = _number("maxstep", maxstep, self.defaults["maxstep"])
         self.initial_trust_radius = _number(
             "trust_radius", trust_radius, self.defaults["trust_radius"]
         )
@@ -215,6 +218,12 @@ class BOOptimizer(Optimizer):
             prior, self.prior_reason = automatic_prior(atoms)
             prior = resolve_prior(prior)
         self.prior = _choose_prior(atoms, prior)
+        longest_step = (
+            CALCULATOR_PRIOR_MAXSTEP
+            if isinstance(self.prior, CalculatorPrior)
+            else self.defaults["maxstep"]
+        )
+        self.maxstep = _number("maxstep", maxstep, longest_step)
         _check_writable("restart", restart)
         _check_writable("trajectory", trajectory)
         self.numbers = atoms.get_atomic_numbers().copy()

@@ -373,3 +373,23 @@ def test_a_failing_prior_calculator_turns_the_step_into_a_force_step():
         cosine = step @ forces / np.linalg.norm(step) / np.linalg.norm(forces)
         assert cosine == pytest.approx(1.0, abs=1e-9)  # along the forces of the best
     assert opt.energies[-1] < opt.energies[0]
+
+
+def test_a_prior_calculator_lets_the_steps_grow_to_calculator_prior_maxstep():
+    from asebo.optimize import CALCULATOR_PRIOR_MAXSTEP
+
+    def longest_step(**options):
+        atoms = lj_cluster()
+        atoms.positions *= 1.4  # far from the minimum: the prior knows the way
+        prior = LennardJones(sigma=1.0, epsilon=1.0, rc=4.0)
+        opt = BOOptimizer(atoms, logfile=None, prior=prior, **options)
+        assert opt.run(fmax=0.01, steps=100)
+        positions = np.array(opt.positions_seen)  # (m, n, 3)
+        return opt.maxstep, np.linalg.norm(np.diff(positions, axis=0), axis=2).max()
+
+    maxstep, step = longest_step()
+    assert maxstep == CALCULATOR_PRIOR_MAXSTEP
+    assert 0.2 < step <= CALCULATOR_PRIOR_MAXSTEP + 1e-9
+    maxstep, step = longest_step(maxstep=0.2)
+    assert maxstep == 0.2 and step <= 0.2 + 1e-9
+    assert BOOptimizer(lj_cluster(), logfile=None, prior="max").maxstep == 0.2
