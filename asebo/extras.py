@@ -11,6 +11,7 @@ EXTRAS = {
     "campaign": "comparison campaigns, 'asebo compare' (Dask, Matplotlib, RDKit, tqdm)",
     "gpaw": "the GPAW (DFT) calculator preset",
     "sella": "the Sella optimizer in comparisons",
+    "geometric": "the geomeTRIC optimizer in comparisons",
     "cluster": "campaigns on a SLURM cluster (dask-jobqueue)",
     "docs": "building the documentation (MkDocs)",
     "test": "the tests and the linter (pytest, ruff)",

@@ -20,6 +20,7 @@ EXTRA_PACKAGES = (
     "qmllib",
     "tqdm",
     "sella",
+    "geometric",
 )
 
 
@@ -81,6 +82,20 @@ def test_smiles_without_rdkit_and_a_benchmark_without_its_extra_say_what_to_inst
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1].startswith("asebo: mlkrr: ")
     assert "pip install 'asebo[learn]'" in done.stderr
+
+
+def test_an_optimizer_without_its_package_says_what_to_install():
+    done = run_without_extras(
+        "from asebo.cli import main\nmain(['bench', 'baker', '--optimizers', 'geometric'])"
+    )
+    assert done.returncode != 0
+    assert "geometric optimizer needs geomeTRIC: pip install 'asebo[geometric]'" in done.stderr
+    done = run_without_extras(
+        "from ase.build import molecule\n"
+        "from asebo.campaign.relax import relax\n"
+        "relax(molecule('H2O'), 'geometric', 'emt')\n"
+    )
+    assert "pip install 'asebo[geometric]'" in done.stderr
 
 
 def test_missing_extra_refuses_an_unknown_extra():

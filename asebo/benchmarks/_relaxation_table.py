@@ -6,7 +6,6 @@ molecule, the totals, the ratio of each total to BFGS's, failures, and energies 
 end more than 0.01 eV above the best one found.
 """
 
-import importlib.util
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -36,9 +35,9 @@ def add_arguments(parser, folder, optimizers):
         nargs="+",
         default=optimizers,
         help="bo, bfgs, lbfgs, fire, gpmin, sella (pip install "
-        "'asebo[sella]'); 'bo+gfn1' runs bo with a GFN1-xTB prior (any "
-        "calculator preset after the '+'), 'bo+max' with a constant "
-        "prior instead of the Lindh model",
+        "'asebo[sella]'), geometric (pip install 'asebo[geometric]'); "
+        "'bo+gfn1' runs bo with a GFN1-xTB prior (any calculator preset after "
+        "the '+'), 'bo+max' with a constant prior instead of the Lindh model",
     )
     parser.add_argument("--calc", default="gfn2")
     parser.add_argument("--fmax", type=float, default=0.05)
@@ -59,14 +58,15 @@ def _files(folder, wanted):
 
 
 def _check_optimizers(labels):
-    from asebo.campaign.relax import OPTIMIZERS
+    from asebo.campaign.relax import OPTIMIZERS, missing_optimizer_package
 
     for label in labels:
         name = label.partition("+")[0]
         if name not in OPTIMIZERS:
             raise SystemExit(f"unknown optimizer {label!r}: choose among {', '.join(OPTIMIZERS)}")
-        if name == "sella" and importlib.util.find_spec("sella") is None:
-            raise SystemExit("the sella optimizer needs Sella: pip install 'asebo[sella]'")
+        missing = missing_optimizer_package(name)
+        if missing:
+            raise SystemExit(missing)
 
 
 def _run_one(task):

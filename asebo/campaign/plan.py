@@ -9,7 +9,6 @@ are never mixed in one database.
 """
 
 import hashlib
-import importlib.util
 import json
 import pickle
 import zlib
@@ -18,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from ase import Atoms
 
-from asebo.campaign.relax import OPTIMIZERS
+from asebo.campaign.relax import OPTIMIZERS, missing_optimizer_package
 from asebo.priors import MODEL_PRIORS
 from calculators import calculator_key, parse_preset
 
@@ -163,7 +162,7 @@ def parse_optimizer(label, prior=None):
     ------
     ValueError
         For an unknown optimizer or prior, a prior on another optimizer than ``bo``, or
-        ``sella`` when Sella is not installed.
+        ``sella`` or ``geometric`` when its package is not installed.
     """
     optimizer, _, named_prior = str(label).partition(PRIOR_SEPARATOR)
     optimizer = optimizer.strip().lower()
@@ -172,8 +171,9 @@ def parse_optimizer(label, prior=None):
             f"unknown optimizer {label!r}: choose among {', '.join(OPTIMIZERS)}"
             f" or bo{PRIOR_SEPARATOR}PRIOR (e.g. bo+gfn1)"
         )
-    if optimizer == "sella" and importlib.util.find_spec("sella") is None:
-        raise ValueError("the sella optimizer needs Sella: pip install 'asebo[sella]'")
+    missing = missing_optimizer_package(optimizer)
+    if missing:
+        raise ValueError(missing)
     chosen = named_prior or (prior if optimizer == "bo" else None)
     if named_prior and optimizer != "bo":
         raise ValueError(f"{label!r}: only bo takes a calculator prior")

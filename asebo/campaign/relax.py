@@ -5,6 +5,7 @@ one optimizer from one start with one calculator and reports the force calls, th
 energy of every call, whether it converged, and where the time went.
 """
 
+import importlib.util
 import time
 
 import numpy as np
@@ -29,6 +30,12 @@ def _sella(atoms, **kwargs):
     return Sella(atoms, internal=True, order=0, **kwargs)
 
 
+def _geometric(atoms, **kwargs):
+    from asebo.campaign.geometric_optimizer import GeomeTRIC
+
+    return GeomeTRIC(atoms, **kwargs)
+
+
 OPTIMIZERS = {
     "bo": _bo,
     "bfgs": BFGS,
@@ -36,9 +43,25 @@ OPTIMIZERS = {
     "fire": FIRE,
     "gpmin": GPMin,
     "sella": _sella,
+    "geometric": _geometric,
 }
 """Optimizers by name: :class:`asebo.BOOptimizer`, ASE's BFGS, L-BFGS, FIRE and GPMin,
-and Sella in internal coordinates (``pip install 'asebo[sella]'``)."""
+Sella in internal coordinates (``pip install 'asebo[sella]'``) and geomeTRIC in TRIC
+coordinates (:class:`asebo.campaign.geometric_optimizer.GeomeTRIC`,
+``pip install 'asebo[geometric]'``)."""
+
+OPTIONAL_OPTIMIZERS = {"sella": "Sella", "geometric": "geomeTRIC"}
+"""Optimizers that need a package of their own (the module name is the optimizer's)."""
+
+
+def missing_optimizer_package(optimizer):
+    """The error message when ``optimizer`` needs a package that is not installed, else None."""
+    if optimizer in OPTIONAL_OPTIMIZERS and importlib.util.find_spec(optimizer) is None:
+        return (
+            f"the {optimizer} optimizer needs {OPTIONAL_OPTIMIZERS[optimizer]}: "
+            f"pip install 'asebo[{optimizer}]'"
+        )
+    return None
 
 
 class EnergyRecorder(CountingCalculator):

@@ -41,7 +41,8 @@ def add_arguments(parser):
         nargs="+",
         default=["bo", "lbfgs"],
         metavar="OPTIMIZER",
-        help="bo, bfgs, lbfgs, fire, gpmin, sella, or bo+PRIOR such as bo+gfn1 (default: bo lbfgs)",
+        help="bo, bfgs, lbfgs, fire, gpmin, sella, geometric, or bo+PRIOR such as "
+        "bo+gfn1 (default: bo lbfgs)",
     )
     parser.add_argument(
         "--starts",
