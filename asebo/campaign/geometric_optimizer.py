@@ -13,7 +13,6 @@ import tempfile
 import numpy as np
 from ase import units
 
-GEOMETRIC_HINT = "the geometric optimizer needs geomeTRIC: pip install 'asebo[geometric]'"
 NOT_A_CRITERION = 1e10  # geomeTRIC's energy-change and displacement criteria, switched off
 
 
@@ -39,10 +38,11 @@ class GeomeTRIC:
     """
 
     def __init__(self, atoms, logfile=None, **params):
-        try:
-            import geometric  # noqa: F401
-        except ImportError as error:
-            raise ImportError(GEOMETRIC_HINT) from error
+        from asebo.campaign.relax import missing_optimizer_package
+
+        missing = missing_optimizer_package("geometric")
+        if missing:
+            raise ImportError(missing)
         if np.any(atoms.pbc):
             raise ValueError("geomeTRIC optimizes molecules: these atoms have a periodic cell")
         if atoms.constraints:

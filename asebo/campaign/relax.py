@@ -23,10 +23,11 @@ def _bo(atoms, **kwargs):
 
 
 def _sella(atoms, **kwargs):
-    try:
-        from sella import Sella
-    except ImportError as error:
-        raise ImportError("the sella optimizer needs Sella: pip install 'asebo[sella]'") from error
+    missing = missing_optimizer_package("sella")
+    if missing:
+        raise ImportError(missing)
+    from sella import Sella
+
     return Sella(atoms, internal=True, order=0, **kwargs)
 
 
