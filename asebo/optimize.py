@@ -41,7 +41,7 @@ from asebo.priors import AUTO, MODEL_PRIORS, automatic_prior, resolve_prior
 from asebo.trust import TrustRegion
 
 SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian)
-PRIOR_RETRIES = 3  # smaller trust boxes searched after the prior calculator fails in one
+SEARCH_RETRIES = 3  # smaller trust boxes searched after a search that failed
 NEAR_LINEAR = 0.15  # second / first singular value of the centred positions below this
 METRIC_KERNELS = ("internal", "anisotropic")  # the GP's Gaussian kernel on a metric's features
 # the GP's configuration kernel (asebo.kernels.configuration.KERNELS) of each optimizer kernel
@@ -54,6 +54,7 @@ GP_KERNELS = {
 RECENTRE = 0.3  # eV: the Lindh prior's default recentring, except with kernel='internal'
 TREND = 30.0  # slope variance of the GP's linear trend / a gradient's variance (kernel='internal')
 CALCULATOR_PRIOR_MAXSTEP = 0.6  # Å: default maxstep under a prior calculator
+CALCULATOR_PRIOR_TRUST_RADIUS = 0.13  # Å: default first trust radius under a prior calculator
 NEW = 1e-6  # Å: a proposal closer than this to a configuration seen teaches the model nothing
 
 
@@ -105,7 +106,7 @@ class BOOptimizer(Optimizer):
         calculator and GFN2-xTB describes the system, the default otherwise
         (:func:`asebo.priors.automatic_prior`; the choice is written to the log).
         A prior calculator that fails where the search of the model takes it (an SCF
-        that does not converge) halves the trust radius, up to ``PRIOR_RETRIES``
+        that does not converge) halves the trust radius, up to ``SEARCH_RETRIES``
         times, and then turns that step into a step along the forces, with a line in
         the log each time; one that fails at a configuration already computed stops
         the run with :class:`asebo.gp.PriorCalculationError`.
@@ -127,9 +128,13 @@ class BOOptimizer(Optimizer):
         Largest displacement of any atom in one step, Å. Default 0.2, and
         ``CALCULATOR_PRIOR_MAXSTEP`` (0.6) under a prior calculator, whose surface
         holds far from the configurations computed; the trust region still grows to
-        it one good prediction at a time.
+        it one good prediction at a time. A search that ends further away is cut back
+        to ``maxstep`` on the straight line; where the model predicts that step at or
+        above the lowest energy seen, the search is repeated in a box half the size
+        (up to ``SEARCH_RETRIES`` times), with a line in the log.
     trust_radius : float
-        Initial half-width of the trust box, Å per coordinate.
+        Initial half-width of the trust box, Å per coordinate. Default 0.1, and
+        ``CALCULATOR_PRIOR_TRUST_RADIUS`` (0.13) under a prior calculator.
     kernel : {'internal', 'anisotropic', 'svd', 'cartesian'}, optional
         ``'internal'`` (the default for molecules that it describes): the Gaussian kernel on the
         delocalized internal coordinates of the Lindh model's stretches, bends and
@@ -199,9 +204,6 @@ class BOOptimizer(Optimizer):
     ):
         _check_atoms(atoms)
         self.kappa = _number("kappa", kappa, self.defaults["kappa"], positive=False)
-        self.initial_trust_radius = _number(
-            "trust_radius", trust_radius, self.defaults["trust_radius"]
-        )
         self.kernel = _choose_kernel(atoms, kernel)
         if recentre is None:  # the internal kernel's trend carries the way from the start
             recentre = np.inf if self.kernel == "internal" else RECENTRE
@@ -218,12 +220,12 @@ class BOOptimizer(Optimizer):
             prior, self.prior_reason = automatic_prior(atoms)
             prior = resolve_prior(prior)
         self.prior = _choose_prior(atoms, prior)
-        longest_step = (
-            CALCULATOR_PRIOR_MAXSTEP
-            if isinstance(self.prior, CalculatorPrior)
-            else self.defaults["maxstep"]
-        )
+        if isinstance(self.prior, CalculatorPrior):
+            longest_step, first_radius = CALCULATOR_PRIOR_MAXSTEP, CALCULATOR_PRIOR_TRUST_RADIUS
+        else:
+            longest_step, first_radius = self.defaults["maxstep"], self.defaults["trust_radius"]
         self.maxstep = _number("maxstep", maxstep, longest_step)
+        self.initial_trust_radius = _number("trust_radius", trust_radius, first_radius)
         _check_writable("restart", restart)
         _check_writable("trajectory", trajectory)
         self.numbers = atoms.get_atomic_numbers().copy()
@@ -410,9 +412,9 @@ class BOOptimizer(Optimizer):
         free = self._free_coordinates()
         trust = self.trust
         positions, seen = None, True
-        for _ in range(PRIOR_RETRIES + 1):
+        for _ in range(SEARCH_RETRIES + 1):
             try:
-                positions, _ = minimize_lcb(
+                found, _ = minimize_lcb(
                     gp,
                     torch.as_tensor(np.array(starts)),
                     torch.as_tensor(centre),
@@ -420,13 +422,17 @@ class BOOptimizer(Optimizer):
                     torch.as_tensor(free.reshape(-1)),
                     self.kappa,
                 )
-            except PriorCalculationError as error:
-                # the prior calculator failed at a configuration the search tried:
-                # search a smaller box, closer to the configurations it computed
+                positions = _shortened_step(
+                    gp, centre, found.numpy(), self.maxstep, self.observations.energies[best]
+                )
+            except (PriorCalculationError, ShortenedStepError) as error:
+                # the prior calculator failed at a configuration the search tried, or
+                # the search went beyond maxstep and the step cut back to it leaves the
+                # model's descent: search a smaller box, closer to the configurations
+                # computed
                 trust = trust.shrunk()
                 self._write_note(f"{error}; the trust radius is halved to {trust.radius:.3g} Å")
                 continue
-            positions = _limit_step(centre, positions.numpy(), self.maxstep)
             seen = self.observations.find(positions, NEW) is not None
             break
         if seen:
@@ -487,11 +493,52 @@ class BOOptimizer(Optimizer):
         )
 
 
-def _limit_step(centre, positions, maxstep):
-    """``positions`` (n, 3) moved towards ``centre`` until no atom moves more than maxstep."""
-    step = positions - centre
+class ShortenedStepError(RuntimeError):
+    """The step cut back to ``maxstep`` ends where the model predicts no descent."""
+
+
+def _shortened_step(gp, centre, proposal, maxstep, best_energy):
+    """``proposal`` (n, 3) moved towards ``centre`` until no atom moves more than maxstep.
+
+    The search follows the model's surface, which can curve (a group turning about a
+    torsion); the shortened step lies on the straight line to its end instead, and
+    where that line cuts across the curve (bonds squeezed on the chord of the turn)
+    it leaves the descent the search found.
+
+    Parameters
+    ----------
+    gp : asebo.gp.EnergyForceGP
+        The fitted model.
+    centre, proposal : ndarray (n, 3)
+        Where the search started (the lowest energy seen) and where it ended.
+    maxstep : float
+        Largest displacement of any atom, Å.
+    best_energy : float
+        Energy at ``centre``, eV.
+
+    Returns
+    -------
+    ndarray (n, 3)
+        ``proposal`` itself when no atom moves more than ``maxstep``.
+
+    Raises
+    ------
+    ShortenedStepError
+        When the model predicts the shortened step at or above ``best_energy``.
+    """
+    step = proposal - centre  # (n, 3)
     longest = np.linalg.norm(step, axis=1).max()
-    return positions if longest <= maxstep else centre + step * (maxstep / longest)
+    if longest <= maxstep:
+        return proposal
+    positions = centre + step * (maxstep / longest)
+    predicted = float(gp.predict(positions))
+    if predicted >= best_energy:
+        raise ShortenedStepError(
+            f"the search went {longest:.3g} Å, and its step cut back to maxstep = "
+            f"{maxstep:.3g} Å ends {predicted - best_energy:.3g} eV above the lowest "
+            "energy seen, by the model"
+        )
+    return positions
 
 
 def _number(name, value, default, positive=True):

@@ -376,20 +376,59 @@ def test_a_failing_prior_calculator_turns_the_step_into_a_force_step():
 
 
 def test_a_prior_calculator_lets_the_steps_grow_to_calculator_prior_maxstep():
-    from asebo.optimize import CALCULATOR_PRIOR_MAXSTEP
+    from asebo.optimize import CALCULATOR_PRIOR_MAXSTEP, CALCULATOR_PRIOR_TRUST_RADIUS
 
-    def longest_step(**options):
+    def steps(**options):
         atoms = lj_cluster()
         atoms.positions *= 1.4  # far from the minimum: the prior knows the way
         prior = LennardJones(sigma=1.0, epsilon=1.0, rc=4.0)
         opt = BOOptimizer(atoms, logfile=None, prior=prior, **options)
         assert opt.run(fmax=0.01, steps=100)
         positions = np.array(opt.positions_seen)  # (m, n, 3)
-        return opt.maxstep, np.linalg.norm(np.diff(positions, axis=0), axis=2).max()
+        longest = np.linalg.norm(np.diff(positions, axis=0), axis=2).max()
+        first = np.abs(positions[1] - positions[0]).max()  # largest coordinate change
+        return opt.maxstep, longest, first
 
-    maxstep, step = longest_step()
+    maxstep, longest, first = steps()
     assert maxstep == CALCULATOR_PRIOR_MAXSTEP
-    assert 0.2 < step <= CALCULATOR_PRIOR_MAXSTEP + 1e-9
-    maxstep, step = longest_step(maxstep=0.2)
-    assert maxstep == 0.2 and step <= 0.2 + 1e-9
+    assert 0.2 < longest <= CALCULATOR_PRIOR_MAXSTEP + 1e-9
+    assert first == pytest.approx(CALCULATOR_PRIOR_TRUST_RADIUS)  # the first box's edge
+    maxstep, longest, first = steps(maxstep=0.2, trust_radius=0.1)
+    assert maxstep == 0.2 and longest <= 0.2 + 1e-9
+    assert first == pytest.approx(0.1)
     assert BOOptimizer(lj_cluster(), logfile=None, prior="max").maxstep == 0.2
+
+
+def test_a_step_cut_back_to_maxstep_across_a_turn_is_refused():
+    from scipy.spatial.transform import Rotation
+
+    from asebo.optimize import ShortenedStepError, _shortened_step
+
+    atoms = perturbed_water()
+    atoms.calc = get_calculator("gfn2")
+    opt = BOOptimizer(atoms, logfile=None)
+    opt.run(fmax=0.05, steps=3)
+    gp = opt.fit_model()
+    start, energy = opt.positions_seen[0], opt.energies[0]  # (3, 3), eV
+    maxstep = 0.2
+
+    # the molecule turned by 90 degrees about its oxygen: the model's energy is that of
+    # the start (close to the energy computed there), and the chord of the turn
+    # squeezes both bonds
+    oxygen = start[0]
+    turned = oxygen + Rotation.from_rotvec([0.0, 0.0, np.pi / 2]).apply(start - oxygen)
+    assert float(gp.predict(turned)) == pytest.approx(float(gp.predict(start)), abs=1e-9)
+    assert float(gp.predict(start)) == pytest.approx(energy, abs=1e-3)
+    with pytest.raises(ShortenedStepError, match="maxstep"):
+        _shortened_step(gp, start, turned, maxstep, energy)
+
+    # twice a short maxstep along the forces: cut back to it on the same line, downhill
+    forces = opt.forces[0]  # (3, 3)
+    direction = forces / np.linalg.norm(forces, axis=1).max()
+    short = 0.02
+    shortened = _shortened_step(gp, start, start + 2 * short * direction, short, energy)
+    np.testing.assert_allclose(shortened, start + short * direction, atol=1e-12)
+    assert float(gp.predict(shortened)) < energy
+
+    within = start + 0.5 * maxstep * direction
+    assert _shortened_step(gp, start, within, maxstep, energy) is within
