@@ -411,7 +411,7 @@ class BOOptimizer(Optimizer):
         )
         free = self._free_coordinates()
         trust = self.trust
-        positions, seen = None, True
+        seen = True  # until a search ends at a configuration not computed yet
         for _ in range(SEARCH_RETRIES + 1):
             try:
                 found, _ = minimize_lcb(
