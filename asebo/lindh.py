@@ -57,6 +57,7 @@ TORSION_CONSTANT = 2 * LINDH_TORSION_CONSTANT  # k_tau, eV/rad²
 TORSION_FADE = (np.radians(145.0), np.radians(160.0))
 # a centre with three neighbours counts as planar within this angle of the plane (rad)
 PLANAR_TOLERANCE = np.radians(30.0)
+BONDED = 0.5  # Lindh weight rho_ij above which i and j are bonded (non-bonded pairs < 0.05)
 
 
 def _row(number):

@@ -28,6 +28,7 @@ import numpy as np
 from asebo.gp import CalculatorPrior
 from asebo.lindh import (
     BEND_CONSTANT,
+    BONDED,
     STRETCH_CONSTANT,
     TORSION_CONSTANT,
     LindhModel,
@@ -36,7 +37,6 @@ from asebo.lindh import (
 
 STIFFNESS = 0.7  # the prior's force constants relative to the model's (module docstring)
 LINEAR_BEND = np.radians(150.0)  # bends of a two-coordinated atom wider than this are straight
-BONDED = 0.5  # Lindh weight rho_ij above which i and j are bonded (non-bonded pairs < 0.05)
 
 
 class RecentredLindh:

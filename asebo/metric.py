@@ -41,7 +41,7 @@ import torch
 
 from asebo.internals import PrimitiveInternals, bend_angles
 from asebo.kernels.svd import optimal_alignment
-from asebo.lindh import lindh_weights, out_of_plane_quadruples
+from asebo.lindh import BONDED, lindh_weights, out_of_plane_quadruples
 
 POWER = 0.5  # the metric is H^POWER: characteristic lengths go as lambda^(-POWER/2)
 # eigenvalues below this fraction of the largest are raised to it: directions the model
@@ -51,7 +51,6 @@ EIGENVALUE_FLOOR = 1e-3
 HESSIAN_STEP = 1e-4  # Å, central differences of the model forces
 STRAIGHT_BEND = np.radians(165.0)  # bends this wide are left out of the internal features
 LINEAR_BOND_ANGLE = np.radians(160.0)  # a bonded bend this wide: no internal features
-BONDED = 0.5  # Lindh weight rho_ij above which two atoms count as bonded
 PSEUDO_INVERSE_RTOL = 1e-10  # of the map from position to feature gradients
 RANK_TOLERANCE = 1e-6  # smallest kept singular value of the weighted B matrix / largest
 

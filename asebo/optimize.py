@@ -27,6 +27,7 @@ from ase.optimize.optimize import OptimizableAtoms, Optimizer
 from ase.parallel import broadcast, world
 
 from asebo.acquisition import minimize_lcb
+from asebo.flat_centres import FLAT_CENTRE_TILT, flat_centres, tilted
 from asebo.gp import CalculatorPrior, EnergyForceGP, PriorCalculationError
 from asebo.kernels.configuration import configuration_kernel
 from asebo.lindh import LindhModel
@@ -164,6 +165,15 @@ class BOOptimizer(Optimizer):
 
     Notes
     -----
+    A nitrogen, phosphorus, arsenic or antimony atom outside rings whose three
+    neighbours lie flat with it in the first configuration
+    (:func:`asebo.flat_centres.flat_centres`) sits on a mirror plane that no force
+    breaks, where a pyramidal centre has its inversion saddle. Under the Lindh or a
+    constant prior the first step tilts each such atom ``FLAT_CENTRE_TILT`` (0.1 Å)
+    out of the plane; under a prior calculator the first search also starts from the
+    tilted configuration where the prior puts it lower. A line in the log names the
+    atoms.
+
     A run resumed from its restart file, however often, proposes exactly what the
     uninterrupted run proposed: the observations, the trust region, the prior and
     the pending proposal are restored bit for bit, and the model is fitted to the
@@ -410,6 +420,17 @@ class BOOptimizer(Optimizer):
             else [centre, self.observations.positions[-1]]
         )
         free = self._free_coordinates()
+        centres, normals = self._flat_start_centres(free)
+        tilt = len(centres) > 0 and not isinstance(self.prior, CalculatorPrior)
+        if len(centres) and not tilt:
+            tilted_start = tilted(centre, centres, normals)
+            if self._prior_descends(centre, tilted_start):
+                # the prior calculator puts the tilted centres lower: search from there too
+                starts = [*starts, tilted_start]
+                self._write_note(
+                    f"{_atoms_named(self.numbers, centres)} flat in the start, lower "
+                    "tilted in the prior: the search also starts with them tilted out of plane"
+                )
         trust = self.trust
         seen = True  # until a search ends at a configuration not computed yet
         for _ in range(SEARCH_RETRIES + 1):
@@ -435,6 +456,15 @@ class BOOptimizer(Optimizer):
                 continue
             seen = self.observations.find(positions, NEW) is not None
             break
+        if tilt:
+            # the Lindh model holds the centres flat: tilt them, and let the forces
+            # there tell which way they go; the model did not choose this step, so
+            # it is not judged by its prediction
+            self._write_note(
+                f"{_atoms_named(self.numbers, centres)} flat in the start: the first "
+                f"step tilts them {FLAT_CENTRE_TILT:g} Å out of plane"
+            )
+            return tilted(centre if seen else positions, centres, normals), None, trust
         if seen:
             # the model sends us back to a configuration already computed, which
             # would teach it nothing: step along the forces instead
@@ -445,6 +475,22 @@ class BOOptimizer(Optimizer):
         except PriorCalculationError:
             predicted = None  # the trust region then stays as it is after this step
         return positions, predicted, trust
+
+    def _flat_start_centres(self, free):
+        """Centres (c,) and normals (c, 3) of :func:`asebo.flat_centres.flat_centres` in
+        the first configuration while it is the only one computed; none otherwise, and
+        none in a periodic cell."""
+        if len(self.observations) != 1 or self.atoms.pbc.any():
+            return np.empty(0, dtype=int), np.empty((0, 3))
+        return flat_centres(self.observations.positions[0], self.numbers, free)
+
+    def _prior_descends(self, start, end):
+        """Whether the prior calculator's energy is lower at ``end`` than at ``start``
+        (both (n, 3)); False where it fails."""
+        try:
+            return self.prior.energy_and_forces(end)[0] < self.prior.energy_and_forces(start)[0]
+        except PriorCalculationError:
+            return False
 
     def _write_note(self, text):
         """One line in the log, between the step lines."""
@@ -495,6 +541,12 @@ class BOOptimizer(Optimizer):
 
 class ShortenedStepError(RuntimeError):
     """The step cut back to ``maxstep`` ends where the model predicts no descent."""
+
+
+def _atoms_named(numbers, indices):
+    """'atoms N0, N3' for the log."""
+    symbols = Atoms(numbers).get_chemical_symbols()
+    return "atoms " + ", ".join(f"{symbols[i]}{i}" for i in indices)
 
 
 def _shortened_step(gp, centre, proposal, maxstep, best_energy):

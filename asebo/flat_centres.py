@@ -1,0 +1,77 @@
+"""Pyramidal centres that a start holds flat, and the tilt that lets a relaxation leave.
+
+A nitrogen with three bonds and a lone pair is pyramidal unless conjugation flattens
+it (VSEPR: Gillespie and Nyholm, Q. Rev. Chem. Soc. 11, 339 (1957)); the same holds
+for phosphorus, arsenic and antimony. A start built with such a centre flat in the
+plane of its three neighbours (the Baker starts of methylamine and benzidine, say)
+is symmetric under the reflection through that plane, the energy is invariant under
+it, and so the gradient is too: it has no component out of the plane. Every step
+made from gradients keeps the centre flat, and the relaxation ends at the flat
+inversion saddle (0.27 eV above the minimum for methylamine with GFN2-xTB) however
+many force calls it spends; Sella, geomeTRIC and ASE's optimizers all do.
+
+:func:`flat_centres` finds these centres, leaving out those inside a ring (an
+aromatic ring holds its nitrogens flat at the minimum too, and the tilt only costs
+calls there), and :func:`tilted` moves each out of the plane along its normal, so
+that the forces after the first step tell which way the surface goes.
+"""
+
+import numpy as np
+from scipy.sparse.csgraph import connected_components
+
+from asebo.lindh import BONDED, lindh_weights
+
+PNICTOGENS = (7, 15, 33, 51)  # N, P, As, Sb
+FLAT_TOLERANCE = 1e-3  # Å, the centre's largest height over the plane of its neighbours
+FLAT_CENTRE_TILT = 0.1  # Å, the first step's displacement of a flat centre out of plane
+
+
+def flat_centres(positions, numbers, free=None):
+    """Pnictogen centres with three bonded neighbours, flat with them, outside rings.
+
+    Parameters
+    ----------
+    positions : array (n, 3)
+        Å.
+    numbers : array (n,)
+        Atomic numbers.
+    free : bool array (n, 3), optional
+        Coordinates no constraint holds; a centre with a fixed coordinate is left out.
+
+    Returns
+    -------
+    centres : array (c,) of int
+        Atom indices.
+    normals : array (c, 3)
+        Unit normal of the plane of each centre's neighbours.
+    """
+    positions = np.asarray(positions, dtype=np.float64)
+    bonded = lindh_weights(positions, numbers) > BONDED  # (n, n)
+    centres, normals = [], []
+    for centre in np.flatnonzero(np.isin(numbers, PNICTOGENS)):
+        neighbours = np.flatnonzero(bonded[centre])
+        if len(neighbours) != 3 or (free is not None and not np.all(free[centre])):
+            continue
+        first, second, third = positions[neighbours]
+        normal = np.cross(second - first, third - first)
+        normal /= np.linalg.norm(normal)
+        height = abs(np.dot(positions[centre] - first, normal))
+        if height < FLAT_TOLERANCE and not _in_ring(bonded, centre):
+            centres.append(centre)
+            normals.append(normal)
+    return np.array(centres, dtype=int), np.array(normals).reshape(-1, 3)
+
+
+def _in_ring(bonded, centre):
+    """Whether two neighbours of ``centre`` stay connected without it."""
+    others = np.delete(np.arange(len(bonded)), centre)
+    _, component = connected_components(bonded[np.ix_(others, others)], directed=False)
+    neighbours = np.flatnonzero(bonded[centre, others])
+    return len(set(component[neighbours])) < len(neighbours)
+
+
+def tilted(positions, centres, normals, distance=FLAT_CENTRE_TILT):
+    """``positions`` (n, 3) with each of ``centres`` moved ``distance`` Å along its normal."""
+    moved = np.array(positions, dtype=np.float64)
+    moved[centres] += distance * normals
+    return moved
