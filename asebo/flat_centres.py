@@ -24,6 +24,7 @@ from asebo.lindh import BONDED, lindh_weights
 PNICTOGENS = (7, 15, 33, 51)  # N, P, As, Sb
 FLAT_TOLERANCE = 1e-3  # Å, the centre's largest height over the plane of its neighbours
 FLAT_CENTRE_TILT = 0.1  # Å, the first step's displacement of a flat centre out of plane
+COLLINEAR = 1e-6  # Å², area of the neighbours' triangle (x 2) below which they span no plane
 
 
 def flat_centres(positions, numbers, free=None):
@@ -54,6 +55,8 @@ def flat_centres(positions, numbers, free=None):
             continue
         first, second, third = positions[neighbours]
         normal = np.cross(second - first, third - first)
+        if np.linalg.norm(normal) < COLLINEAR:
+            continue  # neighbours on a line: no plane to leave
         normal /= np.linalg.norm(normal)
         height = abs(np.dot(positions[centre] - first, normal))
         if height < FLAT_TOLERANCE and not _in_ring(bonded, centre):

@@ -464,7 +464,9 @@ class BOOptimizer(Optimizer):
                 f"{_atoms_named(self.numbers, centres)} flat in the start: the first "
                 f"step tilts them {FLAT_CENTRE_TILT:g} Å out of plane"
             )
-            return tilted(centre if seen else positions, centres, normals), None, trust
+            step = tilted(centre if seen else positions, centres, normals) - centre  # (n, 3)
+            longest = np.linalg.norm(step, axis=1).max()
+            return centre + step * min(1.0, self.maxstep / longest), None, trust
         if seen:
             # the model sends us back to a configuration already computed, which
             # would teach it nothing: step along the forces instead

@@ -61,6 +61,14 @@ def test_pyramids_rings_and_held_centres_are_left_out():
     assert len(flat_centres(atoms.positions, atoms.numbers, free)[0]) == 0
 
 
+def test_neighbours_on_a_line_span_no_plane_and_give_no_centre():
+    numbers = np.array([7, 1, 1, 6])
+    positions = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [-1.0, 0.0, 0.0], [-1.4, 0.0, 0.0]])
+    with np.errstate(all="raise"):
+        centres, normals = flat_centres(positions, numbers)
+    assert len(centres) == 0 and normals.shape == (0, 3)
+
+
 def test_tilted_moves_each_centre_along_its_normal_and_nothing_else():
     atoms = flat_methylamine()
     centres, normals = flat_centres(atoms.positions, atoms.numbers)
@@ -110,3 +118,17 @@ def test_a_fixed_flat_centre_stays_flat():
     BOOptimizer(atoms, logfile=log).run(fmax=0.05, steps=3)
     assert "flat in the start" not in log.getvalue()
     assert angle_sum(atoms, nitrogen, neighbours) == pytest.approx(360.0, abs=1e-2)
+
+
+def test_the_tilted_first_step_keeps_within_maxstep():
+    atoms = flat_methylamine()
+    atoms.calc = get_calculator("gfn2")
+    start = atoms.get_positions()
+    optimizer = BOOptimizer(atoms, logfile=None, maxstep=0.05)
+    optimizer.run(fmax=0.05, steps=1)
+    step = optimizer.positions_seen[1] - start  # (n, 3)
+    assert np.linalg.norm(step, axis=1).max() == pytest.approx(0.05)
+    nitrogen, neighbours = nitrogen_neighbours(atoms)
+    moved = atoms.copy()
+    moved.positions = optimizer.positions_seen[1]
+    assert angle_sum(moved, nitrogen, neighbours) < 359.9
