@@ -12,7 +12,9 @@ many force calls it spends; Sella, geomeTRIC and ASE's optimizers all do.
 
 :func:`flat_centres` finds these centres, leaving out those inside a ring (an
 aromatic ring holds its nitrogens flat at the minimum too, and the tilt only costs
-calls there), and :func:`tilted` moves each out of the plane along its normal, so
+calls there) and those that the forces push out of plane (a flat centre without
+the mirror plane leaves it by itself, and a tilt of either sign could only send it
+to the wrong side), and :func:`tilted` moves each out of the plane along its normal, so
 that the forces after the first step tell which way the surface goes.
 """
 
@@ -23,12 +25,17 @@ from asebo.lindh import BONDED, lindh_weights
 
 PNICTOGENS = (7, 15, 33, 51)  # N, P, As, Sb
 FLAT_TOLERANCE = 1e-3  # Å, the centre's largest height over the plane of its neighbours
+# eV/Å: an out-of-plane force on the centre, relative to its neighbours, below this is
+# the zero of a mirror plane (1e-15 to 1e-6 on symmetric starts, 0.03 to 8 on the
+# others measured)
+SYMMETRIC_FORCE = 1e-3
 FLAT_CENTRE_TILT = 0.1  # Å, the first step's displacement of a flat centre out of plane
 COLLINEAR = 1e-6  # Å², area of the neighbours' triangle (x 2) below which they span no plane
 
 
-def flat_centres(positions, numbers, free=None):
-    """Pnictogen centres with three bonded neighbours, flat with them, outside rings.
+def flat_centres(positions, numbers, free=None, forces=None):
+    """Pnictogen centres with three bonded neighbours, flat with them, outside rings,
+    that the forces do not push out of plane.
 
     Parameters
     ----------
@@ -38,6 +45,10 @@ def flat_centres(positions, numbers, free=None):
         Atomic numbers.
     free : bool array (n, 3), optional
         Coordinates no constraint holds; a centre with a fixed coordinate is left out.
+    forces : array (n, 3), optional
+        Forces (eV/Å) at ``positions``. A centre whose out-of-plane force, less the
+        mean of its neighbours', exceeds ``SYMMETRIC_FORCE`` is left out: no mirror
+        plane holds it, and the forces move it out of plane themselves.
 
     Returns
     -------
@@ -59,7 +70,11 @@ def flat_centres(positions, numbers, free=None):
             continue  # neighbours on a line: no plane to leave
         normal /= np.linalg.norm(normal)
         height = abs(np.dot(positions[centre] - first, normal))
-        if height < FLAT_TOLERANCE and not _in_ring(bonded, centre):
+        pushed = (
+            forces is not None
+            and abs((forces[centre] - forces[neighbours].mean(axis=0)) @ normal) > SYMMETRIC_FORCE
+        )
+        if height < FLAT_TOLERANCE and not pushed and not _in_ring(bonded, centre):
             centres.append(centre)
             normals.append(normal)
     return np.array(centres, dtype=int), np.array(normals).reshape(-1, 3)

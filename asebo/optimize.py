@@ -166,13 +166,13 @@ class BOOptimizer(Optimizer):
     Notes
     -----
     A nitrogen, phosphorus, arsenic or antimony atom outside rings whose three
-    neighbours lie flat with it in the first configuration
-    (:func:`asebo.flat_centres.flat_centres`) sits on a mirror plane that no force
-    breaks, where a pyramidal centre has its inversion saddle. Under the Lindh or a
-    constant prior the first step tilts each such atom ``FLAT_CENTRE_TILT`` (0.1 Å)
-    out of the plane; under a prior calculator the first search also starts from the
-    tilted configuration where the prior puts it lower. A line in the log names the
-    atoms.
+    neighbours lie flat with it in the first configuration, and which no force there
+    pushes out of plane (:func:`asebo.flat_centres.flat_centres`), sits on a mirror
+    plane that no force breaks, where a pyramidal centre has its inversion saddle.
+    Under the Lindh or a constant prior the first step tilts each such atom
+    ``FLAT_CENTRE_TILT`` (0.1 Å) out of the plane; under a prior calculator the first
+    search also starts from the tilted configuration where the prior puts it lower.
+    A line in the log names the atoms.
 
     A run resumed from its restart file, however often, proposes exactly what the
     uninterrupted run proposed: the observations, the trust region, the prior and
@@ -480,11 +480,13 @@ class BOOptimizer(Optimizer):
 
     def _flat_start_centres(self, free):
         """Centres (c,) and normals (c, 3) of :func:`asebo.flat_centres.flat_centres` in
-        the first configuration while it is the only one computed; none otherwise, and
-        none in a periodic cell."""
+        the first configuration, with its forces, while it is the only one computed;
+        none otherwise, and none in a periodic cell."""
         if len(self.observations) != 1 or self.atoms.pbc.any():
             return np.empty(0, dtype=int), np.empty((0, 3))
-        return flat_centres(self.observations.positions[0], self.numbers, free)
+        return flat_centres(
+            self.observations.positions[0], self.numbers, free, self.observations.forces[0]
+        )
 
     def _prior_descends(self, start, end):
         """Whether the prior calculator's energy is lower at ``end`` than at ``start``

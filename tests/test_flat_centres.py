@@ -61,6 +61,25 @@ def test_pyramids_rings_and_held_centres_are_left_out():
     assert len(flat_centres(atoms.positions, atoms.numbers, free)[0]) == 0
 
 
+def test_a_flat_centre_that_the_forces_push_out_of_plane_is_left_out():
+    symmetric = flat_methylamine()
+    symmetric.calc = get_calculator("gfn2")
+    forces = symmetric.get_forces()
+    assert len(flat_centres(symmetric.positions, symmetric.numbers, forces=forces)[0]) == 1
+
+    # the methyl hydrogens lie off the plane of the nitrogen's neighbours: no mirror there
+    atoms = molecule("H3CNH2")
+    nitrogen, neighbours = nitrogen_neighbours(atoms)
+    first, second, third = atoms.positions[neighbours]
+    normal = np.cross(second - first, third - first)
+    normal /= np.linalg.norm(normal)
+    atoms.positions[nitrogen] -= np.dot(atoms.positions[nitrogen] - first, normal) * normal
+    atoms.calc = get_calculator("gfn2")
+    forces = atoms.get_forces()
+    assert flat_centres(atoms.positions, atoms.numbers)[0].tolist() == [nitrogen]
+    assert len(flat_centres(atoms.positions, atoms.numbers, forces=forces)[0]) == 0
+
+
 def test_neighbours_on_a_line_span_no_plane_and_give_no_centre():
     numbers = np.array([7, 1, 1, 6])
     positions = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [-1.0, 0.0, 0.0], [-1.4, 0.0, 0.0]])
