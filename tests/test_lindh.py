@@ -5,11 +5,12 @@ import pytest
 from ase import Atoms
 from ase.build import molecule
 from ase.calculators.lj import LennardJones
+from ase.optimize import BFGS
 from ase.units import Bohr, Hartree
 from scipy.spatial.transform import Rotation
 
 from asebo.lindh import TORSION_FADE, LindhModel, lindh_weights
-from asebo.optimize import BOOptimizer
+from asebo.optimize import INTERNAL_RECENTRE, BOOptimizer
 from calculators import get_calculator
 
 
@@ -236,9 +237,28 @@ def test_model_is_recentred_on_the_best_configuration_and_restart_rebuilds_it(tm
     np.testing.assert_array_equal(resumed.lindh_model.reference, model.reference)
 
 
-def test_by_default_the_model_stays_on_the_first_configuration():
-    atoms = distorted_water()
+def test_by_default_the_model_stays_on_the_first_configuration_close_to_it():
+    atoms = molecule("H2O")
+    atoms.positions += 0.1 * np.random.default_rng(3).normal(size=(3, 3))
+    atoms.calc = get_calculator("gfn2")
     opt = BOOptimizer(atoms, logfile=None)
-    assert opt.kernel == "internal" and opt.recentre == np.inf
+    assert opt.kernel == "internal" and opt.recentre == INTERNAL_RECENTRE
     opt.run(fmax=0.01, steps=6)
     np.testing.assert_array_equal(opt.lindh_model.reference, opt.positions_seen[0])
+
+
+def test_a_start_far_from_the_model_is_recentred_and_reaches_the_minimum():
+    """PF3 drawn flat: 1.9 eV above its pyramid, further than the start's model holds."""
+    pyramid = molecule("PF3")
+    pyramid.calc = get_calculator("gfn2")
+    BFGS(pyramid, logfile=None).run(fmax=0.01, steps=200)
+    atoms = molecule("PF3")
+    first, second, third = atoms.positions[1:]
+    normal = np.cross(second - first, third - first)
+    normal /= np.linalg.norm(normal)
+    atoms.positions[0] -= np.dot(atoms.positions[0] - first, normal) * normal
+    atoms.calc = get_calculator("gfn2")
+    opt = BOOptimizer(atoms, logfile=None)
+    assert opt.run(fmax=0.05, steps=40)
+    assert atoms.get_potential_energy() == pytest.approx(pyramid.get_potential_energy(), abs=2e-3)
+    assert not np.array_equal(opt.lindh_model.reference, opt.positions_seen[0])
