@@ -13,9 +13,9 @@ many force calls it spends; Sella, geomeTRIC and ASE's optimizers all do.
 :func:`flat_centres` finds these centres, leaving out those inside a ring (an
 aromatic ring holds its nitrogens flat at the minimum too, and the tilt only costs
 calls there) and those that the forces push out of plane (a flat centre without
-the mirror plane leaves it by itself, and a tilt of either sign could only send it
-to the wrong side), and :func:`tilted` moves each out of the plane along its normal, so
-that the forces after the first step tell which way the surface goes.
+the mirror plane leaves it by itself, and a tilt of arbitrary sign may send it to
+the wrong side), and :func:`tilted` moves each out of the plane along its normal,
+so that the forces after the first step tell which way the surface goes.
 """
 
 import numpy as np
