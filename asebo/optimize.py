@@ -467,9 +467,8 @@ class BOOptimizer(Optimizer):
                 f"{_atoms_named(self.numbers, centres)} flat in the start: the first "
                 f"step tilts them {FLAT_CENTRE_TILT:g} Å out of plane"
             )
-            step = tilted(centre if seen else positions, centres, normals) - centre  # (n, 3)
-            longest = np.linalg.norm(step, axis=1).max()
-            return centre + step * min(1.0, self.maxstep / longest), None, trust
+            proposal = tilted(centre if seen else positions, centres, normals)
+            return _within_maxstep(centre, proposal, self.maxstep), None, trust
         if seen:
             # the model sends us back to a configuration already computed, which
             # would teach it nothing: step along the forces instead
@@ -556,6 +555,14 @@ def _atoms_named(numbers, indices):
     return "atoms " + ", ".join(f"{symbols[i]}{i}" for i in indices)
 
 
+def _within_maxstep(centre, proposal, maxstep):
+    """``proposal`` (n, 3) itself, or moved towards ``centre`` on the straight line
+    until no atom moves more than ``maxstep``."""
+    step = proposal - centre  # (n, 3)
+    longest = np.linalg.norm(step, axis=1).max()
+    return proposal if longest <= maxstep else centre + step * (maxstep / longest)
+
+
 def _shortened_step(gp, centre, proposal, maxstep, best_energy):
     """``proposal`` (n, 3) moved towards ``centre`` until no atom moves more than maxstep.
 
@@ -585,13 +592,12 @@ def _shortened_step(gp, centre, proposal, maxstep, best_energy):
     ShortenedStepError
         When the model predicts the shortened step at or above ``best_energy``.
     """
-    step = proposal - centre  # (n, 3)
-    longest = np.linalg.norm(step, axis=1).max()
-    if longest <= maxstep:
+    positions = _within_maxstep(centre, proposal, maxstep)
+    if positions is proposal:
         return proposal
-    positions = centre + step * (maxstep / longest)
     predicted = float(gp.predict(positions))
     if predicted >= best_energy:
+        longest = np.linalg.norm(proposal - centre, axis=1).max()
         raise ShortenedStepError(
             f"the search went {longest:.3g} Å, and its step cut back to maxstep = "
             f"{maxstep:.3g} Å ends {predicted - best_energy:.3g} eV above the lowest "
