@@ -38,6 +38,7 @@ from scipy.optimize import minimize_scalar
 from asebo.kernels.configuration import configuration_kernel
 from asebo.kernels.joint import block_jacobi, energy_rows, joint_matmul
 from asebo.kernels.operators import JointStructure, solve_joint
+from asebo.kernels.prior_scale import CurvedCovariance, PriorCurvature
 from asebo.kernels.trend import LinearTrend, TrendedCovariance
 from asebo.regression import (
     SymmetricFactor,
@@ -162,6 +163,13 @@ class EnergyForceGP:
         times the prior variance of a gradient component of the radial kernel. The
         slope the observations share then carries beyond the length scale, where the
         radial kernel alone returns to the prior mean. 0 leaves it out.
+    prior_curvature : float
+        With a calculator prior: the model gains the prior's curvature part times a
+        random scale (:class:`asebo.kernels.prior_scale.PriorCurvature`), whose
+        gradients have ``prior_curvature`` times the prior variance of a gradient
+        component of the radial kernel, for gradients the size of the prior's at
+        the observations. A target stiffer or softer than its prior is then learned
+        from the first two observations everywhere. 0 leaves it out.
 
     Attributes
     ----------
@@ -194,6 +202,7 @@ class EnergyForceGP:
         radial=None,
         metric=None,
         trend=0.0,
+        prior_curvature=0.0,
     ):
         shorthand = {"proper": proper, "radial": radial}
         kernel = configuration_kernel(
@@ -204,8 +213,9 @@ class EnergyForceGP:
                 f"a metric gives the kernel features, not positions, which {kernel!r} would "
                 "centre and align like atoms: use kernel='cartesian' (CartesianKernel)"
             )
-        if isinstance(trend, bool) or not (isinstance(trend, (int, float)) and trend >= 0):
-            raise ValueError(f"trend must be a number >= 0, got {trend!r}")
+        for name, value in (("trend", trend), ("prior_curvature", prior_curvature)):
+            if isinstance(value, bool) or not (isinstance(value, (int, float)) and value >= 0):
+                raise ValueError(f"{name} must be a number >= 0, got {value!r}")
         if trend > 0 and kernel.centred:
             raise ValueError(
                 f"a linear trend in the positions would break the rotation invariance of "
@@ -225,6 +235,7 @@ class EnergyForceGP:
         self.cg_max_iter = cg_max_iter
         self.metric = metric
         self.trend = trend
+        self.prior_curvature = prior_curvature
 
     # ---- data and prior -------------------------------------------------------------
     def _prior_at_observations(self, positions, energies, forces):
@@ -278,7 +289,20 @@ class EnergyForceGP:
         if trend is not None:
             features = self._trend_features[select]  # (m', 3n)
             K.add_(trend.dense(features, features))
+        curvature = self._prior_curvature(gamma)
+        if curvature is not None:
+            rows = self._curvature_rows[select]  # (m', 3n+1)
+            K.add_(curvature.dense(rows, rows))
         return K
+
+    def _prior_curvature(self, gamma):
+        """The :class:`PriorCurvature` at ``gamma`` (its variance follows the radial
+        kernel's gradient variance), or None without one."""
+        if self._curvature is None:
+            return None
+        return self._curvature.with_variance(
+            self.prior_curvature * self.kernel.radial.slope_at_zero(gamma)
+        )
 
     # ---- marginal likelihood --------------------------------------------------------
     def _profile_nll(self, log_gamma, select, y):
@@ -311,6 +335,23 @@ class EnergyForceGP:
         for end in (low, high):
             candidates[end] = self._profile_nll(end, select, y_recent)
         return float(np.exp(min(candidates, key=candidates.get)))
+
+    def _fit_curvature(self, prior_energies, prior_gradients, origin):
+        """The prior's curvature part around the observation ``origin`` and its rows
+        ``phi`` (m, 3n+1) at the observations, or None without a calculator prior."""
+        self._curvature = self._curvature_rows = None
+        if self.prior_curvature == 0 or not isinstance(self.prior, CalculatorPrior):
+            return
+        gradients = torch.as_tensor(prior_gradients).reshape(len(prior_energies), -1)  # (m, 3n)
+        self._curvature = PriorCurvature(
+            1.0,
+            prior_energies[origin],
+            gradients[origin].clone(),
+            float(gradients.pow(2).mean().sqrt().clamp_min(1e-12)),
+        )
+        self._curvature_rows = self._curvature.rows(
+            self._trend_features, torch.as_tensor(prior_energies), gradients
+        )
 
     def _update_structure(self, P):
         """Reuse the stored kernel structure when ``P`` extends the configurations seen."""
@@ -376,6 +417,7 @@ class EnergyForceGP:
         flat = torch.as_tensor(positions).reshape(m, 3 * n)
         self._trend_origin = flat[int(np.argmin(energies))].clone()  # (3n,)
         self._trend_features = flat - self._trend_origin  # (m, 3n)
+        self._fit_curvature(prior_e, prior_g, int(np.argmin(energies)))
         self._update_structure(torch.as_tensor(positions))
         gamma = self._fit_gamma(y, m, n) if self.fit_gamma else float(self.gamma)
         select = self._select(energies, n)
@@ -424,6 +466,9 @@ class EnergyForceGP:
         trend = self._linear_trend(gamma)
         if trend is not None:
             operator = TrendedCovariance(operator, self._trend_features, trend.variance)
+        curvature = self._prior_curvature(gamma)
+        if curvature is not None:
+            operator = CurvedCovariance(operator, self._curvature_rows, curvature)
         noise = self._noise(m, n_atoms, gamma) + self._jitter_absolute
         # the trend adds c I to every gradient block: a preconditioner without it
         # still takes care of the rigid motions and the diagonal
@@ -499,16 +544,25 @@ class EnergyForceGP:
         b, n, _ = x.shape
         gamma, s2 = self.gamma_, self.outputscale_
         prior, prior_gradient = self._prior_mean_and_gradient(x)
+        curvature = self._prior_curvature(gamma)
+        if curvature is not None and self.metric is not None:
+            feature_prior_gradient = self.metric.feature_gradients(x, prior_gradient)
+        else:
+            feature_prior_gradient = prior_gradient  # (b, n, 3)
         pullback = None
         if self.metric is not None:
             x, pullback = self.metric.features_and_pullback(x)
         geometry = self._structure.cross(x)  # (b, m) pairs
         values = geometry.profile(gamma)  # (k, a, c), each (b, m)
-        mean_rows = joint_matmul(geometry, gamma, self._alpha[:, None], values)
+        weights = self._alpha[:, None]
+        mean_rows = joint_matmul(geometry, gamma, weights, values)
         trend = self._linear_trend(gamma)
+        u = x.reshape(b, 3 * n) - self._trend_origin  # (b, 3n)
         if trend is not None:
-            u = x.reshape(b, 3 * n) - self._trend_origin  # (b, 3n)
-            mean_rows = mean_rows + trend.matmul(u, self._trend_features, self._alpha[:, None])
+            mean_rows = mean_rows + trend.matmul(u, self._trend_features, weights)
+        if curvature is not None:
+            phi = curvature.rows(u, prior, feature_prior_gradient.reshape(b, 3 * n))  # (b, 3n+1)
+            mean_rows = mean_rows + curvature.matmul(phi, self._curvature_rows, weights)
         mean_rows = mean_rows.reshape(b, 3 * n + 1)
         mean = prior + mean_rows[:, 0]
         grad_mean = mean_rows[:, 1:].reshape(b, n, 3)
@@ -522,12 +576,20 @@ class EnergyForceGP:
             c = c + trend.energy_rows(u, near_features)
             prior_variance, grad_prior_variance = trend.prior_variance(u)
             prior_variance = prior_variance + 1.0
+        if curvature is not None:
+            near_phi = self._curvature_rows[self.selected_]  # (m', 3n+1)
+            c = c + curvature.energy_rows(phi, near_phi)
+            variance_h, grad_variance_h = curvature.prior_variance(phi)
+            prior_variance = prior_variance + variance_h
+            grad_prior_variance = grad_prior_variance + grad_variance_h
         w = _cholesky_solve(self._factor, c.T)  # (N', b)
         variance = s2 * (prior_variance - (c * w.T).sum(dim=1))
         # d(c_i . K^{-1} c_i)/dx_i = 2 (dc_i/dx_i) w_i: the gradient rows of the product
         rows = joint_matmul(near, gamma, w, near_values)  # (b (3n+1), b)
         if trend is not None:
             rows = rows + trend.matmul(u, near_features, w)
+        if curvature is not None:
+            rows = rows + curvature.matmul(phi, near_phi, w)
         rows = rows.reshape(b, 3 * n + 1, b)[torch.arange(b), 1:, torch.arange(b)]  # (b, 3n)
         grad_variance = s2 * (grad_prior_variance - 2.0 * rows).reshape(b, n, 3)
         floor = 1e-12 * s2

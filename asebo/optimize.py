@@ -55,6 +55,7 @@ GP_KERNELS = {
 RECENTRE = 0.3  # eV: the Lindh prior's default recentring, except with kernel='internal'
 INTERNAL_RECENTRE = 2.0  # eV: the same with kernel='internal' (its trend carries the rest)
 TREND = 30.0  # slope variance of the GP's linear trend / a gradient's variance (kernel='internal')
+PRIOR_CURVATURE = 1.0  # the GP's random scale on a prior calculator's curvature (its gp_options)
 CALCULATOR_PRIOR_MAXSTEP = 0.6  # Å: default maxstep under a prior calculator
 CALCULATOR_PRIOR_TRUST_RADIUS = 0.13  # Å: default first trust radius under a prior calculator
 NEW = 1e-6  # Å: a proposal closer than this to a configuration seen teaches the model nothing
@@ -104,9 +105,12 @@ class BOOptimizer(Optimizer):
         trajectory receives every observation of the restart file.
     prior : ase calculator, 'lindh', 'max', 'mean', 'auto' or float, optional
         Prior mean of the GP. A cheap calculator makes the GP learn the difference
-        to it (Δ-learning). ``'auto'``: GFN2-xTB when the target is another
-        calculator and GFN2-xTB describes the system, the default otherwise
-        (:func:`asebo.priors.automatic_prior`; the choice is written to the log).
+        to it (Δ-learning), with a random scale on its curvature
+        (``gp_options['prior_curvature']``, default ``PRIOR_CURVATURE``;
+        :class:`asebo.kernels.prior_scale.PriorCurvature`). ``'auto'``: GFN2-xTB
+        when the target is another calculator and GFN2-xTB describes the system, the
+        default otherwise (:func:`asebo.priors.automatic_prior`; the choice is
+        written to the log).
         A prior calculator that fails where the search of the model takes it (an SCF
         that does not converge) halves the trust radius, up to ``SEARCH_RETRIES``
         times, and then turns that step into a step along the forces, with a line in
@@ -225,14 +229,17 @@ class BOOptimizer(Optimizer):
             raise ValueError(
                 f"recentre must be an energy >= 0 in eV (inf: never), got {self.recentre!r}"
             )
-        trend = TREND if self.kernel == "internal" else 0.0
-        self.gp_options = {"trend": trend, **_gp_kernel_options(self.kernel, gp_options)}
         self._metric = None  # (centre, metric) of the internal or anisotropic kernel
         self.prior_reason = None
         if isinstance(prior, str) and prior == AUTO:
             prior, self.prior_reason = automatic_prior(atoms)
             prior = resolve_prior(prior)
         self.prior = _choose_prior(atoms, prior)
+        self.gp_options = {
+            "trend": TREND if self.kernel == "internal" else 0.0,
+            "prior_curvature": PRIOR_CURVATURE if isinstance(self.prior, CalculatorPrior) else 0.0,
+            **_gp_kernel_options(self.kernel, gp_options),
+        }
         if isinstance(self.prior, CalculatorPrior):
             longest_step, first_radius = CALCULATOR_PRIOR_MAXSTEP, CALCULATOR_PRIOR_TRUST_RADIUS
         else:

@@ -267,7 +267,7 @@ def test_the_optimizer_kernels_map_to_gp_kernel_objects():
     kernel = opt.gp_options["kernel"]
     assert isinstance(kernel, SVDKernel) and not kernel.proper
     assert isinstance(kernel.radial, Matern52)
-    assert opt.gp_options == {"kernel": kernel, "trend": 0.0, "gamma": 3.0}
+    assert opt.gp_options == {"kernel": kernel, "trend": 0.0, "prior_curvature": 0.0, "gamma": 3.0}
     opt.run(fmax=0.05, steps=1)
     assert opt.gp.kernel is kernel
     own = CartesianKernel(radial="matern52")
