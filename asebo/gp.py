@@ -38,8 +38,8 @@ from scipy.optimize import minimize_scalar
 from asebo.kernels.configuration import configuration_kernel
 from asebo.kernels.joint import block_jacobi, energy_rows, joint_matmul
 from asebo.kernels.operators import JointStructure, solve_joint
-from asebo.kernels.prior_scale import CurvedCovariance, PriorCurvature
-from asebo.kernels.trend import LinearTrend, TrendedCovariance
+from asebo.kernels.prior_scale import PriorCurvature
+from asebo.kernels.trend import CovarianceWithTerm, LinearTrend
 from asebo.regression import (
     SymmetricFactor,
     noise_vector,
@@ -465,10 +465,10 @@ class EnergyForceGP:
         operator = self._structure.operator(gamma)
         trend = self._linear_trend(gamma)
         if trend is not None:
-            operator = TrendedCovariance(operator, self._trend_features, trend.variance)
+            operator = CovarianceWithTerm(operator, trend, self._trend_features)
         curvature = self._prior_curvature(gamma)
         if curvature is not None:
-            operator = CurvedCovariance(operator, self._curvature_rows, curvature)
+            operator = CovarianceWithTerm(operator, curvature, self._curvature_rows)
         noise = self._noise(m, n_atoms, gamma) + self._jitter_absolute
         # the trend adds c I to every gradient block: a preconditioner without it
         # still takes care of the rigid motions and the diagonal

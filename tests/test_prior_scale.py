@@ -2,11 +2,17 @@
 
 import numpy as np
 import pytest
+import torch
 from ase.build import molecule
-from test_gp import assert_posterior_gradients_match_finite_differences
+from test_gp import assert_posterior_gradients_match_finite_differences, samples
 from test_metric import rattled
+from test_trend import features
 
 from asebo.gp import CalculatorPrior, EnergyForceGP
+from asebo.kernels import CartesianKernel
+from asebo.kernels.operators import joint_covariance
+from asebo.kernels.prior_scale import PriorCurvature
+from asebo.kernels.trend import CovarianceWithTerm, LinearTrend
 from asebo.lindh import BEND_CONSTANT, STRETCH_CONSTANT, TORSION_CONSTANT, LindhModel
 from asebo.metric import InternalMetric
 
@@ -58,6 +64,37 @@ def gp_on(atoms, prior_curvature, **options):
         prior_curvature=prior_curvature,
         **options,
     )
+
+
+def test_structured_products_match_the_dense_rank_one_covariance():
+    curvature = PriorCurvature(0.7, -2.0, features(1, 6, 0)[0], 1.5)
+    X, Z = features(3, 6, 1), features(4, 6, 2)  # (b, d), (m, d)
+    rows = curvature.rows(X, features(3, 1, 3)[:, 0], features(3, 6, 4))  # (3, 7)
+    columns = curvature.rows(Z, features(4, 1, 5)[:, 0], features(4, 6, 6))  # (4, 7)
+    dense = curvature.dense(rows, columns)  # (21, 28)
+    rhs = features(28, 2, 7)
+    torch.testing.assert_close(curvature.matmul(rows, columns, rhs), dense @ rhs)
+    torch.testing.assert_close(curvature.energy_rows(rows, columns), dense.reshape(3, 7, -1)[:, 0])
+    variance, gradient = curvature.prior_variance(rows)
+    torch.testing.assert_close(variance, torch.diagonal(curvature.dense(rows, rows))[::7])
+    torch.testing.assert_close(gradient, 2 * 0.7 * rows[:, :1] * rows[:, 1:])
+    # at the origin (features 0) with the origin's energy and gradient: h = grad h = 0
+    zero, energy = torch.zeros(1, 6, dtype=torch.float64), torch.tensor([-2.0], dtype=torch.float64)
+    origin = curvature.rows(zero, energy, features(1, 6, 0))
+    assert torch.count_nonzero(origin) == 0
+
+
+def test_covariance_with_a_trend_and_the_scale_is_the_sum_of_the_dense_matrices():
+    P = torch.as_tensor(samples("H2O", m=4, seed=1)[1])  # (4, 3, 3)
+    op = joint_covariance(P, 2.0, kernel=CartesianKernel())
+    U = P.reshape(4, -1) - P[0].reshape(-1)  # (4, 9)
+    curvature = PriorCurvature(0.3, 0.0, features(1, 9, 8)[0], 2.0)
+    rows = curvature.rows(U, features(4, 1, 9)[:, 0], features(4, 9, 10))  # (4, 10)
+    both = CovarianceWithTerm(CovarianceWithTerm(op, LinearTrend(0.4), U), curvature, rows)
+    v = features(4 * 10, 1, 11)[:, 0]
+    dense = op.to_dense() + LinearTrend(0.4).dense(U, U) + curvature.dense(rows, rows)
+    torch.testing.assert_close(both @ v, dense @ v)
+    assert both.shape == op.shape
 
 
 def test_a_stiffer_target_is_learned_everywhere_from_a_few_observations(stiffer_ethanol):

@@ -9,7 +9,7 @@ from test_gp import assert_posterior_gradients_match_finite_differences, samples
 from asebo.gp import EnergyForceGP
 from asebo.kernels import CartesianKernel, SVDKernel
 from asebo.kernels.operators import joint_covariance
-from asebo.kernels.trend import LinearTrend, TrendedCovariance
+from asebo.kernels.trend import CovarianceWithTerm, LinearTrend
 
 
 def features(b, d, seed):
@@ -44,7 +44,7 @@ def test_trended_covariance_is_the_sum_of_both_dense_matrices():
     P = torch.as_tensor(samples("H2O", m=4, seed=1)[1])  # (4, 3, 3)
     op = joint_covariance(P, 2.0, kernel=CartesianKernel())
     U = P.reshape(4, -1) - P[0].reshape(-1)
-    trended = TrendedCovariance(op, U, 0.4)
+    trended = CovarianceWithTerm(op, LinearTrend(0.4), U)
     v = features(4 * 10, 1, 5)[:, 0]
     dense = op.to_dense() + LinearTrend(0.4).dense(U, U)
     torch.testing.assert_close(trended @ v, dense @ v)

@@ -17,11 +17,11 @@ the model's without it. This is the explicit basis function of Rasmussen and
 Williams (*Gaussian Processes for Machine Learning*, MIT Press (2006), sec. 2.7,
 eq. 2.39) with ``h`` the prior's curvature part. Per configuration the joint rows
 are ``phi = (h, grad h)`` (d+1,), the kernel is ``c phi_u phi_z^T``: rank one over all
-observations, and a product with its joint covariance costs ``O(m d)``.
+observations, and a product with its joint covariance costs ``O(m d)``
+(:class:`asebo.kernels.trend.CovarianceWithTerm`).
 """
 
 import torch
-from linear_operator.operators import LinearOperator
 
 
 class PriorCurvature:
@@ -75,43 +75,3 @@ class PriorCurvature:
     def prior_variance(self, rows):
         """``c h^2`` (b,) and its gradient ``2 c h grad h`` (b, d)."""
         return self.variance * rows[:, 0] ** 2, 2.0 * self.variance * rows[:, :1] * rows[:, 1:]
-
-
-class CurvedCovariance(LinearOperator):
-    """A joint covariance plus the :class:`PriorCurvature` of the same configurations.
-
-    Parameters
-    ----------
-    covariance : LinearOperator (m (d+1), m (d+1))
-        Typically an :class:`asebo.kernels.operators.JointCovariance`, or one with a
-        trend (:class:`asebo.kernels.trend.TrendedCovariance`).
-    rows : tensor (m, d+1)
-        ``phi`` of the configurations.
-    curvature : PriorCurvature
-    """
-
-    def __init__(self, covariance, rows, curvature):
-        super().__init__(covariance, rows, curvature=curvature)
-        self.covariance = covariance
-        self.rows = rows
-        self.curvature = curvature
-
-    @property
-    def geometry(self):
-        """The pair geometry of the covariance (for its block-Jacobi preconditioner)."""
-        return self.covariance.geometry
-
-    def _size(self):
-        return self.covariance.shape
-
-    def _transpose_nonbatch(self):
-        return self
-
-    def _matmul(self, rhs):
-        column = rhs[:, None] if rhs.ndim == 1 else rhs
-        out = self.covariance._matmul(column) + self.curvature.matmul(self.rows, self.rows, column)
-        return out[:, 0] if rhs.ndim == 1 else out
-
-    def matmul(self, other):
-        """``self @ other`` by the structured products."""
-        return self._matmul(other)

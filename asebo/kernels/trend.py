@@ -69,24 +69,27 @@ class LinearTrend:
         return self.variance * (X**2).sum(dim=1), 2.0 * self.variance * X
 
 
-class TrendedCovariance(LinearOperator):
-    """A joint covariance plus the :class:`LinearTrend` of the same configurations.
+class CovarianceWithTerm(LinearOperator):
+    """A joint covariance plus a kernel term on the same configurations.
 
     Parameters
     ----------
     covariance : LinearOperator (m (d+1), m (d+1))
-        Typically an :class:`asebo.kernels.operators.JointCovariance`.
-    features : tensor (m, d)
-        The configurations' features relative to the trend's origin.
-    variance : float
-        The trend's slope variance ``c``.
+        Typically an :class:`asebo.kernels.operators.JointCovariance`, or another
+        ``CovarianceWithTerm``.
+    term : LinearTrend or asebo.kernels.prior_scale.PriorCurvature
+        A kernel with a structured product ``term.matmul(inputs, inputs, rhs)``.
+    inputs : tensor
+        What ``term`` takes of the configurations: a :class:`LinearTrend` their
+        features relative to the trend's origin (m, d), a ``PriorCurvature`` their
+        rows ``phi`` (m, d+1).
     """
 
-    def __init__(self, covariance, features, variance):
-        super().__init__(covariance, features, variance=float(variance))
+    def __init__(self, covariance, term, inputs):
+        super().__init__(covariance, inputs, term=term)
         self.covariance = covariance
-        self.features = features
-        self.trend = LinearTrend(variance)
+        self.term = term
+        self.inputs = inputs
 
     @property
     def geometry(self):
@@ -101,9 +104,7 @@ class TrendedCovariance(LinearOperator):
 
     def _matmul(self, rhs):
         column = rhs[:, None] if rhs.ndim == 1 else rhs
-        out = self.covariance._matmul(column) + self.trend.matmul(
-            self.features, self.features, column
-        )
+        out = self.covariance._matmul(column) + self.term.matmul(self.inputs, self.inputs, column)
         return out[:, 0] if rhs.ndim == 1 else out
 
     def matmul(self, other):
