@@ -337,8 +337,9 @@ class EnergyForceGP:
         return float(np.exp(min(candidates, key=candidates.get)))
 
     def _fit_curvature(self, prior_energies, prior_gradients, origin):
-        """The prior's curvature part around the observation ``origin`` and its rows
-        ``phi`` (m, 3n+1) at the observations, or None without a calculator prior."""
+        """``_curvature``, the prior's curvature part around the observation ``origin``,
+        and ``_curvature_rows``, its rows ``phi`` (m, 3n+1) at the observations; both
+        None without a calculator prior or with ``prior_curvature`` 0."""
         self._curvature = self._curvature_rows = None
         if self.prior_curvature == 0 or not isinstance(self.prior, CalculatorPrior):
             return
@@ -546,9 +547,10 @@ class EnergyForceGP:
         prior, prior_gradient = self._prior_mean_and_gradient(x)
         curvature = self._prior_curvature(gamma)
         if curvature is not None and self.metric is not None:
-            feature_prior_gradient = self.metric.feature_gradients(x, prior_gradient)
+            # searched configurations come once: their gradients are not stored
+            prior_gradient_u = self.metric.feature_gradients(x, prior_gradient, keep=False)
         else:
-            feature_prior_gradient = prior_gradient  # (b, n, 3)
+            prior_gradient_u = prior_gradient  # (b, n, 3)
         pullback = None
         if self.metric is not None:
             x, pullback = self.metric.features_and_pullback(x)
@@ -561,7 +563,7 @@ class EnergyForceGP:
         if trend is not None:
             mean_rows = mean_rows + trend.matmul(u, self._trend_features, weights)
         if curvature is not None:
-            phi = curvature.rows(u, prior, feature_prior_gradient.reshape(b, 3 * n))  # (b, 3n+1)
+            phi = curvature.rows(u, prior, prior_gradient_u.reshape(b, 3 * n))  # (b, 3n+1)
             mean_rows = mean_rows + curvature.matmul(phi, self._curvature_rows, weights)
         mean_rows = mean_rows.reshape(b, 3 * n + 1)
         mean = prior + mean_rows[:, 0]

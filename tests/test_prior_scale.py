@@ -129,6 +129,17 @@ def test_posterior_gradients_match_finite_differences(stiffer_ethanol):
     assert_posterior_gradients_match_finite_differences(gp, far[0], [(0, 0), (2, 1), (8, 2)])
 
 
+def test_searched_configurations_leave_no_gradient_maps_behind(stiffer_ethanol):
+    # a search evaluates the model at hundreds of configurations per step: mapping
+    # the prior's gradients there must not store anything per configuration
+    atoms, P, E, F, far, _ = stiffer_ethanol
+    gp = gp_on(atoms, 1.0).fit(P, E, F)
+    stored = len(gp.metric._mapped)
+    gp.predict(far + 0.01, return_std=True, return_gradient=True)
+    gp.predict(far - 0.01, return_std=True, return_gradient=True)
+    assert len(gp.metric._mapped) == stored
+
+
 def test_conjugate_gradients_over_every_observation_match_the_dense_solve(stiffer_ethanol):
     atoms, P, E, F, far, _ = stiffer_ethanol
     dense = gp_on(atoms, 1.0, fit_gamma=False, gamma=1.0).fit(P, E, F)
