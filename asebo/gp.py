@@ -546,11 +546,6 @@ class EnergyForceGP:
         gamma, s2 = self.gamma_, self.outputscale_
         prior, prior_gradient = self._prior_mean_and_gradient(x)
         curvature = self._prior_curvature(gamma)
-        if curvature is not None and self.metric is not None:
-            # searched configurations come once: their gradients are not stored
-            prior_gradient_u = self.metric.feature_gradients(x, prior_gradient, keep=False)
-        else:
-            prior_gradient_u = prior_gradient  # (b, n, 3)
         pullback = None
         if self.metric is not None:
             x, pullback = self.metric.features_and_pullback(x)
@@ -563,7 +558,9 @@ class EnergyForceGP:
         if trend is not None:
             mean_rows = mean_rows + trend.matmul(u, self._trend_features, weights)
         if curvature is not None:
-            phi = curvature.rows(u, prior, prior_gradient_u.reshape(b, 3 * n))  # (b, 3n+1)
+            # grad_x h = grad_x E_p - J^T grad E_p(u_o): the features' rows carry the
+            # second part, the prior's own gradient is added in x after the pullback
+            phi = curvature.rows(u, prior, torch.zeros_like(u))  # (b, 3n+1)
             mean_rows = mean_rows + curvature.matmul(phi, self._curvature_rows, weights)
         mean_rows = mean_rows.reshape(b, 3 * n + 1)
         mean = prior + mean_rows[:, 0]
@@ -598,6 +595,18 @@ class EnergyForceGP:
         grad_variance = torch.where((variance > floor)[:, None, None], grad_variance, 0.0)
         if pullback is not None:
             grad_mean, grad_variance = pullback(grad_mean, grad_variance)
+        if curvature is not None:
+            # the rows' grad h enter the mean's gradient through the weights' product
+            # and the variance's through 2 s^2 (c h - c phi_near . w)
+            prior_h = prior_gradient / curvature.scale  # (b, n, 3)
+            mean_weight = curvature.gradient_weights(self._curvature_rows, weights)  # (1,)
+            variance_weight = 2.0 * s2 * (  # (b,)
+                curvature.variance * phi[:, 0]
+                - curvature.gradient_weights(near_phi, w)
+            )
+            variance_weight = torch.where(variance > floor, variance_weight, 0.0)
+            grad_mean = grad_mean + mean_weight * prior_h
+            grad_variance = grad_variance + variance_weight[:, None, None] * prior_h
         return mean, variance.clamp_min(floor), prior_gradient + grad_mean, grad_variance
 
     def posterior(self, x):

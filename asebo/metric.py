@@ -153,12 +153,9 @@ class HessianMetric:
             aligned, _ = self._aligned(x)
         return (aligned.reshape(len(x), -1) @ self.factor.T).reshape(x.shape)
 
-    def feature_gradients(self, positions, gradients, keep=True):
+    def feature_gradients(self, positions, gradients):
         """Gradients (m, n, 3) in ``psi`` of invariant functions whose gradients in ``x``
-        at ``positions`` (m, n, 3) are ``gradients`` (m, n, 3).
-
-        ``keep`` is the :class:`InternalMetric`'s; this metric stores nothing.
-        """
+        at ``positions`` (m, n, 3) are ``gradients`` (m, n, 3)."""
         x = torch.as_tensor(positions, dtype=torch.float64)
         g = torch.as_tensor(gradients, dtype=torch.float64)
         if self.align:
@@ -324,36 +321,32 @@ class InternalMetric:
         # a pseudo-inverse where a faded torsion has taken a direction away
         return torch.linalg.pinv(jacobian.T, rtol=PSEUDO_INVERSE_RTOL)
 
-    def _feature_gradient(self, x, g, keep):
+    def _feature_gradient(self, x, g):
         """``(J^T)^+ g`` (r,) at one configuration x (n, 3), g (3n,).
 
-        With ``keep`` each pair is computed once (an optimizer maps the same observed
-        and prior gradients at every fit), and the map of the latest configuration is
-        kept, not every map: ``r x 3n`` numbers a configuration would grow to hundreds
-        of MB for a hundred atoms and a few hundred observations.
+        Each pair is computed once (an optimizer maps the same observed and prior
+        gradients at every fit), and the map of the latest configuration is kept, not
+        every map: ``r x 3n`` numbers a configuration would grow to hundreds of MB for a
+        hundred atoms and a few hundred observations.
         """
         key = x.numpy().tobytes()
         pair = (key, g.numpy().tobytes())
-        if pair in self._mapped:
-            return self._mapped[pair]
-        if not keep:
-            return self._gradient_map(x) @ g
-        if self._last_map[0] != key:
-            self._last_map = (key, self._gradient_map(x))
-        self._mapped[pair] = self._last_map[1] @ g
+        if pair not in self._mapped:
+            if self._last_map[0] != key:
+                self._last_map = (key, self._gradient_map(x))
+            self._mapped[pair] = self._last_map[1] @ g
         return self._mapped[pair]
 
-    def feature_gradients(self, positions, gradients, keep=True):
+    def feature_gradients(self, positions, gradients):
         """Gradients (m, n, 3) in ``psi`` of invariant functions whose gradients in ``x``
         at ``positions`` (m, n, 3) are ``gradients`` (m, n, 3).
 
-        ``keep=False`` for configurations met once, the points a search evaluates: their
-        gradients are mapped without being stored.
+        Meant for observations, which come back at every fit: each mapped gradient is
+        stored.
         """
         x = torch.as_tensor(positions, dtype=torch.float64)
         g = torch.as_tensor(gradients, dtype=torch.float64).reshape(len(x), -1)
-        mapped = [self._feature_gradient(xi, gi, keep) for xi, gi in zip(x, g)]
-        return self._pad(torch.stack(mapped))
+        return self._pad(torch.stack([self._feature_gradient(xi, gi) for xi, gi in zip(x, g)]))
 
     def features_and_pullback(self, positions):
         """``psi`` (b, n, 3) of positions (b, n, 3), and the map of gradients in ``psi``

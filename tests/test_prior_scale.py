@@ -130,8 +130,8 @@ def test_posterior_gradients_match_finite_differences(stiffer_ethanol):
 
 
 def test_searched_configurations_leave_no_gradient_maps_behind(stiffer_ethanol):
-    # a search evaluates the model at hundreds of configurations per step: mapping
-    # the prior's gradients there must not store anything per configuration
+    # a search evaluates the model at hundreds of configurations per step: the
+    # prior's gradients there must leave nothing stored per configuration
     atoms, P, E, F, far, _ = stiffer_ethanol
     gp = gp_on(atoms, 1.0).fit(P, E, F)
     stored = len(gp.metric._mapped)

@@ -68,6 +68,11 @@ class PriorCurvature:
         ``rhs`` (m (d+1), t): (b (d+1), t)."""
         return self.variance * rows.reshape(-1, 1) * (columns.reshape(-1) @ rhs)[None, :]
 
+    def gradient_weights(self, columns, rhs):
+        """The weights (t,) of each row's ``grad h / scale`` in the gradient rows of
+        ``matmul(rows, columns, rhs)``, which depend on the rows only through it."""
+        return self.variance * (columns.reshape(-1) @ rhs)
+
     def energy_rows(self, rows, columns):
         """Covariances (b, m (d+1)) of the row energies with the column energies and gradients."""
         return self.variance * rows[:, :1] * columns.reshape(1, -1)
