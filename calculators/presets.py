@@ -59,7 +59,7 @@ def gfn1(**kw):
     return _tblite("GFN1-xTB", kw)
 
 
-def gpaw(mode="fd", h=0.2, vacuum=4.0, xc="PBE", basis="dzp", **kw):
+def gpaw(mode="fd", h=0.2, vacuum=4.0, xc="PBE", basis="dzp", align=False, **kw):
     """GPAW for an isolated molecule, wrapped in a :class:`MoleculeBoxCalculator`.
 
     GPAW needs a cell; the wrapper gives each configuration a box with
@@ -79,6 +79,10 @@ def gpaw(mode="fd", h=0.2, vacuum=4.0, xc="PBE", basis="dzp", **kw):
         Exchange-correlation functional.
     basis : str
         Basis set in LCAO mode (ignored in fd mode); ``dzp`` ships with gpaw-data.
+    align : bool
+        Rotate each configuration onto the first one's orientation, which makes the
+        energy invariant under rotations and takes the grid's torque out of the
+        forces (``'gpaw:align=True'``; :class:`MoleculeBoxCalculator`).
     **kw
         Passed to ``gpaw.GPAW``; they override the preset's ``txt=None``
         (quiet) and ``symmetry='off'`` (a relaxation breaks point-group
@@ -96,7 +100,7 @@ def gpaw(mode="fd", h=0.2, vacuum=4.0, xc="PBE", basis="dzp", **kw):
     if mode == "lcao":
         parameters["basis"] = basis
     calc = gpaw_module.GPAW(**{**parameters, **kw})
-    return MoleculeBoxCalculator(calc, vacuum=vacuum)
+    return MoleculeBoxCalculator(calc, vacuum=vacuum, align=align)
 
 
 def emt(**kw):

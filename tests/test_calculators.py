@@ -12,6 +12,7 @@ import pytest
 from ase.build import molecule
 from ase.calculators.calculator import CalculationFailed, Calculator, all_changes
 from ase.calculators.emt import EMT
+from scipy.spatial.transform import Rotation
 
 import calculators
 from calculators import (
@@ -183,6 +184,78 @@ def test_box_energy_and_forces_are_invariant_under_translation():
     moved_energy, moved_forces = energy_and_forces(atoms, wrapped)
     assert moved_energy == pytest.approx(energy, abs=1e-10)
     np.testing.assert_allclose(moved_forces, forces, atol=1e-10)
+
+
+class AnisotropicTrap(Calculator):
+    """A closed form that depends on orientation, as a grid does: each atom in the
+    trap ``x^T A x / 2`` of a fixed symmetric ``A``, plus EMT's interaction."""
+
+    implemented_properties = ("energy", "forces")
+    stiffness = np.array([[1.0, 0.3, 0.1], [0.3, 2.0, -0.2], [0.1, -0.2, 3.5]])
+
+    def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        super().calculate(atoms, properties, system_changes)
+        energy, forces = energy_and_forces(self.atoms, EMT())
+        centred = self.atoms.positions - self.atoms.get_cell().sum(axis=0) / 2  # (n, 3)
+        trapped = centred @ self.stiffness  # (n, 3)
+        self.results = {
+            "energy": energy + 0.5 * float((trapped * centred).sum()),
+            "forces": forces - trapped,
+        }
+
+
+def rotated(atoms, seed):
+    rotation = Rotation.random(random_state=seed).as_matrix()
+    moved = atoms.copy()
+    moved.positions = atoms.positions @ rotation.T + [1.0, -2.0, 0.5]
+    return moved, rotation
+
+
+def test_aligned_box_forces_match_finite_differences_of_its_energy():
+    wrapped = MoleculeBoxCalculator(AnisotropicTrap(), vacuum=3.0, align=True)
+    energy_and_forces(perturbed_water(seed=1), wrapped)  # the reference orientation
+    atoms, _ = rotated(perturbed_water(seed=2, stdev=0.15), seed=3)
+    _, forces = energy_and_forces(atoms, wrapped)
+    numeric = np.zeros_like(forces)
+    h = 1e-5
+    for index in np.ndindex(forces.shape):
+        shifted = []
+        for sign in (1, -1):
+            moved = atoms.copy()
+            moved.positions[index] += sign * h
+            shifted.append(energy_and_forces(moved, wrapped)[0])
+        numeric[index] = -(shifted[0] - shifted[1]) / (2 * h)
+    np.testing.assert_allclose(forces, numeric, atol=1e-6)
+
+
+def test_aligned_box_is_invariant_under_rotation_and_its_forces_carry_no_torque():
+    atoms = perturbed_water(seed=4, stdev=0.1)
+    wrapped = MoleculeBoxCalculator(AnisotropicTrap(), vacuum=3.0, align=True)
+    energy, forces = energy_and_forces(atoms, wrapped)
+    moved, rotation = rotated(atoms, seed=5)
+    moved_energy, moved_forces = energy_and_forces(moved, wrapped)
+    assert moved_energy == pytest.approx(energy, abs=1e-10)
+    np.testing.assert_allclose(moved_forces, forces @ rotation.T, atol=1e-10)
+    centred = moved.positions - moved.positions.mean(axis=0)
+    np.testing.assert_allclose(moved_forces.sum(axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(np.cross(centred, moved_forces).sum(axis=0), 0.0, atol=1e-12)
+    # without the alignment the trap's torque stays in the forces
+    _, unaligned = energy_and_forces(moved, MoleculeBoxCalculator(AnisotropicTrap(), vacuum=3.0))
+    assert np.abs(np.cross(centred, unaligned).sum(axis=0)).max() > 0.1
+
+
+def test_aligned_box_at_its_reference_removes_only_the_torque():
+    # where the configuration is its own reference, the alignment's response is the
+    # projection of the forces off the rigid rotations
+    atoms = perturbed_water(seed=6, stdev=0.1)
+    wrapped = MoleculeBoxCalculator(AnisotropicTrap(), vacuum=3.0, align=True)
+    _, forces = energy_and_forces(atoms, wrapped)
+    _, plain = energy_and_forces(atoms, MoleculeBoxCalculator(AnisotropicTrap(), vacuum=3.0))
+    centred = atoms.positions - atoms.positions.mean(axis=0)
+    rotations = np.stack([np.cross(axis, centred).ravel() for axis in np.eye(3)], axis=1)
+    basis, _ = np.linalg.qr(rotations)  # (3n, 3)
+    projected = plain.ravel() - basis @ (basis.T @ plain.ravel())
+    np.testing.assert_allclose(forces.ravel(), projected, atol=1e-10)
 
 
 def test_box_rejects_periodic_atoms():
