@@ -600,10 +600,8 @@ class EnergyForceGP:
             # and the variance's through 2 s^2 (c h - c phi_near . w)
             prior_h = prior_gradient / curvature.scale  # (b, n, 3)
             mean_weight = curvature.gradient_weights(self._curvature_rows, weights)  # (1,)
-            variance_weight = 2.0 * s2 * (  # (b,)
-                curvature.variance * phi[:, 0]
-                - curvature.gradient_weights(near_phi, w)
-            )
+            residual_h = curvature.variance * phi[:, 0] - curvature.gradient_weights(near_phi, w)
+            variance_weight = 2.0 * s2 * residual_h  # (b,)
             variance_weight = torch.where(variance > floor, variance_weight, 0.0)
             grad_mean = grad_mean + mean_weight * prior_h
             grad_variance = grad_variance + variance_weight[:, None, None] * prior_h
