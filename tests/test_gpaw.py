@@ -92,3 +92,30 @@ def test_booptimizer_with_gpaw_reaches_the_bfgs_minimum(gpaw_calculator):
     assert atoms.get_angle(1, 0, 2) == pytest.approx(
         reference.get_angle(1, 0, 2), abs=ANGLE_TOLERANCE
     )
+
+
+@pytest.mark.slow
+def test_aligned_box_makes_gpaw_invariant_under_rotation_without_torque():
+    from scipy.spatial.transform import Rotation
+
+    calc = get_calculator("gpaw", mode="fd", h=0.2, vacuum=3.0, align=True)
+    atoms = perturbed_water()
+    atoms.calc = calc
+    energy, forces = atoms.get_potential_energy(), atoms.get_forces()  # (3, 3)
+    rotation = Rotation.from_rotvec([0.4, -0.3, 0.9]).as_matrix()
+    turned = atoms.copy()
+    turned.positions = atoms.positions @ rotation.T + [0.3, 0.1, -0.2]
+    turned.calc = calc
+    # the turned copy is aligned back onto the first: GPAW sees the same positions
+    assert turned.get_potential_energy() == pytest.approx(energy, abs=1e-6)
+    np.testing.assert_allclose(turned.get_forces(), forces @ rotation.T, atol=1e-4)
+    centred = atoms.positions - atoms.positions.mean(axis=0)
+    np.testing.assert_allclose(np.cross(centred, forces).sum(axis=0), 0.0, atol=1e-10)
+    step = 0.01  # Å
+    shifted = []
+    for sign in (1, -1):
+        moved = atoms.copy()
+        moved.positions[1, 1] += sign * step
+        moved.calc = calc
+        shifted.append(moved.get_potential_energy())
+    assert forces[1, 1] == pytest.approx(-(shifted[0] - shifted[1]) / (2 * step), abs=0.03)
