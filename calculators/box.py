@@ -60,7 +60,8 @@ class MoleculeBoxCalculator(Calculator):
     box_ : ndarray of shape (3,) or None
         Box lengths in Å of the last call.
     reference_ : ndarray of shape (n, 3) or None
-        With ``align``: the centred positions of the first call.
+        With ``align``: the centred positions of the first call (of the first with
+        another number of atoms, when that changes).
 
     Raises
     ------
@@ -111,16 +112,21 @@ class MoleculeBoxCalculator(Calculator):
             Same numbers, initial magnetic moments and charges; positions
             translated into the box (with ``align``, rotated first); ``pbc=False``.
         """
+        return self._boxed(atoms)[0]
+
+    def _boxed(self, atoms):
+        """:meth:`boxed`'s copy, with the positions (n, 3) relative to the box centre
+        and the rotation (3, 3) applied to the centred positions."""
         if atoms.pbc.any():
             raise ValueError(
                 "MoleculeBoxCalculator is for isolated molecules; "
                 "set atoms.pbc = False (the cell is ignored)"
             )
-        relative, _ = self._centred(atoms)  # (n, 3)
+        relative, rotation = self._centred(atoms)  # (n, 3), (3, 3)
         half_extent = np.abs(relative).max(axis=0)  # (3,)
         if self.box_ is None or np.any(half_extent + self.vacuum / 2 > self.box_ / 2):
             self.box_ = 2 * (half_extent + self.vacuum)  # (3,)
-        return Atoms(
+        copy = Atoms(
             numbers=atoms.numbers,
             positions=relative + self.box_ / 2,
             cell=np.diag(self.box_),
@@ -128,6 +134,7 @@ class MoleculeBoxCalculator(Calculator):
             magmoms=atoms.get_initial_magnetic_moments(),
             charges=atoms.get_initial_charges(),
         )
+        return copy, relative, rotation
 
     def _centred(self, atoms):
         """The positions (n, 3) the box holds, relative to its centre, and the rotation
@@ -142,8 +149,7 @@ class MoleculeBoxCalculator(Calculator):
 
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
         super().calculate(atoms, properties, system_changes)
-        boxed = self.boxed(self.atoms)
-        aligned, rotation = self._centred(self.atoms)  # (n, 3), (3, 3)
+        boxed, aligned, rotation = self._boxed(self.atoms)  # copy, (n, 3), (3, 3)
         gradient = -np.array(self.calc.get_property("forces", boxed), dtype=float)  # (n, 3)
         if self.align:
             gradient = self._invariant_gradient(aligned, rotation, gradient)
