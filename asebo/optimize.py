@@ -39,7 +39,8 @@ from asebo.observations import (
     TrajectoryFrames,
 )
 from asebo.priors import AUTO, MODEL_PRIORS, automatic_prior, resolve_prior
-from asebo.trust import TrustRegion
+from asebo.rigid import moved_rigidly, rigid_part, rigid_step
+from asebo.trust import FORCE_STEP, TrustRegion
 
 SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian)
 SEARCH_RETRIES = 3  # smaller trust boxes searched after a search that failed
@@ -180,6 +181,16 @@ class BOOptimizer(Optimizer):
     ``FLAT_CENTRE_TILT`` (0.1 Å) out of the plane; under a prior calculator the first
     search also starts from the tilted configuration where the prior puts it lower.
     A line in the log names the atoms.
+
+    A rotation-invariant kernel predicts forces without net force or torque, but a
+    calculator on a real-space grid returns them with some (the egg-box effect, a
+    few hundredths of an eV/Å for water in GPAW at h = 0.2 Å). Where the forces of
+    the lowest-energy configuration meet ``fmax`` without their net force and
+    torque (:func:`asebo.rigid.rigid_part`) but not with them, the model's proposal
+    is also moved as a whole along them, ``FORCE_STEP`` (0.02 Å) at most per atom
+    (:func:`asebo.rigid.rigid_step`); otherwise the model's steps would shrink
+    towards the configuration computed, one call after another. Only with every
+    coordinate free. A line in the log says so.
 
     A run resumed from its restart file, however often, proposes exactly what the
     uninterrupted run proposed: the observations, the trust region, the prior and
@@ -481,11 +492,51 @@ class BOOptimizer(Optimizer):
             # would teach it nothing: step along the forces instead
             trust = trust.for_force_step()
             positions = self._force_step(best, free, trust.radius)
+        elif self._only_rigid_forces_left(best, free):
+            # the model, blind to rigid motions, cannot remove them: its proposal
+            # also moves as a whole along them
+            self._write_note(
+                "the forces without their net force and torque meet fmax: the "
+                f"proposal also moves rigidly along them, {FORCE_STEP:g} Å at most"
+            )
+            translation, rotation = rigid_step(
+                self.observations.positions[best], self.observations.forces[best], FORCE_STEP
+            )
+            positions = moved_rigidly(positions, translation, rotation)
         try:
             predicted = float(gp.predict(positions))
         except PriorCalculationError:
             predicted = None  # the trust region then stays as it is after this step
         return positions, predicted, trust
+
+    def _rotation_invariant(self):
+        """Whether the GP's kernel is invariant under rotations and translations: the
+        SVD kernel, the internal coordinates, or the metric on aligned positions."""
+        if self.kernel == "svd":
+            return True
+        if self.kernel not in METRIC_KERNELS or self._metric is None:
+            return False
+        metric = self._metric[1]
+        return isinstance(metric, InternalMetric) or metric.align
+
+    def _only_rigid_forces_left(self, index, free):
+        """Whether observation ``index``'s forces meet ``fmax`` once their net force and
+        torque are taken off, but not with them.
+
+        A rotation-invariant model predicts no net force or torque, so no proposal of
+        its own removes them: where they alone keep a run from converging (a grid's
+        egg-box effect), its steps would shrink towards the configuration already
+        computed, one call after another. Only with every coordinate free, where
+        rigid motions are symmetries, and within :meth:`run`, which sets ``fmax``.
+        """
+        fmax = getattr(self, "fmax", None)
+        if fmax is None or not free.all() or not self._rotation_invariant():
+            return False
+        positions = self.observations.positions[index]
+        forces = self.observations.forces[index]
+        shape_forces = forces - rigid_part(positions, forces)  # (n, 3)
+        largest = np.linalg.norm(forces, axis=1).max()
+        return np.linalg.norm(shape_forces, axis=1).max() < fmax <= largest
 
     def _flat_start_centres(self, free):
         """Centres (c,) and normals (c, 3) of :func:`asebo.flat_centres.flat_centres` in
