@@ -74,7 +74,9 @@ def test_rigid_step_keeps_the_shape_and_descends_to_first_order():
         pairwise = np.linalg.norm(positions[:, None] - positions[None], axis=-1)
         moved_pairwise = np.linalg.norm(moved[:, None] - moved[None], axis=-1)
         np.testing.assert_allclose(moved_pairwise, pairwise, atol=1e-12)
-        assert np.linalg.norm(moved - positions, axis=1).max() == pytest.approx(length, rel=10 * length)
+        assert np.linalg.norm(moved - positions, axis=1).max() == pytest.approx(
+            length, rel=10 * length
+        )
         scale = length / np.linalg.norm(rigid, axis=1).max()
         change = egg_box(moved)[0] - egg_box(positions)[0]
         assert change == pytest.approx(-scale * (rigid**2).sum(), rel=100 * length)
