@@ -5,8 +5,9 @@ so its forces carry no net force and no torque. A calculator on a real-space gri
 breaks that invariance a little (the egg-box effect): for water in GPAW at
 ``h = 0.2`` Å its forces keep a torque of a few hundredths of an eV/Å. A
 rotation-invariant model cannot represent that part, and no change of the
-molecule's shape removes it. :func:`rigid_part` separates it from the forces and
-:func:`rigid_step` moves the molecule along it without changing its shape.
+molecule's shape removes it. :func:`rigid_part` separates it from the forces,
+:func:`rigid_step` is a step along it and :func:`moved_rigidly` takes that step
+without changing the molecule's shape.
 """
 
 import numpy as np
@@ -70,8 +71,10 @@ def rigid_step(positions, forces, length):
     ValueError
         When the forces have no rigid part beyond round-off.
     """
+    positions = np.asarray(positions, dtype=np.float64)
     velocity, angular = rigid_motion(positions, forces)
-    largest = np.linalg.norm(rigid_part(positions, forces), axis=1).max()
+    field = velocity + np.cross(angular, positions - positions.mean(axis=0))  # (n, 3)
+    largest = np.linalg.norm(field, axis=1).max()
     if largest <= NEGLIGIBLE * np.abs(forces).max():
         raise ValueError("the forces have no net force or torque to move the molecule along")
     scale = length / largest
