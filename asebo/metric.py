@@ -279,6 +279,9 @@ class InternalMetric:
         self.transform = torch.as_tensor((scales / sigma)[:, None] * V.T * np.sqrt(constants))
         self.reference_values = values[0]  # (d,)
         self.n_atoms, self.rank = n, vibrations
+        # the Jacobian at the reference is diag(scales) U^T: its singular values are the scales
+        self._reference_smallest = float(scales.min())
+        self._conditioning = {}  # positions bytes -> conditioning of a configuration seen
         self._known = {}  # positions bytes -> (r,) features of a configuration seen
         self._mapped = {}  # (positions, gradient) bytes -> (r,) gradient in psi
         self._last_map = (None, None)  # (positions bytes, (r, 3n) map) of the latest configuration
@@ -313,6 +316,27 @@ class InternalMetric:
             if key not in self._known:
                 self._known[key] = self._features(xi[None])[0][0]
         return self._pad(torch.stack([self._known[key] for key in keys]))
+
+    def conditioning(self, positions):
+        """How well the features describe every vibration at ``positions`` (n, 3): the
+        smallest singular value of their Jacobian ``J = d psi / d x`` there over that at
+        the reference.
+
+        1 at the reference. It falls towards 0 where the features fold: a planar
+        centre relaxed from a pyramidal start, for one, passes a flat configuration
+        where its bends reach their largest sum and stop telling which way it
+        puckers. There a gradient maps to ``psi`` through ``(J^T)^+`` with a
+        near-zero singular value, and the features of configurations on both sides of
+        the fold coincide. Each configuration's value is computed once.
+        """
+        x = torch.as_tensor(positions, dtype=torch.float64)
+        key = x.numpy().tobytes()
+        if key not in self._conditioning:
+            _, derivatives = self.primitives.values_and_derivatives(x[None])
+            jacobian = self.transform @ self.primitives.wilson_b(derivatives)[0]  # (r, 3n)
+            smallest = float(torch.linalg.svdvals(jacobian)[-1])
+            self._conditioning[key] = smallest / self._reference_smallest
+        return self._conditioning[key]
 
     def _gradient_map(self, x):
         """``(J J^T)^{-1} J = (J^T)^+`` (r, 3n) at one configuration x (n, 3)."""

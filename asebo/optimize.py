@@ -59,6 +59,9 @@ TREND = 30.0  # slope variance of the GP's linear trend / a gradient's variance 
 PRIOR_CURVATURE = 1.0  # the GP's random scale on a prior calculator's curvature (its gp_options)
 CALCULATOR_PRIOR_MAXSTEP = 0.6  # Å: default maxstep under a prior calculator
 CALCULATOR_PRIOR_TRUST_RADIUS = 0.13  # Å: default first trust radius under a prior calculator
+# InternalMetric.conditioning below this at a configuration computed: the internal
+# coordinates fold there, and the kernel takes aligned positions instead
+FOLDED = 0.2
 NEW = 1e-6  # Å: a proposal closer than this to a configuration seen teaches the model nothing
 
 
@@ -154,7 +157,9 @@ class BOOptimizer(Optimizer):
         default ``TREND``; :class:`asebo.kernels.trend.LinearTrend`). Molecules
         close to a straight line (:func:`is_near_linear`), or whose internal
         coordinates do not describe every vibration at the start, take
-        ``'anisotropic'`` by default.
+        ``'anisotropic'`` by default; so does a run once the internal coordinates
+        fold at a configuration it computed (:meth:`asebo.metric.InternalMetric.conditioning`
+        below ``FOLDED``: a planar centre relaxed from a pyramidal start), with a log line.
         ``'anisotropic'``: the Gaussian kernel on positions aligned onto the
         reference and scaled along the eigenvectors of the Lindh Hessian there
         (:class:`asebo.metric.HessianMetric`). Molecules close to a straight line
@@ -399,24 +404,37 @@ class BOOptimizer(Optimizer):
     def _kernel_metric(self, positions):
         """The metric of the Lindh model: the prior's, around its centre, or one of the
         first configuration; rebuilt when the model is. :class:`asebo.metric.InternalMetric`
-        with ``kernel='internal'`` where its coordinates describe every vibration, else
+        with ``kernel='internal'`` where its coordinates describe every vibration at
+        the centre and at every configuration computed, else
         :class:`asebo.metric.HessianMetric` (aligned positions, not aligned for a
         near-linear molecule)."""
-        centre, model = (0, None) if self.lindh is None else (self.lindh.centre, self.lindh.model)
+        centre = 0 if self.lindh is None else self.lindh.centre
         if self._metric is None or self._metric[0] != centre:
-            reference = positions[centre]
-            model = LindhModel(reference, self.numbers) if model is None else model
-            align = not is_near_linear(reference)
-            metric = None
-            if self.kernel == "internal" and align:
-                try:
-                    metric = InternalMetric.from_model(model, reference)
-                except ValueError as error:
-                    self._write_note(f"{error}: the kernel takes aligned positions instead")
-            if metric is None:
-                metric = HessianMetric.from_model(model, reference, align=align)
+            metric = self._new_metric(positions[centre], internal=self.kernel == "internal")
             self._metric = (centre, metric)
+        metric = self._metric[1]
+        if isinstance(metric, InternalMetric):
+            worst = min(metric.conditioning(x) for x in positions)
+            if worst < FOLDED:
+                self._write_note(
+                    "the internal coordinates fold at a configuration computed (their "
+                    f"Jacobian keeps {worst:.2g} of its smallest singular value): the "
+                    "kernel takes aligned positions instead"
+                )
+                self._metric = (centre, self._new_metric(positions[centre], internal=False))
         return self._metric[1]
+
+    def _new_metric(self, reference, internal):
+        """The Lindh model's metric at ``reference`` (n, 3): internal coordinates if
+        ``internal`` and they describe every vibration there, else aligned positions."""
+        model = LindhModel(reference, self.numbers) if self.lindh is None else self.lindh.model
+        align = not is_near_linear(reference)
+        if internal and align:
+            try:
+                return InternalMetric.from_model(model, reference)
+            except ValueError as error:
+                self._write_note(f"{error}: the kernel takes aligned positions instead")
+        return HessianMetric.from_model(model, reference, align=align)
 
     def _free_coordinates(self):
         """Boolean mask (n, 3) of the coordinates no constraint holds."""

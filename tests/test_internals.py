@@ -23,6 +23,7 @@ from asebo.internals import (
 )
 from asebo.lindh import LindhModel, lindh_weights, out_of_plane_quadruples
 from asebo.metric import InternalMetric, model_hessian
+from asebo.optimize import FOLDED
 
 
 def primitives_of(name):
@@ -202,3 +203,43 @@ def test_gp_with_internal_features_and_a_trend_is_invariant_and_differentiable()
     assert moved[1] == pytest.approx(std, rel=1e-7)
     np.testing.assert_allclose(moved[2], gradient @ Q.T, atol=1e-8)
     assert_posterior_gradients_match_finite_differences(gp, x, [(0, 0), (4, 2), (7, 1)])
+
+
+def formaldehyde_inverted(shift):
+    """Formaldehyde with its carbon moved ``shift`` Å out of the plane of O, H, H."""
+    atoms = molecule("H2CO")  # O, C, H, H in the yz plane
+    atoms.positions[1, 0] += shift
+    return atoms
+
+
+def test_conditioning_is_one_at_the_reference_and_the_jacobians_singular_value_ratio():
+    reference = formaldehyde_inverted(0.3)
+    metric = InternalMetric(LindhModel(reference.positions, reference.numbers), reference.positions)
+    assert metric.conditioning(reference.positions) == pytest.approx(1.0, abs=1e-12)
+
+    def smallest_singular_value(x, h=1e-6):
+        columns = []
+        for i in range(x.size):
+            step = np.zeros(x.size)
+            step[i] = h
+            step = step.reshape(x.shape)
+            up, down = metric.features(np.stack([x + step, x - step]))
+            columns.append((up - down).reshape(-1)[: metric.rank].numpy() / (2 * h))
+        return np.linalg.svd(np.array(columns), compute_uv=False)[-1]
+
+    x = formaldehyde_inverted(0.1).positions
+    x += 0.02 * np.random.default_rng(0).normal(size=x.shape)
+    expected = smallest_singular_value(x) / smallest_singular_value(reference.positions)
+    assert metric.conditioning(x) == pytest.approx(expected, rel=1e-6)
+
+
+def test_internal_coordinates_of_a_pyramidal_reference_fold_past_the_plane():
+    """Built where the carbon is pyramidal, the features lose a direction just past the
+    planar configuration; built at the planar one, they do not along the same path."""
+    shifts = np.linspace(0.3, -0.3, 25)
+    path = [formaldehyde_inverted(shift).positions for shift in shifts]
+    numbers = formaldehyde_inverted(0.0).numbers
+    pyramidal = InternalMetric(LindhModel(path[0], numbers), path[0])
+    planar = InternalMetric(LindhModel(path[12], numbers), path[12])
+    assert min(pyramidal.conditioning(x) for x in path) < FOLDED / 2
+    assert min(planar.conditioning(x) for x in path) > 0.5

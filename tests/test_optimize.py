@@ -1,5 +1,6 @@
 """BOOptimizer behaves like an ASE optimizer and finds the minimum BFGS finds."""
 
+import io
 import os
 import signal
 import subprocess
@@ -19,6 +20,8 @@ from ase.io import read
 from ase.optimize import BFGS
 
 from asebo import BOOptimizer
+from asebo import optimize as asebo_optimize
+from asebo.metric import HessianMetric
 from asebo.optimize import RestartError
 from calculators import CountingCalculator, get_calculator
 
@@ -432,3 +435,33 @@ def test_a_step_cut_back_to_maxstep_across_a_turn_is_refused():
 
     within = start + 0.5 * maxstep * direction
     assert _shortened_step(gp, start, within, maxstep, energy) is within
+
+
+def pyramidal_formaldehyde():
+    """Formaldehyde with its carbon 0.3 Å out of the plane of its neighbours."""
+    atoms = molecule("H2CO")  # O, C, H, H in the yz plane
+    atoms.positions[1, 0] += 0.3
+    atoms.rattle(0.03, seed=0)
+    atoms.calc = get_calculator("gfn2")
+    return atoms
+
+
+@pytest.mark.parametrize("folded", [asebo_optimize.FOLDED, 0.0])
+def test_a_planar_centre_relaxed_from_a_pyramidal_start_converges(folded, monkeypatch, tmp_path):
+    """The internal coordinates built at the pyramidal start fold as the carbon passes
+    its neighbours' plane; the kernel then takes aligned positions, in the run and in
+    a run resumed from its restart file. Without that switch (``FOLDED = 0``) the
+    model's gradients blow up and the run stalls."""
+    monkeypatch.setattr(asebo_optimize, "FOLDED", folded)
+    restart = str(tmp_path / "bo.json")
+    log = io.StringIO()
+    opt = BOOptimizer(pyramidal_formaldehyde(), logfile=log, restart=restart)
+    converged = opt.run(fmax=0.05, steps=12)
+    if not folded:
+        assert not converged
+        return
+    assert converged
+    assert "the internal coordinates fold" in log.getvalue()
+    assert isinstance(opt.gp.metric, HessianMetric)
+    resumed = BOOptimizer(pyramidal_formaldehyde(), logfile=None, restart=restart)
+    assert isinstance(resumed.fit_model().metric, HessianMetric)
