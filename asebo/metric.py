@@ -332,18 +332,19 @@ class InternalMetric:
         x = torch.as_tensor(positions, dtype=torch.float64)
         key = x.numpy().tobytes()
         if key not in self._conditioning:
-            _, derivatives = self.primitives.values_and_derivatives(x[None])
-            jacobian = self.transform @ self.primitives.wilson_b(derivatives)[0]  # (r, 3n)
-            smallest = float(torch.linalg.svdvals(jacobian)[-1])
+            smallest = float(torch.linalg.svdvals(self._jacobian(x))[-1])
             self._conditioning[key] = smallest / self._reference_smallest
         return self._conditioning[key]
 
+    def _jacobian(self, x):
+        """``J = d psi / d x`` (r, 3n) at one configuration x (n, 3)."""
+        _, derivatives = self.primitives.values_and_derivatives(x[None])
+        return self.transform @ self.primitives.wilson_b(derivatives)[0]
+
     def _gradient_map(self, x):
         """``(J J^T)^{-1} J = (J^T)^+`` (r, 3n) at one configuration x (n, 3)."""
-        _, derivatives = self.primitives.values_and_derivatives(x[None])
-        jacobian = self.transform @ self.primitives.wilson_b(derivatives)[0]  # (r, 3n)
         # a pseudo-inverse where a faded torsion has taken a direction away
-        return torch.linalg.pinv(jacobian.T, rtol=PSEUDO_INVERSE_RTOL)
+        return torch.linalg.pinv(self._jacobian(x).T, rtol=PSEUDO_INVERSE_RTOL)
 
     def _feature_gradient(self, x, g):
         """``(J^T)^+ g`` (r,) at one configuration x (n, 3), g (3n,).

@@ -54,6 +54,7 @@ CHECK_MOLECULES = {
     "formic_acid": "HCOOH",
     "acetaldehyde": "CH3CHO",
 }
+ALL_MOLECULES = MOLECULES | CHECK_MOLECULES
 OPTIMIZERS = ("bo", "bo+max", "bo+gfn2", "lbfgs", "sella")
 
 
@@ -97,7 +98,7 @@ def main():
     parser.add_argument(
         "--molecules",
         nargs="+",
-        choices=sorted(MOLECULES | CHECK_MOLECULES),
+        choices=sorted(ALL_MOLECULES),
         default=list(MOLECULES),
         help="the three compared in docs/compare.md (default), or check molecules",
     )
@@ -126,7 +127,7 @@ def main():
             records = CampaignStore(f"{prefix}.db").records()
         else:
             records = run_campaign(
-                [(name, gfn2_minimum((MOLECULES | CHECK_MOLECULES)[name]))],
+                [(name, gfn2_minimum(ALL_MOLECULES[name]))],
                 args.optimizers,
                 starts=args.starts,
                 noise=0.1,
