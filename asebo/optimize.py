@@ -5,7 +5,8 @@ so far, minimises the lower confidence bound ``mu - kappa sigma`` (Wong and Kolt
 eq. 35) inside a trust box around the lowest-energy configuration, and moves the
 atoms there; ASE's loop then calls the calculator. The trust box grows when the GP
 predicted the new energy well and shrinks when it did not
-(:class:`asebo.trust.TrustRegion`).
+(:class:`asebo.trust.TrustRegion`), and shrinks before the call where the GP doubts
+its own proposal (:func:`asebo.trust.check_confident`).
 
 Every configuration is computed at most once: the observations
 (:class:`asebo.observations.Observations`) answer for a configuration already seen.
@@ -40,7 +41,7 @@ from asebo.observations import (
 )
 from asebo.priors import AUTO, MODEL_PRIORS, automatic_prior, resolve_prior
 from asebo.rigid import moved_rigidly, rigid_part, rigid_step
-from asebo.trust import FORCE_STEP, TrustRegion
+from asebo.trust import FLOOR, FORCE_STEP, TrustRegion, UncertainStepError, check_confident
 
 SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian)
 SEARCH_RETRIES = 3  # smaller trust boxes searched after a search that failed
@@ -146,7 +147,11 @@ class BOOptimizer(Optimizer):
         (up to ``SEARCH_RETRIES`` times), with a line in the log.
     trust_radius : float
         Initial half-width of the trust box, Å per coordinate. Default 0.1, and
-        ``CALCULATOR_PRIOR_TRUST_RADIUS`` (0.13) under a prior calculator.
+        ``CALCULATOR_PRIOR_TRUST_RADIUS`` (0.13) under a prior calculator. Where the
+        model's predicted drop at its proposal is below ``asebo.trust.CONFIDENCE``
+        (2) standard deviations of its own uncertainty there, the search is repeated
+        in a box half the size before any call (up to ``SEARCH_RETRIES`` times), with
+        a line in the log (:func:`asebo.trust.check_confident`).
     kernel : {'internal', 'anisotropic', 'svd', 'cartesian'}, optional
         ``'internal'`` (the default for molecules that it describes): the Gaussian kernel on the
         delocalized internal coordinates of the Lindh model's stretches, bends and
@@ -471,8 +476,9 @@ class BOOptimizer(Optimizer):
                     "tilted in the prior: the search also starts with them tilted out of plane"
                 )
         trust = self.trust
+        best_energy = self.observations.energies[best]
         seen = True  # until a search ends at a configuration not computed yet
-        for _ in range(SEARCH_RETRIES + 1):
+        for attempt in range(SEARCH_RETRIES + 1):
             try:
                 found, _ = minimize_lcb(
                     gp,
@@ -482,14 +488,15 @@ class BOOptimizer(Optimizer):
                     torch.as_tensor(free.reshape(-1)),
                     self.kappa,
                 )
-                positions = _shortened_step(
-                    gp, centre, found.numpy(), self.maxstep, self.observations.energies[best]
-                )
-            except (PriorCalculationError, ShortenedStepError) as error:
-                # the prior calculator failed at a configuration the search tried, or
-                # the search went beyond maxstep and the step cut back to it leaves the
-                # model's descent: search a smaller box, closer to the configurations
-                # computed
+                positions = _shortened_step(gp, centre, found.numpy(), self.maxstep, best_energy)
+                if attempt < SEARCH_RETRIES and trust.radius > FLOOR:
+                    check_confident(gp, centre, positions, best_energy)
+            except (PriorCalculationError, ShortenedStepError, UncertainStepError) as error:
+                # the prior calculator failed at a configuration the search tried, the
+                # search went beyond maxstep and the step cut back to it leaves the
+                # model's descent, or the model's own uncertainty there leaves its
+                # descent in doubt: search a smaller box, closer to the configurations
+                # computed (the last box's proposal stands, whatever its uncertainty)
                 trust = trust.shrunk()
                 self._write_note(f"{error}; the trust radius is halved to {trust.radius:.3g} Å")
                 continue

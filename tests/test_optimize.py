@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+import torch
 from ase import Atoms
 from ase.build import bulk, molecule
 from ase.calculators.calculator import CalculationFailed, Calculator, all_changes
@@ -78,8 +79,9 @@ def test_run_twice_adds_steps_and_logs_predictions(tmp_path):
     assert converged and opt.nsteps > 2
     lines = log.read_text().splitlines()
     assert "Predicted" in lines[0]
-    assert len(lines) == opt.nsteps + 2  # header, step 0, and a line per step
-    assert all(len(line.split()) == 6 for line in lines[2:])  # the prediction column
+    steps = [line for line in lines[1:] if line.split()[1].isdigit()]  # notes besides
+    assert len(steps) == opt.nsteps + 1  # step 0, and a line per step
+    assert all(len(line.split()) == 6 for line in steps[1:])  # the prediction column
     frames = read(tmp_path / "bo.traj", index=":")
     assert len(frames) == opt.nsteps + 1
     assert opt.todict()["optimizer"] == "BOOptimizer"
@@ -435,6 +437,81 @@ def test_a_step_cut_back_to_maxstep_across_a_turn_is_refused():
 
     within = start + 0.5 * maxstep * direction
     assert _shortened_step(gp, start, within, maxstep, energy) is within
+
+
+def test_a_step_whose_drop_the_model_doubts_is_refused():
+    """check_confident refuses a proposal exactly when the GP's predicted drop is below
+    ``confidence`` standard deviations of the variance it adds beyond the centre's."""
+    from asebo.trust import UncertainStepError, check_confident
+
+    atoms = perturbed_water()
+    atoms.calc = get_calculator("gfn2")
+    opt = BOOptimizer(atoms, logfile=None)
+    opt.run(fmax=0.05, steps=1)
+    gp = opt.fit_model()
+    best = int(np.argmin(opt.energies))
+    centre, energy = opt.positions_seen[best], opt.energies[best]  # (3, 3), eV
+    forces = opt.forces[best]
+    direction = forces / np.linalg.norm(forces, axis=1).max()
+    rng = np.random.default_rng(1)
+    steps = [t * direction for t in (0.001, 0.01, 0.02, 0.03, 0.1)]
+    steps += [t * rng.normal(size=(3, 3)) for t in (0.01, 0.03, 0.1, 0.3) for _ in range(3)]
+    refused = []
+    for step in steps:
+        proposal = centre + step
+        mean, variance = (
+            v.numpy() for v in gp.posterior(torch.as_tensor(np.array([proposal, centre])))
+        )
+        drop = energy - mean[0]
+        uncertainty = np.sqrt(max(variance[0] - variance[1], 0.0))
+        doubted = drop < uncertainty
+        refused.append(doubted)
+        if doubted:
+            with pytest.raises(UncertainStepError, match="within 1 standard deviation"):
+                check_confident(gp, centre, proposal, energy, confidence=1.0)
+        else:
+            check_confident(gp, centre, proposal, energy, confidence=1.0)
+    assert any(refused) and not all(refused)
+    # the centre's own variance (the noise on its observation) is no doubt about a
+    # step: a short step along the forces passes even a demand of 1000 deviations,
+    # which the centre's standard deviation alone would refuse
+    short = centre + 0.001 * direction
+    drop = energy - float(gp.predict(short))
+    assert 0 < drop < 1000 * float(gp.predict(centre, return_std=True)[1])
+    check_confident(gp, centre, short, energy, confidence=1000.0)
+
+
+def rattled_formic_acid():
+    """Formic acid at its GFN2-xTB minimum with 0.1 Å of noise on every coordinate."""
+    from asebo.campaign.plan import perturbed_start
+
+    reference = molecule("HCOOH")
+    reference.calc = get_calculator("gfn2")
+    BFGS(reference, logfile=None).run(fmax=0.01)
+    atoms = perturbed_start(reference, "HCOOH", 2, 0.1, 7)
+    atoms.calc = get_calculator("gfn2")
+    return atoms
+
+
+def test_steps_the_model_doubts_are_searched_again_in_a_smaller_box(monkeypatch):
+    """From a rattled start the model proposes steps whose predicted drop lies within
+    its own uncertainty, and without the check some of them go uphill; with it the
+    box shrinks before the call, the run climbs less often and needs no more calls."""
+    runs = {}
+    for checked in (True, False):
+        if not checked:
+            monkeypatch.setattr(asebo_optimize, "check_confident", lambda *args: None)
+        log = io.StringIO()
+        opt = BOOptimizer(rattled_formic_acid(), logfile=log)
+        assert opt.run(fmax=0.05, steps=30)
+        energies = np.array(opt.energies)
+        uphill = sum(energies[k] > energies[:k].min() for k in range(1, len(energies)))
+        runs[checked] = (uphill, len(energies), energies.min(), log.getvalue())
+    assert "standard deviation of its uncertainty there" in runs[True][3]
+    assert "standard deviation of its uncertainty there" not in runs[False][3]
+    assert runs[True][0] < runs[False][0]
+    assert runs[True][1] <= runs[False][1]
+    assert runs[True][2] == pytest.approx(runs[False][2], abs=2e-3)
 
 
 def pyramidal_formaldehyde():
