@@ -85,10 +85,10 @@ def check_confident(gp, centre, proposal, best_energy, confidence=None):
     configuration computed, whose own variance (the noise the GP allows on the
     observations) is no uncertainty about the step. Were that the variance of the
     drop, a Gaussian posterior would put a step that passes ``confidence = 2`` below
-    the lowest energy with probability 0.98 or more. A bound on
-    the predicted variance restricts the steps of Raggi et al., J. Chem. Theory
-    Comput. 16, 3989 (2020); here the bound scales with the drop, so a small final
-    step near a minimum passes where a long one of the same drop does not.
+    the lowest energy with probability 0.98 or more. A bound on the predicted
+    variance restricts the steps of Raggi et al., J. Chem. Theory Comput. 16, 3989
+    (2020); here the bound scales with the drop, so a short final step near a
+    minimum passes where a long one of the same drop does not.
 
     Parameters
     ----------
@@ -113,5 +113,5 @@ def check_confident(gp, centre, proposal, best_energy, confidence=None):
     if drop < confidence * uncertainty:
         raise UncertainStepError(
             f"the model's drop to its proposal, {drop:.3g} eV, is within {confidence:g} "
-            f"standard deviation of its uncertainty there ({uncertainty:.3g} eV)"
+            f"standard deviations of its uncertainty there ({uncertainty:.3g} eV)"
         )

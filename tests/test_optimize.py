@@ -467,7 +467,7 @@ def test_a_step_whose_drop_the_model_doubts_is_refused():
         doubted = drop < uncertainty
         refused.append(doubted)
         if doubted:
-            with pytest.raises(UncertainStepError, match="within 1 standard deviation"):
+            with pytest.raises(UncertainStepError, match="within 1 standard deviations"):
                 check_confident(gp, centre, proposal, energy, confidence=1.0)
         else:
             check_confident(gp, centre, proposal, energy, confidence=1.0)
@@ -507,8 +507,8 @@ def test_steps_the_model_doubts_are_searched_again_in_a_smaller_box(monkeypatch)
         energies = np.array(opt.energies)
         uphill = sum(energies[k] > energies[:k].min() for k in range(1, len(energies)))
         runs[checked] = (uphill, len(energies), energies.min(), log.getvalue())
-    assert "standard deviation of its uncertainty there" in runs[True][3]
-    assert "standard deviation of its uncertainty there" not in runs[False][3]
+    assert "standard deviations of its uncertainty there" in runs[True][3]
+    assert "standard deviations of its uncertainty there" not in runs[False][3]
     assert runs[True][0] < runs[False][0]
     assert runs[True][1] <= runs[False][1]
     assert runs[True][2] == pytest.approx(runs[False][2], abs=2e-3)
