@@ -100,7 +100,8 @@ class BOOptimizer(Optimizer):
         JSON file holding every observation; read if it exists, written each call.
         A finished run read again reports convergence with no calculator call.
     logfile : file, str or None
-        ``'-'`` for standard output. Each line adds the model's predicted energy.
+        ``'-'`` for standard output. Each line adds the model's predicted energy:
+        the lowest energy computed less the model's drop from there.
     trajectory : str, optional
         ASE trajectory of every evaluated configuration, each written once.
     append_trajectory : bool, optional
@@ -478,6 +479,9 @@ class BOOptimizer(Optimizer):
         trust = self.trust
         best_energy = self.observations.energies[best]
         seen = True  # until a search ends at a configuration not computed yet
+        # where only rigid forces are left the shape has converged: the model has no
+        # drop left to be confident of, and the rigid move below does the work
+        rigid_left = self._only_rigid_forces_left(best, free)
         for attempt in range(SEARCH_RETRIES + 1):
             try:
                 found, _ = minimize_lcb(
@@ -489,8 +493,8 @@ class BOOptimizer(Optimizer):
                     self.kappa,
                 )
                 positions = _shortened_step(gp, centre, found.numpy(), self.maxstep, best_energy)
-                if attempt < SEARCH_RETRIES and trust.radius > FLOOR:
-                    check_confident(gp, centre, positions, best_energy)
+                if attempt < SEARCH_RETRIES and trust.radius > FLOOR and not rigid_left:
+                    check_confident(gp, centre, positions)
             except (PriorCalculationError, ShortenedStepError, UncertainStepError) as error:
                 # the prior calculator failed at a configuration the search tried, the
                 # search went beyond maxstep and the step cut back to it leaves the
@@ -517,7 +521,7 @@ class BOOptimizer(Optimizer):
             # would teach it nothing: step along the forces instead
             trust = trust.for_force_step()
             positions = self._force_step(best, free, trust.radius)
-        elif self._only_rigid_forces_left(best, free):
+        elif rigid_left:
             # the model, blind to rigid motions, cannot remove them: its proposal
             # also moves as a whole along them
             self._write_note(
@@ -529,7 +533,9 @@ class BOOptimizer(Optimizer):
             )
             positions = moved_rigidly(positions, translation, rotation)
         try:
-            predicted = float(gp.predict(positions))
+            # the model's drop from the centre, anchored at the energy computed there
+            mean = gp.predict(np.array([positions, centre]))  # (2,)
+            predicted = float(best_energy + mean[0] - mean[1])
         except PriorCalculationError:
             predicted = None  # the trust region then stays as it is after this step
         return positions, predicted, trust

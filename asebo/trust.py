@@ -75,17 +75,20 @@ class TrustRegion:
         return TrustRegion(min(max(self.radius, FORCE_STEP), self.maxstep), self.maxstep)
 
 
-def check_confident(gp, centre, proposal, best_energy, confidence=None):
+def check_confident(gp, centre, proposal, confidence=None):
     """Raise :class:`UncertainStepError` unless the GP is confident that ``proposal``
-    lies below the lowest energy seen.
+    lies below the box's centre, the lowest configuration computed.
 
-    The predicted drop ``best_energy - mu(proposal)`` must be at least ``confidence``
+    The predicted drop ``mu(centre) - mu(proposal)`` must be at least ``confidence``
     standard deviations ``sqrt(sigma^2(proposal) - sigma^2(centre))``: the variance
-    the GP adds at the proposal beyond that at the box's centre, the lowest
-    configuration computed, whose own variance (the noise the GP allows on the
-    observations) is no uncertainty about the step. Were that the variance of the
-    drop, a Gaussian posterior would put a step that passes ``confidence = 2`` below
-    the lowest energy with probability 0.98 or more. A bound on the predicted
+    the GP adds at the proposal beyond that at the centre, whose own variance (the
+    noise the GP allows on the observations) is no uncertainty about the step. Were
+    that the variance of the drop, a Gaussian posterior would put a step that passes
+    ``confidence = 2`` below the centre with probability 0.98 or more. The drop is
+    measured from the model's mean at the centre, not from the energy computed
+    there: where the GP allows noise, a lowest energy below its mean (a step that
+    gained a little from grid noise in DFT) would otherwise count against every
+    proposal, and the box would halve down to its floor. A bound on the predicted
     variance restricts the steps of Raggi et al., J. Chem. Theory Comput. 16, 3989
     (2020); here the bound scales with the drop, so a short final step near a
     minimum passes where a long one of the same drop does not.
@@ -96,19 +99,17 @@ def check_confident(gp, centre, proposal, best_energy, confidence=None):
         The fitted model.
     centre, proposal : ndarray (n, 3)
         The lowest configuration computed and the configuration proposed.
-    best_energy : float
-        Energy at ``centre``, eV.
     confidence : float, optional
         Standard deviations the drop must reach; ``CONFIDENCE`` when None.
 
     Raises
     ------
     UncertainStepError
-        When ``best_energy - mu(proposal) < confidence * sqrt(...)``.
+        When ``mu(centre) - mu(proposal) < confidence * sqrt(...)``.
     """
     confidence = CONFIDENCE if confidence is None else confidence
     mean, std = gp.predict(np.array([proposal, centre]), return_std=True)  # (2,), (2,)
-    drop = best_energy - mean[0]
+    drop = mean[1] - mean[0]
     uncertainty = np.sqrt(max(std[0] ** 2 - std[1] ** 2, 0.0))
     if drop < confidence * uncertainty:
         raise UncertainStepError(

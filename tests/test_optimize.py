@@ -440,8 +440,9 @@ def test_a_step_cut_back_to_maxstep_across_a_turn_is_refused():
 
 
 def test_a_step_whose_drop_the_model_doubts_is_refused():
-    """check_confident refuses a proposal exactly when the GP's predicted drop is below
-    ``confidence`` standard deviations of the variance it adds beyond the centre's."""
+    """check_confident refuses a proposal exactly when the GP's predicted drop from its
+    mean at the centre is below ``confidence`` standard deviations of the variance it
+    adds beyond the centre's."""
     from asebo.trust import UncertainStepError, check_confident
 
     atoms = perturbed_water()
@@ -450,7 +451,7 @@ def test_a_step_whose_drop_the_model_doubts_is_refused():
     opt.run(fmax=0.05, steps=1)
     gp = opt.fit_model()
     best = int(np.argmin(opt.energies))
-    centre, energy = opt.positions_seen[best], opt.energies[best]  # (3, 3), eV
+    centre = opt.positions_seen[best]  # (3, 3)
     forces = opt.forces[best]
     direction = forces / np.linalg.norm(forces, axis=1).max()
     rng = np.random.default_rng(1)
@@ -462,23 +463,48 @@ def test_a_step_whose_drop_the_model_doubts_is_refused():
         mean, variance = (
             v.numpy() for v in gp.posterior(torch.as_tensor(np.array([proposal, centre])))
         )
-        drop = energy - mean[0]
+        drop = mean[1] - mean[0]
         uncertainty = np.sqrt(max(variance[0] - variance[1], 0.0))
         doubted = drop < uncertainty
         refused.append(doubted)
         if doubted:
             with pytest.raises(UncertainStepError, match="within 1 standard deviations"):
-                check_confident(gp, centre, proposal, energy, confidence=1.0)
+                check_confident(gp, centre, proposal, confidence=1.0)
         else:
-            check_confident(gp, centre, proposal, energy, confidence=1.0)
+            check_confident(gp, centre, proposal, confidence=1.0)
     assert any(refused) and not all(refused)
     # the centre's own variance (the noise on its observation) is no doubt about a
     # step: a short step along the forces passes even a demand of 1000 deviations,
     # which the centre's standard deviation alone would refuse
     short = centre + 0.001 * direction
-    drop = energy - float(gp.predict(short))
+    drop = float(gp.predict(centre) - gp.predict(short))
     assert 0 < drop < 1000 * float(gp.predict(centre, return_std=True)[1])
-    check_confident(gp, centre, short, energy, confidence=1000.0)
+    check_confident(gp, centre, short, confidence=1000.0)
+
+
+def test_a_lowest_energy_below_the_models_mean_does_not_refuse_every_step():
+    """A grid's noise can put the lowest energy computed below the model's mean there,
+    which allows for noise. A short step down the model's surface then lies above that
+    energy by the model, yet the check passes it: the drop is measured from the mean
+    at the centre, not from the energy computed, so the box does not halve to its
+    floor on every step."""
+    from asebo.trust import check_confident
+
+    atoms = perturbed_water()
+    atoms.calc = get_calculator("gfn2")
+    opt = BOOptimizer(atoms, logfile=None)
+    opt.run(fmax=0.05, steps=2)
+    positions, energies, forces = opt.observations.arrays()  # (m, 3, 3), (m,), (m, 3, 3)
+    best = int(np.argmin(energies))
+    centre = positions[best]
+    energies[best] -= 0.005  # eV: what an egg-box gain of a grid adds to one step
+    gp = opt.fit_model().fit(positions, energies, forces)
+    gradient = gp.predict(centre, return_gradient=True)[1]  # (3, 3)
+    short = centre - 0.001 * gradient / np.linalg.norm(gradient, axis=1).max()
+    mean = gp.predict(np.array([short, centre]))  # (2,)
+    assert mean[0] < mean[1]
+    assert mean[0] > energies[best]
+    check_confident(gp, centre, short)
 
 
 def rattled_formic_acid():
