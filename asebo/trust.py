@@ -46,7 +46,8 @@ class TrustRegion:
         best : float
             Lowest energy observed before the proposal, eV.
         predicted, energy : float
-            The GP's energy of the proposal and the calculator's, eV.
+            The GP's energy of the proposal (``best`` less the model's drop from its
+            mean at the centre, :func:`check_confident`) and the calculator's, eV.
 
         Returns
         -------
