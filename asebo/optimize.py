@@ -41,7 +41,14 @@ from asebo.observations import (
 )
 from asebo.priors import AUTO, MODEL_PRIORS, automatic_prior, resolve_prior
 from asebo.rigid import moved_rigidly, rigid_part, rigid_step
-from asebo.trust import FLOOR, FORCE_STEP, TrustRegion, UncertainStepError, check_confident
+from asebo.trust import (
+    FLOOR,
+    FORCE_STEP,
+    SHRINK,
+    TrustRegion,
+    UncertainStepError,
+    check_confident,
+)
 
 SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian)
 SEARCH_RETRIES = 3  # smaller trust boxes searched after a search that failed
@@ -198,7 +205,8 @@ class BOOptimizer(Optimizer):
     few hundredths of an eV/Å for water in GPAW at h = 0.2 Å). Where the forces of
     the lowest-energy configuration meet ``fmax`` without their net force and
     torque (:func:`asebo.rigid.rigid_part`) but not with them, the model's proposal
-    is also moved as a whole along them, ``FORCE_STEP`` (0.02 Å) at most per atom
+    is also moved as a whole along them, ``FORCE_STEP`` (0.02 Å) at most per atom,
+    halved for every call since the lowest energy was found
     (:func:`asebo.rigid.rigid_step`); otherwise the model's steps would shrink
     towards the configuration computed, one call after another. Only with every
     coordinate free. A line in the log says so.
@@ -523,14 +531,15 @@ class BOOptimizer(Optimizer):
             positions = self._force_step(best, free, trust.radius)
         elif rigid_left:
             # the model, blind to rigid motions, cannot remove them: its proposal
-            # also moves as a whole along them
+            # also moves as a whole along them, half as far for every call since the
+            # lowest energy (a grid's ripple can make the full step overshoot, and the
+            # same step from the same configuration would overshoot again)
+            length = FORCE_STEP * SHRINK ** (len(self.observations) - 1 - best)
             self._write_note(
                 "the forces without their net force and torque meet fmax: the "
-                f"proposal also moves rigidly along them, {FORCE_STEP:g} Å at most"
+                f"proposal also moves rigidly along them, {length:.3g} Å at most"
             )
-            translation, rotation = rigid_step(
-                self.observations.positions[best], self.observations.forces[best], FORCE_STEP
-            )
+            translation, rotation = rigid_step(centre, self.observations.forces[best], length)
             positions = moved_rigidly(positions, translation, rotation)
         try:
             # the model's drop from the centre, anchored at the energy computed there

@@ -11,6 +11,7 @@ from ase.constraints import FixAtoms
 from ase.optimize import BFGS
 
 from asebo import BOOptimizer
+from asebo import optimize as asebo_optimize
 from asebo.rigid import moved_rigidly, rigid_modes, rigid_motion, rigid_part, rigid_step
 from calculators import get_calculator
 
@@ -95,27 +96,28 @@ class GFN2InEggBox(Calculator):
 
     implemented_properties = ("energy", "forces")
 
-    def __init__(self):
+    def __init__(self, amplitude=0.003, spacing=0.2):
         super().__init__()
         self.gfn2 = get_calculator("gfn2")
+        self.amplitude, self.spacing = amplitude, spacing  # eV, Å
 
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
         super().calculate(atoms, properties, system_changes)
         molecule_copy = self.atoms.copy()
         molecule_copy.calc = self.gfn2
-        ripple, ripple_forces = egg_box(self.atoms.positions)
+        ripple, ripple_forces = egg_box(self.atoms.positions, self.amplitude, self.spacing)
         self.results = {
             "energy": molecule_copy.get_potential_energy() + ripple,
             "forces": molecule_copy.get_forces() + ripple_forces,
         }
 
 
-def water_at_gfn2_minimum():
+def water_at_gfn2_minimum(**ripple):
     atoms = molecule("H2O")
     atoms.positions += [0.03, -0.07, 0.05]
     atoms.calc = get_calculator("gfn2")
     BFGS(atoms, logfile=None).run(fmax=1e-4, steps=200)
-    atoms.calc = GFN2InEggBox()
+    atoms.calc = GFN2InEggBox(**ripple)
     return atoms
 
 
@@ -148,6 +150,26 @@ def test_optimizer_converges_where_only_the_ripple_keeps_it_from_converging():
     atoms = water_at_gfn2_minimum()
     fmax = fmax_between_shape_and_total(atoms)
     assert BOOptimizer(atoms, logfile=None).run(fmax=fmax, steps=10)
+
+
+def test_a_rigid_step_that_overshoots_a_short_ripple_is_halved(monkeypatch):
+    """On a ripple of period 0.05 Å the full rigid step of 0.02 Å overshoots and finds
+    no lower energy; the next one from the same configuration is half as long and the
+    run converges. Repeated at full length (``SHRINK = 1``), the step overshoots again
+    and the run needs more calls."""
+    ripple = {"amplitude": 0.0005, "spacing": 0.05}
+    halving, calls = asebo_optimize.SHRINK, {}
+    for shrink in (halving, 1.0):
+        monkeypatch.setattr(asebo_optimize, "SHRINK", shrink)
+        atoms = water_at_gfn2_minimum(**ripple)
+        fmax = fmax_between_shape_and_total(atoms)
+        log = io.StringIO()
+        opt = BOOptimizer(atoms, logfile=log)
+        assert opt.run(fmax=fmax, steps=12)
+        calls[shrink] = len(opt.energies)
+        if shrink < 1:
+            assert "rigidly along them, 0.01 Å at most" in log.getvalue()
+    assert calls[halving] <= 6 < calls[1.0]
 
 
 def test_no_rigid_step_when_an_atom_is_fixed():
