@@ -96,16 +96,16 @@ class GFN2InEggBox(Calculator):
 
     implemented_properties = ("energy", "forces")
 
-    def __init__(self, amplitude=0.003, spacing=0.2):
+    def __init__(self, **ripple):
         super().__init__()
         self.gfn2 = get_calculator("gfn2")
-        self.amplitude, self.spacing = amplitude, spacing  # eV, Å
+        self.ripple = ripple  # egg_box's amplitude (eV) and spacing (Å), if given
 
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
         super().calculate(atoms, properties, system_changes)
         molecule_copy = self.atoms.copy()
         molecule_copy.calc = self.gfn2
-        ripple, ripple_forces = egg_box(self.atoms.positions, self.amplitude, self.spacing)
+        ripple, ripple_forces = egg_box(self.atoms.positions, **self.ripple)
         self.results = {
             "energy": molecule_copy.get_potential_energy() + ripple,
             "forces": molecule_copy.get_forces() + ripple_forces,
