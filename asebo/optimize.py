@@ -151,8 +151,8 @@ class BOOptimizer(Optimizer):
         holds far from the configurations computed; the trust region still grows to
         it one good prediction at a time. A search that ends further away is cut back
         to ``maxstep`` on the straight line; where the model predicts that step at or
-        above the lowest energy seen, the search is repeated in a box half the size
-        (up to ``SEARCH_RETRIES`` times), with a line in the log.
+        above its own energy at the lowest configuration seen, the search is repeated
+        in a box half the size (up to ``SEARCH_RETRIES`` times), with a line in the log.
     trust_radius : float
         Initial half-width of the trust box, Å per coordinate. Default 0.1, and
         ``CALCULATOR_PRIOR_TRUST_RADIUS`` (0.13) under a prior calculator. Where the
@@ -500,7 +500,7 @@ class BOOptimizer(Optimizer):
                     torch.as_tensor(free.reshape(-1)),
                     self.kappa,
                 )
-                positions = _shortened_step(gp, centre, found.numpy(), self.maxstep, best_energy)
+                positions = _shortened_step(gp, centre, found.numpy(), self.maxstep)
                 if attempt < SEARCH_RETRIES and trust.radius > FLOOR and not rigid_left:
                     check_confident(gp, centre, positions)
             except (PriorCalculationError, ShortenedStepError, UncertainStepError) as error:
@@ -661,13 +661,16 @@ def _within_maxstep(centre, proposal, maxstep):
     return proposal if longest <= maxstep else centre + step * (maxstep / longest)
 
 
-def _shortened_step(gp, centre, proposal, maxstep, best_energy):
+def _shortened_step(gp, centre, proposal, maxstep):
     """``proposal`` (n, 3) moved towards ``centre`` until no atom moves more than maxstep.
 
     The search follows the model's surface, which can curve (a group turning about a
     torsion); the shortened step lies on the straight line to its end instead, and
     where that line cuts across the curve (bonds squeezed on the chord of the turn)
-    it leaves the descent the search found.
+    it leaves the descent the search found. The descent is measured from the model's
+    mean at ``centre``, as in :func:`asebo.trust.check_confident`: where the GP allows
+    noise, the energy computed there can lie below that mean (a grid's egg-box gain),
+    and a step the model puts below the centre is still a descent by the model.
 
     Parameters
     ----------
@@ -677,8 +680,6 @@ def _shortened_step(gp, centre, proposal, maxstep, best_energy):
         Where the search started (the lowest energy seen) and where it ended.
     maxstep : float
         Largest displacement of any atom, Å.
-    best_energy : float
-        Energy at ``centre``, eV.
 
     Returns
     -------
@@ -688,18 +689,19 @@ def _shortened_step(gp, centre, proposal, maxstep, best_energy):
     Raises
     ------
     ShortenedStepError
-        When the model predicts the shortened step at or above ``best_energy``.
+        When the model predicts the shortened step at or above its mean at ``centre``.
     """
     positions = _within_maxstep(centre, proposal, maxstep)
     if positions is proposal:
         return proposal
-    predicted = float(gp.predict(positions))
-    if predicted >= best_energy:
+    mean = gp.predict(np.array([positions, centre]))  # (2,)
+    rise = float(mean[0] - mean[1])
+    if rise >= 0:
         longest = np.linalg.norm(proposal - centre, axis=1).max()
         raise ShortenedStepError(
             f"the search went {longest:.3g} Å, and its step cut back to maxstep = "
-            f"{maxstep:.3g} Å ends {predicted - best_energy:.3g} eV above the lowest "
-            "energy seen, by the model"
+            f"{maxstep:.3g} Å ends {rise:.3g} eV above the lowest configuration "
+            "seen, by the model"
         )
     return positions
 

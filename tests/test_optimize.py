@@ -425,18 +425,35 @@ def test_a_step_cut_back_to_maxstep_across_a_turn_is_refused():
     assert float(gp.predict(turned)) == pytest.approx(float(gp.predict(start)), abs=1e-9)
     assert float(gp.predict(start)) == pytest.approx(energy, abs=1e-3)
     with pytest.raises(ShortenedStepError, match="maxstep"):
-        _shortened_step(gp, start, turned, maxstep, energy)
+        _shortened_step(gp, start, turned, maxstep)
 
     # twice a short maxstep along the forces: cut back to it on the same line, downhill
     forces = opt.forces[0]  # (3, 3)
     direction = forces / np.linalg.norm(forces, axis=1).max()
     short = 0.02
-    shortened = _shortened_step(gp, start, start + 2 * short * direction, short, energy)
+    shortened = _shortened_step(gp, start, start + 2 * short * direction, short)
     np.testing.assert_allclose(shortened, start + short * direction, atol=1e-12)
-    assert float(gp.predict(shortened)) < energy
+    assert float(gp.predict(shortened)) < float(gp.predict(start))
 
     within = start + 0.5 * maxstep * direction
-    assert _shortened_step(gp, start, within, maxstep, energy) is within
+    assert _shortened_step(gp, start, within, maxstep) is within
+
+
+def test_a_step_cut_back_below_the_models_mean_at_the_centre_stands():
+    """Where the lowest energy computed lies below the model's mean there (a grid's
+    egg-box gain), a cut-back step that the model puts between the two is a descent by
+    the model: it stands, as the check of doubted steps would pass it, and is not
+    searched again in a smaller box."""
+    from asebo.optimize import _shortened_step
+
+    gp, centre, lowest = water_model_with_an_egg_box_gain()
+    gradient = gp.predict(centre, return_gradient=True)[1]  # (3, 3)
+    direction = -gradient / np.linalg.norm(gradient, axis=1).max()
+    short = 0.001  # Å: maxstep
+    shortened = _shortened_step(gp, centre, centre + 2 * short * direction, short)
+    np.testing.assert_allclose(shortened, centre + short * direction, atol=1e-12)
+    mean = gp.predict(np.array([shortened, centre]))  # (2,)
+    assert lowest < mean[0] < mean[1]
 
 
 def test_a_step_whose_drop_the_model_doubts_is_refused():
@@ -482,6 +499,22 @@ def test_a_step_whose_drop_the_model_doubts_is_refused():
     check_confident(gp, centre, short, confidence=1000.0)
 
 
+def water_model_with_an_egg_box_gain():
+    """The GP of water after 2 steps under GFN2-xTB, refitted with the lowest energy
+    5 meV lower, as a grid's egg-box gain would put it: the model, which allows noise,
+    keeps its mean there above it. Returns the GP, the lowest configuration (3, 3)
+    and its lowered energy."""
+    atoms = perturbed_water()
+    atoms.calc = get_calculator("gfn2")
+    opt = BOOptimizer(atoms, logfile=None)
+    opt.run(fmax=0.05, steps=2)
+    positions, energies, forces = opt.observations.arrays()  # (m, 3, 3), (m,), (m, 3, 3)
+    best = int(np.argmin(energies))
+    energies[best] -= 0.005  # eV
+    gp = opt.fit_model().fit(positions, energies, forces)
+    return gp, positions[best], float(energies[best])
+
+
 def test_a_lowest_energy_below_the_models_mean_does_not_refuse_every_step():
     """A grid's noise can put the lowest energy computed below the model's mean there,
     which allows for noise. A short step down the model's surface then lies above that
@@ -490,20 +523,12 @@ def test_a_lowest_energy_below_the_models_mean_does_not_refuse_every_step():
     floor on every step."""
     from asebo.trust import check_confident
 
-    atoms = perturbed_water()
-    atoms.calc = get_calculator("gfn2")
-    opt = BOOptimizer(atoms, logfile=None)
-    opt.run(fmax=0.05, steps=2)
-    positions, energies, forces = opt.observations.arrays()  # (m, 3, 3), (m,), (m, 3, 3)
-    best = int(np.argmin(energies))
-    centre = positions[best]
-    energies[best] -= 0.005  # eV: what an egg-box gain of a grid adds to one step
-    gp = opt.fit_model().fit(positions, energies, forces)
+    gp, centre, lowest = water_model_with_an_egg_box_gain()
     gradient = gp.predict(centre, return_gradient=True)[1]  # (3, 3)
     short = centre - 0.001 * gradient / np.linalg.norm(gradient, axis=1).max()
     mean = gp.predict(np.array([short, centre]))  # (2,)
     assert mean[0] < mean[1]
-    assert mean[0] > energies[best]
+    assert mean[0] > lowest
     check_confident(gp, centre, short)
 
 
