@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 from ase import Atoms
 from ase.build import molecule
+from ase.collections import g2
 from ase.optimize import BFGS
 
 from asebo.campaign import (
@@ -74,7 +75,6 @@ ALL_MOLECULES = MOLECULES | CHECK_MOLECULES
 OPTIMIZERS = ("bo", "bo+max", "bo+gfn2", "lbfgs", "sella")
 N_H = 1.03  # Å: N-H of the ammonium start
 NA_NA = 3.4  # Å: side of the Na4 rhombus start
-BUILT = ("ammonium", "hydronium", "sodium4")  # starts of built_start, not in G2
 
 
 def built_start(name):
@@ -101,7 +101,7 @@ def reference(name):
     """The geometry, without calculator, that the starts of ``name`` perturb."""
     if name in OPEN_SHELL_AND_IONS:
         spec = OPEN_SHELL_AND_IONS[name][0]
-        return built_start(spec) if spec in BUILT else molecule(spec)
+        return molecule(spec) if spec in g2.names else built_start(spec)
     return gfn2_minimum(ALL_MOLECULES[name])
 
 
@@ -170,7 +170,7 @@ def main():
     for name in args.molecules:
         prefix = args.output / f"gpaw_{name}"
         calc = f"gpaw:mode={args.mode},h={args.h},vacuum={args.vacuum}"
-        charge = OPEN_SHELL_AND_IONS.get(name, (name, 0))[1]
+        charge = OPEN_SHELL_AND_IONS.get(name, (None, 0))[1]
         if charge:
             calc += f",charge={charge}"
         if args.report:
