@@ -157,7 +157,7 @@ class BOOptimizer(Optimizer):
         Initial half-width of the trust box, Å per coordinate. Default 0.1, and
         ``CALCULATOR_PRIOR_TRUST_RADIUS`` (0.13) under a prior calculator. Where the
         model's predicted drop at its proposal is below ``asebo.trust.CONFIDENCE``
-        (2) standard deviations of its own uncertainty there, the search is repeated
+        (3) standard deviations of its own uncertainty there, the search is repeated
         in a box half the size before any call (up to ``SEARCH_RETRIES`` times), with
         a line in the log (:func:`asebo.trust.check_confident`).
     kernel : {'internal', 'anisotropic', 'svd', 'cartesian'}, optional

@@ -21,7 +21,7 @@ FLOOR = 1e-3  # Å: the smallest radius
 FORCE_STEP = 0.02  # Å: the shortest step along the forces
 # a proposal's predicted drop must reach this many standard deviations of the
 # uncertainty the GP adds there beyond that at the box's centre
-CONFIDENCE = 2.0
+CONFIDENCE = 3.0
 
 
 class UncertainStepError(RuntimeError):
@@ -85,7 +85,7 @@ def check_confident(gp, centre, proposal, confidence=None):
     the GP adds at the proposal beyond that at the centre, whose own variance (the
     noise the GP allows on the observations) is no uncertainty about the step. Were
     that the variance of the drop, a Gaussian posterior would put a step that passes
-    ``confidence = 2`` below the centre with probability 0.98 or more. The drop is
+    ``confidence = 3`` below the centre with probability 0.998 or more. The drop is
     measured from the model's mean at the centre, not from the energy computed
     there: where the GP allows noise, a lowest energy below its mean (a step that
     gained a little from grid noise in DFT) would otherwise count against every
