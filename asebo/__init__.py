@@ -1,18 +1,42 @@
 """asebo: Bayesian optimization of molecular geometries for ASE, on a kernel core.
 
-``from asebo import BOOptimizer`` imports the optimizer (and PyTorch) on first use,
-so that ``import asebo`` and the ``asebo`` command start quickly.
+The package is laid out by what each part does:
+
+- :mod:`asebo.optimize`: :class:`BOOptimizer`, the ASE optimizer, and its step
+  (search, trust region, rigid moves, observations and the restart file);
+- :mod:`asebo.model`: the Gaussian process on energies and forces, its metrics,
+  internal coordinates, the Lindh model and the priors;
+- :mod:`asebo.kernels`: the kernel core shared by the optimizer and the estimators;
+- :mod:`asebo.learn`: the sibling estimators (MLKR, MLKRR, IOKR, MP-IOKR,
+  diffusion maps, energy prediction) and QM9;
+- :mod:`asebo.campaign`, :mod:`asebo.benchmarks`, :mod:`asebo.commands`: the
+  ``asebo`` command's comparisons and benchmarks.
+
+``from asebo import BOOptimizer`` (or an estimator) imports it, and PyTorch, on first
+use, so that ``import asebo`` and the ``asebo`` command start quickly.
 """
 
+import importlib
+
 __version__ = "0.1.0"
-__all__ = ["BOOptimizer"]
+
+_EXPORTS = {
+    "BOOptimizer": "asebo.optimize",
+    "MLKR": "asebo.learn.mlkrr",
+    "MLKRR": "asebo.learn.mlkrr",
+    "IOKR": "asebo.learn.iokr",
+    "IOKRCV": "asebo.learn.iokr",
+    "MPIOKR": "asebo.learn.mpiokr",
+    "MPIOKRCV": "asebo.learn.mpiokr",
+    "DiffusionMap": "asebo.learn.diffusion",
+    "KernelPCAEmbedding": "asebo.learn.diffusion",
+}
+__all__ = list(_EXPORTS)
 
 
 def __getattr__(name):
-    if name == "BOOptimizer":
-        from asebo.optimize import BOOptimizer
-
-        return BOOptimizer
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'asebo' has no attribute {name!r}")
 
 

@@ -5,6 +5,8 @@ The rest comes with extras: ``pip install 'asebo[EXTRA]'`` for one of :data:`EXT
 or ``'asebo[all]'``.
 """
 
+import importlib.util
+
 EXTRAS = {
     "learn": "MLKRR, IOKR, MP-IOKR, diffusion maps, energy prediction and their benchmarks "
     "(scikit-learn, Matplotlib, RDKit, qm9pack, qmllib, tqdm)",
@@ -29,7 +31,7 @@ def missing_extra(error, extra, needed_by):
     extra : str
         A key of :data:`EXTRAS`.
     needed_by : str
-        What needs the package, e.g. ``'asebo.mlkrr'``.
+        What needs the package, e.g. ``'asebo.learn.mlkrr'``.
 
     Returns
     -------
@@ -42,3 +44,17 @@ def missing_extra(error, extra, needed_by):
     return ImportError(
         f"{needed_by} needs {package}, which is not installed: pip install 'asebo[{extra}]'"
     )
+
+
+OPTIONAL_OPTIMIZERS = {"sella": "Sella", "geometric": "geomeTRIC"}
+"""Optimizers that need a package of their own (the module name is the optimizer's)."""
+
+
+def missing_optimizer_package(optimizer):
+    """The error message when ``optimizer`` needs a package that is not installed, else None."""
+    if optimizer in OPTIONAL_OPTIMIZERS and importlib.util.find_spec(optimizer) is None:
+        return (
+            f"the {optimizer} optimizer needs {OPTIONAL_OPTIMIZERS[optimizer]}: "
+            f"pip install 'asebo[{optimizer}]'"
+        )
+    return None

@@ -27,9 +27,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from asebo.benchmarks.diffusion import qm9_fingerprints
-from asebo.diffusion import DiffusionMap, KernelPCAEmbedding
 from asebo.kernels import TanimotoKernel
-from asebo.qm9 import HARTREE_TO_EV
+from asebo.learn.diffusion import DiffusionMap, KernelPCAEmbedding
+from asebo.learn.qm9 import HARTREE_TO_EV
 
 FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures"
 N_MOLECULES = 20_000

@@ -16,8 +16,8 @@ from ase.build import molecule
 from ase.optimize import LBFGS
 
 from asebo import BOOptimizer
-from asebo.diffusion import DiffusionMap
 from asebo.kernels import SVDKernel, svd_distance
+from asebo.learn.diffusion import DiffusionMap
 from calculators import get_calculator
 
 matplotlib.use("Agg")

@@ -6,7 +6,7 @@ heights are over-represented, with Gaussian noise 0.25 (1731 points remain). Bot
 get the same Gaussian affinities ``exp(-|x - y|^2 / epsilon)``; the first coordinate is
 compared with t by Spearman's rank correlation, for a range of widths epsilon, among them
 the blog post's (the median squared distance, 404) and the k-NN median default of
-:func:`asebo.diffusion.median_knn_epsilon` (13).
+:func:`asebo.learn.diffusion.median_knn_epsilon` (13).
 
 Writes ``docs/figures/diffusion_swiss_roll.png`` and
 ``docs/figures/diffusion_swiss_roll_epsilon.png`` and prints a Markdown table.
@@ -20,7 +20,7 @@ import numpy as np
 from scipy.spatial.distance import pdist
 from scipy.stats import spearmanr
 
-from asebo.diffusion import DiffusionMap, KernelPCAEmbedding, median_knn_epsilon
+from asebo.learn.diffusion import DiffusionMap, KernelPCAEmbedding, median_knn_epsilon
 
 FIGURES = Path(__file__).resolve().parents[1] / "docs" / "figures"
 EPSILONS = (1.0, 2.0, 3.0, 4.0, 5.0, 7.0, 10.0, 20.0, 50.0, 150.0)

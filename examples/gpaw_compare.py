@@ -8,7 +8,7 @@ with GPAW (PBE; LCAO with the dzp basis and grid spacing ``--h`` by default, or
 the finite-difference grid with ``--mode fd``) to fmax = 0.05 eV/Å by
 
 - ``bo``: :class:`asebo.BOOptimizer` with its default prior mean, the Lindh model
-  (:mod:`asebo.lindh`),
+  (:mod:`asebo.model.lindh`),
 - ``bo+max``: the same with a constant prior mean (the highest energy seen),
 - ``bo+gfn2``: the same with GFN2-xTB as prior mean (the GP learns GPAW - GFN2),
 - ``lbfgs``: ASE's L-BFGS,

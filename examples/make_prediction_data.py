@@ -18,7 +18,7 @@ import argparse
 import time
 from pathlib import Path
 
-from asebo.prediction import DATA_DIR, dataset_filename, generate_dataset
+from asebo.learn.prediction import DATA_DIR, dataset_filename, generate_dataset
 
 SHIPPED = [
     ("water", "gpaw", 100),

@@ -1,4 +1,4 @@
-"""Tests of asebo.diffusion: diffusion maps and the kernel PCA beside them.
+"""Tests of asebo.learn.diffusion: diffusion maps and the kernel PCA beside them.
 
 Diffusion maps: Coifman and Lafon (2006), in the form of the blog post "Scaling Kernel
 Embeddings, Pt. 1" (2025).
@@ -11,8 +11,8 @@ from sklearn.decomposition import KernelPCA
 from sklearn.neighbors import kneighbors_graph
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from asebo.diffusion import DiffusionMap, KernelPCAEmbedding, median_knn_epsilon
 from asebo.kernels import CartesianKernel, GaussianKernel, TanimotoKernel
+from asebo.learn.diffusion import DiffusionMap, KernelPCAEmbedding, median_knn_epsilon
 
 
 def interval_sample(n, skew, seed):

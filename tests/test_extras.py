@@ -58,11 +58,11 @@ def test_boptimizer_relaxes_and_the_command_answers_without_any_extra():
 @pytest.mark.parametrize(
     ("module", "package", "extra"),
     [
-        ("asebo.mlkrr", "sklearn", "learn"),
-        ("asebo.iokr", "sklearn", "learn"),
-        ("asebo.mpiokr", "sklearn", "learn"),
-        ("asebo.diffusion", "sklearn", "learn"),
-        ("asebo.prediction", "sklearn", "learn"),
+        ("asebo.learn.mlkrr", "sklearn", "learn"),
+        ("asebo.learn.iokr", "sklearn", "learn"),
+        ("asebo.learn.mpiokr", "sklearn", "learn"),
+        ("asebo.learn.diffusion", "sklearn", "learn"),
+        ("asebo.learn.prediction", "sklearn", "learn"),
         ("asebo.campaign.workflow", "dask", "campaign"),
         ("asebo.campaign.plots", "matplotlib", "campaign"),
     ],

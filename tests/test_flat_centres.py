@@ -11,8 +11,8 @@ from ase.optimize import BFGS
 
 from asebo import BOOptimizer
 from asebo.benchmarks import baker
-from asebo.flat_centres import FLAT_CENTRE_TILT, flat_centres, tilted
-from asebo.priors import resolve_prior
+from asebo.model.priors import resolve_prior
+from asebo.optimize.flat_centres import FLAT_CENTRE_TILT, flat_centres, tilted
 from calculators import get_calculator
 
 

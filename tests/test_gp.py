@@ -9,12 +9,12 @@ from ase import Atoms
 from ase.build import molecule
 from botorch.acquisition import UpperConfidenceBound
 
-from asebo.acquisition import EnergyModel
-from asebo.gp import CalculatorPrior, EnergyForceGP
 from asebo.kernels import CartesianKernel, GaussianKernel, SVDKernel
 from asebo.kernels.euclidean import cartesian_rbf_blocks_batched
 from asebo.kernels.radial import Matern52
 from asebo.kernels.svd import svd_kernel_blocks_batched
+from asebo.model.gp import CalculatorPrior, EnergyForceGP
+from asebo.optimize.search import EnergyModel
 from calculators import get_calculator
 
 

@@ -13,17 +13,17 @@ from test_metric import (
     rattled,
 )
 
-from asebo.gp import CalculatorPrior, EnergyForceGP
-from asebo.internals import (
+from asebo.model.gp import CalculatorPrior, EnergyForceGP
+from asebo.model.internals import (
     PrimitiveInternals,
     bend_angles,
     dihedral_angles,
     faded_twist,
     out_of_plane,
 )
-from asebo.lindh import LindhModel, lindh_weights, out_of_plane_quadruples
-from asebo.metric import InternalMetric, model_hessian
-from asebo.optimize import FOLDED
+from asebo.model.lindh import LindhModel, lindh_weights, out_of_plane_quadruples
+from asebo.model.metric import InternalMetric, model_hessian
+from asebo.optimize.optimizer import FOLDED
 
 
 def primitives_of(name):

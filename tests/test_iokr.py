@@ -16,9 +16,9 @@ from asebo.benchmarks.iokr import (
     sign_tests,
     tanimoto_sparse,
 )
-from asebo.iokr import IOKR, IOKRCV, PRECOMPUTED, loo_squared_errors
 from asebo.kernels import GaussianKernel, LinearKernel, TanimotoKernel
-from asebo.mpiokr import MPIOKR, MPIOKRCV
+from asebo.learn.iokr import IOKR, IOKRCV, PRECOMPUTED, loo_squared_errors
+from asebo.learn.mpiokr import MPIOKR, MPIOKRCV
 
 LAM, GAMMA = 0.3, 0.7
 

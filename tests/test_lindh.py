@@ -9,8 +9,8 @@ from ase.optimize import BFGS
 from ase.units import Bohr, Hartree
 from scipy.spatial.transform import Rotation
 
-from asebo.lindh import TORSION_FADE, LindhModel, lindh_weights
-from asebo.optimize import INTERNAL_RECENTRE, BOOptimizer
+from asebo.model.lindh import TORSION_FADE, LindhModel, lindh_weights
+from asebo.optimize.optimizer import INTERNAL_RECENTRE, BOOptimizer
 from calculators import get_calculator
 
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from ase.collections import g2
 
-from asebo.lindh import LindhModel
-from asebo.lindh_prior import RecentredLindh
+from asebo.model.lindh import LindhModel
+from asebo.model.lindh_prior import RecentredLindh
 
 
 def straightened(name):

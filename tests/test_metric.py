@@ -7,10 +7,10 @@ import torch
 from ase.build import molecule
 from test_gp import assert_posterior_gradients_match_finite_differences
 
-from asebo.gp import EnergyForceGP
 from asebo.kernels import CartesianKernel, SVDKernel
-from asebo.lindh import LindhModel
-from asebo.metric import EIGENVALUE_FLOOR, HessianMetric, metric_factor, model_hessian
+from asebo.model.gp import EnergyForceGP
+from asebo.model.lindh import LindhModel
+from asebo.model.metric import EIGENVALUE_FLOOR, HessianMetric, metric_factor, model_hessian
 from calculators import get_calculator
 
 

@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from asebo.mlkrr import MLKR, MLKRR, mlkr_loss, mlkrr_loss, pair_outer_sum
+from asebo.learn.mlkrr import MLKR, MLKRR, mlkr_loss, mlkrr_loss, pair_outer_sum
 
 # Short fits stop at max_iter on purpose; the warning itself is tested below.
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

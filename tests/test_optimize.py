@@ -21,9 +21,9 @@ from ase.io import read
 from ase.optimize import BFGS
 
 from asebo import BOOptimizer
-from asebo import optimize as asebo_optimize
-from asebo.metric import HessianMetric
-from asebo.optimize import RestartError
+from asebo.model.metric import HessianMetric
+from asebo.optimize import optimizer as asebo_optimize
+from asebo.optimize.optimizer import RestartError
 from calculators import CountingCalculator, get_calculator
 
 
@@ -298,7 +298,7 @@ def test_command_line_relaxes_a_file_and_logs_predictions(tmp_path, capsys):
 def test_auto_prior_takes_gfn2_under_another_calculator_and_says_so():
     import io
 
-    from asebo.gp import CalculatorPrior
+    from asebo.model.gp import CalculatorPrior
 
     atoms = molecule("H2O")
     atoms.calc = EMT()
@@ -310,7 +310,7 @@ def test_auto_prior_takes_gfn2_under_another_calculator_and_says_so():
 
 
 def test_auto_prior_falls_back_where_gfn2_does_not_fit():
-    from asebo.priors import automatic_prior
+    from asebo.model.priors import automatic_prior
 
     target = molecule("H2O")
     target.calc = get_calculator("gfn2")
@@ -381,7 +381,7 @@ def test_a_failing_prior_calculator_turns_the_step_into_a_force_step():
 
 
 def test_a_prior_calculator_lets_the_steps_grow_to_calculator_prior_maxstep():
-    from asebo.optimize import CALCULATOR_PRIOR_MAXSTEP, CALCULATOR_PRIOR_TRUST_RADIUS
+    from asebo.optimize.optimizer import CALCULATOR_PRIOR_MAXSTEP, CALCULATOR_PRIOR_TRUST_RADIUS
 
     def steps(**options):
         atoms = lj_cluster()
@@ -407,7 +407,7 @@ def test_a_prior_calculator_lets_the_steps_grow_to_calculator_prior_maxstep():
 def test_a_step_cut_back_to_maxstep_across_a_turn_is_refused():
     from scipy.spatial.transform import Rotation
 
-    from asebo.optimize import ShortenedStepError, _shortened_step
+    from asebo.optimize.optimizer import ShortenedStepError, _shortened_step
 
     atoms = perturbed_water()
     atoms.calc = get_calculator("gfn2")
@@ -444,7 +444,7 @@ def test_a_step_cut_back_below_the_models_mean_at_the_centre_stands():
     egg-box gain), a cut-back step that the model puts between the two is a descent by
     the model: it stands, as the check of doubted steps would pass it, and is not
     searched again in a smaller box."""
-    from asebo.optimize import _shortened_step
+    from asebo.optimize.optimizer import _shortened_step
 
     gp, centre, lowest = water_model_with_an_egg_box_gain()
     gradient = gp.predict(centre, return_gradient=True)[1]  # (3, 3)
@@ -460,7 +460,7 @@ def test_a_step_whose_drop_the_model_doubts_is_refused():
     """check_confident refuses a proposal exactly when the GP's predicted drop from its
     mean at the centre is below ``confidence`` standard deviations of the variance it
     adds beyond the centre's."""
-    from asebo.trust import UncertainStepError, check_confident
+    from asebo.optimize.trust import UncertainStepError, check_confident
 
     atoms = perturbed_water()
     atoms.calc = get_calculator("gfn2")
@@ -521,7 +521,7 @@ def test_a_lowest_energy_below_the_models_mean_does_not_refuse_every_step():
     energy by the model, yet the check passes it: the drop is measured from the mean
     at the centre, not from the energy computed, so the box does not halve to its
     floor on every step."""
-    from asebo.trust import check_confident
+    from asebo.optimize.trust import check_confident
 
     gp, centre, lowest = water_model_with_an_egg_box_gain()
     gradient = gp.predict(centre, return_gradient=True)[1]  # (3, 3)

@@ -9,7 +9,7 @@ from scipy.stats import multivariate_normal
 
 from asebo.cli import main
 from asebo.kernels import svd_kernel_blocks
-from asebo.prediction import (
+from asebo.learn.prediction import (
     ConfigurationSet,
     EigenspectrumKRR,
     MeanPredictor,
@@ -24,7 +24,7 @@ from asebo.prediction import (
     load_dataset,
     select_hyperparameters,
 )
-from asebo.prediction.selection import _evidence_scores, _ridge_path
+from asebo.learn.prediction.selection import _evidence_scores, _ridge_path
 
 BASE = np.array([[0.0, 0.0, 0.0], [1.1, 0.1, 0.0], [-0.3, 1.2, 0.2], [0.4, -0.2, 1.3]])
 

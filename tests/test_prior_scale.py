@@ -8,13 +8,13 @@ from test_gp import assert_posterior_gradients_match_finite_differences, samples
 from test_metric import rattled
 from test_trend import features
 
-from asebo.gp import CalculatorPrior, EnergyForceGP
 from asebo.kernels import CartesianKernel
 from asebo.kernels.operators import joint_covariance
 from asebo.kernels.prior_scale import PriorCurvature
 from asebo.kernels.trend import CovarianceWithTerm, LinearTrend
-from asebo.lindh import BEND_CONSTANT, STRETCH_CONSTANT, TORSION_CONSTANT, LindhModel
-from asebo.metric import InternalMetric
+from asebo.model.gp import CalculatorPrior, EnergyForceGP
+from asebo.model.lindh import BEND_CONSTANT, STRETCH_CONSTANT, TORSION_CONSTANT, LindhModel
+from asebo.model.metric import InternalMetric
 
 STIFFER = 1.3  # the target's force constants / the prior's
 
@@ -162,7 +162,7 @@ def test_prior_curvature_must_be_a_number_at_least_zero(value):
 
 
 def test_bo_optimizer_scales_a_prior_calculator_only():
-    from asebo.optimize import PRIOR_CURVATURE, BOOptimizer
+    from asebo.optimize.optimizer import PRIOR_CURVATURE, BOOptimizer
 
     atoms = molecule("CH3CH2OH")
     atoms.calc = lindh(atoms, STIFFER)

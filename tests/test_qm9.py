@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from ase.units import Hartree, kcal, mol
 
-from asebo.qm9 import ATOMIC_REFERENCE_U0, HARTREE_TO_KCAL_PER_MOL, QM9, load_qm9
+from asebo.learn.qm9 import ATOMIC_REFERENCE_U0, HARTREE_TO_KCAL_PER_MOL, QM9, load_qm9
 
 
 @pytest.fixture(scope="module")

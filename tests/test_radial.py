@@ -7,11 +7,11 @@ import torch
 from ase.build import molecule
 from test_gp import assert_posterior_gradients_match_finite_differences
 
-from asebo.gp import EnergyForceGP
 from asebo.kernels import CartesianKernel, SVDKernel, joint_covariance
 from asebo.kernels.joint import joint_dense
 from asebo.kernels.radial import Matern52, SquaredExponential, radial_profile
 from asebo.kernels.svd import svd_distance
+from asebo.model.gp import EnergyForceGP
 from calculators import get_calculator
 
 PROFILES = [SquaredExponential(), Matern52()]

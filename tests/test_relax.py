@@ -5,7 +5,7 @@ from ase.build import molecule
 from ase.calculators.emt import EMT
 
 from asebo.campaign.relax import relax
-from asebo.priors import MODEL_PRIORS, resolve_prior
+from asebo.model.priors import MODEL_PRIORS, resolve_prior
 
 
 def rattled_methanol():

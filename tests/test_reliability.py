@@ -13,8 +13,8 @@ from ase.filters import FrechetCellFilter
 from asebo import BOOptimizer
 from asebo.kernels import CartesianKernel, SVDKernel
 from asebo.kernels.radial import Matern52, SquaredExponential
-from asebo.observations import Observations
-from asebo.trust import FLOOR, FORCE_STEP, TrustRegion
+from asebo.optimize.observations import Observations
+from asebo.optimize.trust import FLOOR, FORCE_STEP, TrustRegion
 from calculators import CountingCalculator, get_calculator
 
 
@@ -228,7 +228,7 @@ NEAR_LINEAR_G2 = {"C2H2", "NCCN", "HCN", "CO2", "OCS", "CS2", "N2O", "CCH"}
 def test_near_linear_molecules_of_g2_are_told_apart_from_bent_ones():
     from ase.collections import g2
 
-    from asebo.optimize import is_near_linear
+    from asebo.optimize.optimizer import is_near_linear
 
     found = set()
     for name in g2.names:
@@ -279,8 +279,8 @@ def test_the_optimizer_kernels_map_to_gp_kernel_objects():
 
 def test_lindh_prior_is_smooth_across_the_straight_geometry_of_a_near_linear_bend():
     """A bend rattled to ~172 deg is given 180 deg: no cusp where the GP must fit."""
-    from asebo.lindh import LindhModel
-    from asebo.lindh_prior import RecentredLindh
+    from asebo.model.lindh import LindhModel
+    from asebo.model.lindh_prior import RecentredLindh
 
     atoms = molecule("C2H2")
     atoms.rattle(0.05, seed=0)

@@ -14,7 +14,7 @@ from ase.build import molecule
 from ase.io import read
 
 from asebo import BOOptimizer
-from asebo.observations import Observations
+from asebo.optimize.observations import Observations
 from calculators import CountingCalculator, get_calculator
 
 

@@ -1,4 +1,4 @@
-"""The rigid-motion part of forces (asebo.rigid) and BOOptimizer's rigid step."""
+"""The rigid-motion part of forces (asebo.optimize.rigid) and BOOptimizer's rigid step."""
 
 import io
 
@@ -11,8 +11,8 @@ from ase.constraints import FixAtoms
 from ase.optimize import BFGS
 
 from asebo import BOOptimizer
-from asebo import optimize as asebo_optimize
-from asebo.rigid import moved_rigidly, rigid_modes, rigid_motion, rigid_part, rigid_step
+from asebo.optimize import optimizer as asebo_optimize
+from asebo.optimize.rigid import moved_rigidly, rigid_modes, rigid_motion, rigid_part, rigid_step
 from calculators import get_calculator
 
 

@@ -6,10 +6,10 @@ import pytest
 import torch
 from test_gp import assert_posterior_gradients_match_finite_differences, samples
 
-from asebo.gp import EnergyForceGP
 from asebo.kernels import CartesianKernel, SVDKernel
 from asebo.kernels.operators import joint_covariance
 from asebo.kernels.trend import CovarianceWithTerm, LinearTrend
+from asebo.model.gp import EnergyForceGP
 
 
 def features(b, d, seed):

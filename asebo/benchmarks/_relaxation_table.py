@@ -58,7 +58,8 @@ def _files(folder, wanted):
 
 
 def _check_optimizers(labels):
-    from asebo.campaign.relax import OPTIMIZERS, missing_optimizer_package
+    from asebo.campaign.relax import OPTIMIZERS
+    from asebo.extras import missing_optimizer_package
 
     for label in labels:
         name = label.partition("+")[0]

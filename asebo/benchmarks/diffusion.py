@@ -1,14 +1,14 @@
 """Diffusion maps at scale: Nyström embedding of QM9 Morgan fingerprints, Tanimoto kernel.
 
-Draws ``--molecules`` molecules of QM9 (:mod:`asebo.qm9`), computes their Morgan
+Draws ``--molecules`` molecules of QM9 (:mod:`asebo.learn.qm9`), computes their Morgan
 fingerprints (RDKit, radius 2, 2048 bits, stored as uint8), and fits
-:class:`asebo.diffusion.DiffusionMap` with the Tanimoto kernel and ``--landmarks`` landmarks
+:class:`asebo.learn.diffusion.DiffusionMap` with the Tanimoto kernel and ``--landmarks`` landmarks
 (the Nyström approximation of the blog post "Scaling Kernel Embeddings, Pt. 1", 2025). It
 reports the wall and CPU time of the fit, the peak memory allocated during the fit
 (``tracemalloc``, which sees numpy's buffers) and the process's peak resident memory, then
 the time to place
 ``--new-molecules`` further molecules by the Nyström extension (``transform``).
-With ``--kpca`` it also times :class:`asebo.diffusion.KernelPCAEmbedding` on the same
+With ``--kpca`` it also times :class:`asebo.learn.diffusion.KernelPCAEmbedding` on the same
 data. The kernel is evaluated a block of rows at a time; the n x m landmark kernel
 matrix (8 n m bytes) is the one large array.
 
@@ -23,8 +23,8 @@ import tracemalloc
 
 import numpy as np
 
-from asebo.diffusion import DiffusionMap, KernelPCAEmbedding
 from asebo.kernels import TanimotoKernel
+from asebo.learn.diffusion import DiffusionMap, KernelPCAEmbedding
 
 
 def add_arguments(parser):
@@ -91,7 +91,7 @@ def qm9_fingerprints(n_molecules, random_state=0, radius=2, n_bits=2048):
     gap : ndarray of shape (n_molecules,), float64
         HOMO-LUMO gap in Hartree.
     """
-    from asebo.qm9 import load_qm9
+    from asebo.learn.qm9 import load_qm9
 
     molecules = load_qm9().sample(n_molecules, random_state=random_state)
     return fingerprint_bits(molecules.smiles, radius, n_bits), np.array(molecules.homo_lumo_gap)

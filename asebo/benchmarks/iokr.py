@@ -15,14 +15,14 @@ fold, with IOKR's leave-one-out error. Methods:
 
 * ``1-NN``: candidates ranked by Tanimoto similarity to the structure of the training
   molecule with the most similar spectrum (combined input kernel).
-* ``IOKR``: :class:`asebo.iokr.IOKRCV`, on the first input kernel and on all of them
+* ``IOKR``: :class:`asebo.learn.iokr.IOKRCV`, on the first input kernel and on all of them
   combined (uniform weights), lambda by the closed-form leave-one-out squared error
   ("LOO") or, like MP-IOKR, by the mean reciprocal rank of held-out training molecules
   among their candidates ("ranking CV", ``--inner-folds`` folds).
 * ``IOKR, pool as training data``: IOKR (ranking CV) trained on the training molecules
   and the pool below, whose spectra it then uses as labelled data: the fair baseline
   of MP-IOKR with known candidate inputs.
-* ``MP-IOKR``: :class:`asebo.iokr.MPIOKRCV` on the combined kernel, with candidate
+* ``MP-IOKR``: :class:`asebo.learn.iokr.MPIOKRCV` on the combined kernel, with candidate
   inputs known (Prop. 3: QM9 has the spectra of all candidates), approximated with one
   gamma (Prop. 4, "joint") and with one gamma per kernel (Prop. 5, "separate"), and the
   joint approximation without test-time centring (the paper's h(x)). The candidate
@@ -49,9 +49,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from asebo.extras import missing_extra
-from asebo.iokr import IOKRCV, PRECOMPUTED, loo_squared_errors
 from asebo.kernels import squared_distances
-from asebo.mpiokr import MPIOKR, MPIOKRCV
+from asebo.learn.iokr import IOKRCV, PRECOMPUTED, loo_squared_errors
+from asebo.learn.mpiokr import MPIOKR, MPIOKRCV
 
 try:
     from sklearn.model_selection import KFold
@@ -174,7 +174,7 @@ class RetrievalData:
 
 def build_data(n_molecules, max_set_size, sigmas, random_state):
     """Draw the library from QM9 and compute fingerprints and spectra of its isomers."""
-    from asebo.qm9 import load_qm9
+    from asebo.learn.qm9 import load_qm9
 
     qm9 = load_qm9()
     names = np.array([molecular_formula(z) for z in qm9.numbers])

@@ -3,7 +3,7 @@
 Reproduces the QM9 experiment of Fabregat et al. ("Metric learning for kernel ridge
 regression: assessment of molecular similarity", Mach. Learn.: Sci. Technol. 3, 035015
 (2022), section "Results and Discussion") at a size fit for a laptop. Molecules are drawn
-from the QM9 copy shipped with ``qm9pack`` (:mod:`asebo.qm9`) and split into a training
+from the QM9 copy shipped with ``qm9pack`` (:mod:`asebo.learn.qm9`) and split into a training
 pool, a test set and a validation set. Each molecule is the sum over its atoms of the
 FCHL19 representation (``qmllib``, default parameters, elements H C N O F: 720
 features), as in Fabregat et al. (2022); the target is the atomization energy in kcal/mol.
@@ -29,8 +29,8 @@ from scipy.linalg import cho_factor, cho_solve
 
 from asebo.extras import missing_extra
 from asebo.kernels import squared_distances
-from asebo.mlkrr import MLKR, MLKRR
-from asebo.qm9 import HARTREE_TO_KCAL_PER_MOL, load_qm9
+from asebo.learn.mlkrr import MLKR, MLKRR
+from asebo.learn.qm9 import HARTREE_TO_KCAL_PER_MOL, load_qm9
 
 try:
     from sklearn.decomposition import PCA

@@ -19,7 +19,7 @@ import time
 import numpy as np
 import torch
 
-from asebo.prediction import MODELS, configuration_folds, evaluate_model, load_dataset
+from asebo.learn.prediction import MODELS, configuration_folds, evaluate_model, load_dataset
 
 
 def add_arguments(parser):
@@ -86,7 +86,7 @@ def add_arguments(parser):
         nargs="+",
         metavar="KEY=V1,V2",
         help="grid of the derivative model, e.g. gamma_factor=0.1,0.3 "
-        "lam=1e-4 lam_deriv=1e-2 (default: asebo.prediction.DEFAULT_GRIDS)",
+        "lam=1e-4 lam_deriv=1e-2 (default: asebo.learn.prediction.DEFAULT_GRIDS)",
     )
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
     parser.add_argument("--cache-dir", default=None)

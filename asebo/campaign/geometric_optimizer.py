@@ -13,6 +13,8 @@ import tempfile
 import numpy as np
 from ase import units
 
+from asebo.extras import missing_optimizer_package
+
 NOT_A_CRITERION = 1e10  # geomeTRIC's energy-change and displacement criteria, switched off
 
 
@@ -38,8 +40,6 @@ class GeomeTRIC:
     """
 
     def __init__(self, atoms, logfile=None, **params):
-        from asebo.campaign.relax import missing_optimizer_package
-
         missing = missing_optimizer_package("geometric")
         if missing:
             raise ImportError(missing)

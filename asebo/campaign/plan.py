@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 from ase import Atoms
 
-from asebo.campaign.relax import OPTIMIZERS, missing_optimizer_package
-from asebo.priors import MODEL_PRIORS
+from asebo.campaign.relax import OPTIMIZERS
+from asebo.extras import missing_optimizer_package
+from asebo.model.priors import MODEL_PRIORS
 from calculators import calculator_key, parse_preset
 
 PRIOR_SEPARATOR = "+"
@@ -147,7 +148,7 @@ def parse_optimizer(label, prior=None):
     label : str
         A key of :data:`asebo.campaign.relax.OPTIMIZERS`, or ``'bo+NAME'`` for ``bo`` with the
         calculator preset ``NAME`` as prior mean (Δ-learning) or with a prior of
-        :data:`asebo.priors.MODEL_PRIORS` (``'bo+max'``).
+        :data:`asebo.model.priors.MODEL_PRIORS` (``'bo+max'``).
     prior : str, optional
         Prior given to a plain ``'bo'``.
 

@@ -5,19 +5,19 @@ one optimizer from one start with one calculator and reports the force calls, th
 energy of every call, whether it converged, and where the time went.
 """
 
-import importlib.util
 import time
 
 import numpy as np
 from ase.calculators.calculator import all_changes
 from ase.optimize import BFGS, FIRE, LBFGS, GPMin
 
-from asebo.priors import resolve_prior
+from asebo.extras import missing_optimizer_package
+from asebo.model.priors import resolve_prior
 from calculators import CountingCalculator, get_calculator
 
 
 def _bo(atoms, **kwargs):
-    from asebo.optimize import BOOptimizer
+    from asebo.optimize.optimizer import BOOptimizer
 
     return BOOptimizer(atoms, **kwargs)
 
@@ -50,19 +50,6 @@ OPTIMIZERS = {
 Sella in internal coordinates (``pip install 'asebo[sella]'``) and geomeTRIC in TRIC
 coordinates (:class:`asebo.campaign.geometric_optimizer.GeomeTRIC`,
 ``pip install 'asebo[geometric]'``)."""
-
-OPTIONAL_OPTIMIZERS = {"sella": "Sella", "geometric": "geomeTRIC"}
-"""Optimizers that need a package of their own (the module name is the optimizer's)."""
-
-
-def missing_optimizer_package(optimizer):
-    """The error message when ``optimizer`` needs a package that is not installed, else None."""
-    if optimizer in OPTIONAL_OPTIMIZERS and importlib.util.find_spec(optimizer) is None:
-        return (
-            f"the {optimizer} optimizer needs {OPTIONAL_OPTIMIZERS[optimizer]}: "
-            f"pip install 'asebo[{optimizer}]'"
-        )
-    return None
 
 
 class EnergyRecorder(CountingCalculator):
@@ -99,7 +86,7 @@ def relax(atoms, optimizer, calc="gfn2", fmax=0.05, steps=200, prior=None, optio
     steps : int
         Largest number of optimizer steps.
     prior : str, optional
-        Prior mean of ``bo``: a name of :data:`asebo.priors.MODEL_PRIORS`, or the preset
+        Prior mean of ``bo``: a name of :data:`asebo.model.priors.MODEL_PRIORS`, or the preset
         name of a cheap calculator (Δ-learning). By default ``bo``'s own default.
     options : dict, optional
         Extra keyword arguments of the optimizer.

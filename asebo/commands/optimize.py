@@ -12,8 +12,8 @@ from pathlib import Path
 
 from ase.io import read, write
 
-from asebo.optimize import BOOptimizer, RestartError
-from asebo.priors import AUTO, MODEL_PRIORS, resolve_prior
+from asebo.model.priors import AUTO, MODEL_PRIORS, resolve_prior
+from asebo.optimize.optimizer import BOOptimizer, RestartError
 from calculators import available, get_calculator
 
 

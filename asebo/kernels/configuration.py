@@ -8,11 +8,11 @@ interface:
 - :meth:`ConfigurationKernel.pair_geometry` gives the ``gamma``-free per-pair data
   (:class:`asebo.kernels.joint.PairGeometry`) from which the value and derivative
   blocks of the joint covariance of energies and gradients are built
-  (:mod:`asebo.kernels.joint`, :mod:`asebo.kernels.operators`, :mod:`asebo.gp`);
+  (:mod:`asebo.kernels.joint`, :mod:`asebo.kernels.operators`, :mod:`asebo.model.gp`);
 - ``kernel(A, B)`` gives the ``(m, m')`` Gram matrix at the kernel's ``gamma``
   (the :class:`asebo.kernels.Kernel` interface: the energy block of that joint
-  covariance), so the estimators of :mod:`asebo.mlkrr`, :mod:`asebo.iokr`,
-  :mod:`asebo.diffusion` and :mod:`asebo.prediction` take molecular geometries.
+  covariance), so the estimators of :mod:`asebo.learn.mlkrr`, :mod:`asebo.learn.iokr`,
+  :mod:`asebo.learn.diffusion` and :mod:`asebo.learn.prediction` take molecular geometries.
 
 :class:`SVDKernel` compares configurations after their optimal rigid alignment
 (Wong and Kolter); :class:`CartesianKernel` compares raw positions (or the features
@@ -38,7 +38,7 @@ class ConfigurationKernel(Kernel):
     ----------
     gamma : float
         Inverse squared length scale of the Gram matrix, ``k = exp(-gamma d / 2)`` for
-        the squared exponential, Å⁻². :class:`asebo.gp.EnergyForceGP` does not use it:
+        the squared exponential, Å⁻². :class:`asebo.model.gp.EnergyForceGP` does not use it:
         it fits its own from the ``gamma``-free :meth:`pair_geometry`.
     radial : {'se', 'matern52'} or profile
         ``f``: the squared exponential, the Matérn 5/2, or a profile object
@@ -154,7 +154,7 @@ class CartesianKernel(ConfigurationKernel):
 
     Not invariant under rotations, so right for periodic systems, where the SVD
     kernel's alignment is meaningless, and for the features of a metric
-    (:mod:`asebo.metric`), which are invariant themselves. Its per-pair data are
+    (:mod:`asebo.model.metric`), which are invariant themselves. Its per-pair data are
     those of the identity alignment without centring (``G = W = V = I``, ``C = 0``).
     With the squared exponential, ``kernel(X, Y)`` equals
     ``GaussianKernel(gamma / 2)`` on the flattened positions.

@@ -3,7 +3,7 @@
 Every kernel is a small object with one job: ``kernel(X, Y=None)`` returns the
 ``(len(X), len(Y))`` Gram matrix as a float64 numpy array (``Y = X`` when omitted) and
 ``kernel.diag(X)`` its diagonal. The objects only store their parameters, so the
-estimators of :mod:`asebo.mlkrr`, :mod:`asebo.iokr` and :mod:`asebo.diffusion` can
+estimators of :mod:`asebo.learn.mlkrr`, :mod:`asebo.learn.iokr` and :mod:`asebo.learn.diffusion` can
 take any of them, the SVD kernel on geometries (:class:`asebo.kernels.SVDKernel`)
 included.
 """

@@ -54,7 +54,7 @@ try:
     from sklearn.utils import check_random_state
     from sklearn.utils.validation import check_is_fitted, validate_data
 except ImportError as error:
-    raise missing_extra(error, "learn", "asebo.mlkrr") from error
+    raise missing_extra(error, "learn", "asebo.learn.mlkrr") from error
 
 __all__ = ["MLKR", "MLKRR", "mlkr_loss", "mlkrr_loss", "pair_outer_sum"]
 

@@ -9,7 +9,7 @@ gone from recent setuptools).
 
 Typical use::
 
-    from asebo.qm9 import load_qm9, HARTREE_TO_KCAL_PER_MOL
+    from asebo.learn.qm9 import load_qm9, HARTREE_TO_KCAL_PER_MOL
 
     data = load_qm9()                          # parsed once, then cached
     subset = data.sample(1000, random_state=0)

@@ -27,7 +27,7 @@ out-of-plane terms (``out_of_plane_constant``) hold planar centres harmonically.
 the GP's prior mean it tells the GP that bonds are stiff, bends soft and torsions
 softer still before any force has been computed: the GP
 then learns the difference, which near the reference is close to linear in the
-bond lengths. It is an ASE calculator, so :class:`asebo.gp.CalculatorPrior` takes
+bond lengths. It is an ASE calculator, so :class:`asebo.model.gp.CalculatorPrior` takes
 it unchanged.
 """
 

@@ -5,8 +5,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from asebo.prediction.models import make_model
-from asebo.prediction.selection import configuration_folds, select_hyperparameters
+from asebo.learn.prediction.models import make_model
+from asebo.learn.prediction.selection import configuration_folds, select_hyperparameters
 
 
 @dataclass

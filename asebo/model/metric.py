@@ -39,9 +39,9 @@ from them.
 import numpy as np
 import torch
 
-from asebo.internals import PrimitiveInternals, bend_angles
 from asebo.kernels.svd import optimal_alignment
-from asebo.lindh import BONDED, lindh_weights, out_of_plane_quadruples
+from asebo.model.internals import PrimitiveInternals, bend_angles
+from asebo.model.lindh import BONDED, lindh_weights, out_of_plane_quadruples
 
 POWER = 0.5  # the metric is H^POWER: characteristic lengths go as lambda^(-POWER/2)
 # eigenvalues below this fraction of the largest are raised to it: directions the model
@@ -62,7 +62,7 @@ def model_hessian(model, positions, step=HESSIAN_STEP):
     Parameters
     ----------
     model : object with ``energy_and_forces(positions) -> (energy, forces (n, 3))``
-        A model such as :class:`asebo.lindh.LindhModel`.
+        A model such as :class:`asebo.model.lindh.LindhModel`.
     positions : array (n, 3)
     step : float
         Å.
@@ -190,7 +190,7 @@ class InternalMetric:
     r"""Curvilinear features of configurations: internal coordinates scaled by a model Hessian.
 
     The primitives ``p(x)`` are the stretches, bends and torsions of a
-    :class:`asebo.lindh.LindhModel` (torsions relative to the reference), with the
+    :class:`asebo.model.lindh.LindhModel` (torsions relative to the reference), with the
     model's force constants ``k``; at the reference its Hessian is
     ``H = B^T K B = U \Sigma^2 U^T`` with ``K^{1/2} B = V \Sigma U^T`` (thin SVD, the
     ``3n - 6`` vibrations). The features are the delocalized internal coordinates
@@ -209,7 +209,7 @@ class InternalMetric:
 
     Parameters
     ----------
-    model : asebo.lindh.LindhModel
+    model : asebo.model.lindh.LindhModel
         Its terms and force constants define the primitives and their weights.
     reference : array (n, 3)
         Where the weighted B matrix is decomposed (the model's reference).

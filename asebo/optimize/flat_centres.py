@@ -21,7 +21,7 @@ so that the forces after the first step tell which way the surface goes.
 import numpy as np
 from scipy.sparse.csgraph import connected_components
 
-from asebo.lindh import BONDED, lindh_weights
+from asebo.model.lindh import BONDED, lindh_weights
 
 PNICTOGENS = (7, 15, 33, 51)  # N, P, As, Sb
 FLAT_TOLERANCE = 1e-3  # Å, the centre's largest height over the plane of its neighbours

@@ -96,7 +96,7 @@ def check_confident(gp, centre, proposal, confidence=None):
 
     Parameters
     ----------
-    gp : asebo.gp.EnergyForceGP
+    gp : asebo.model.gp.EnergyForceGP
         The fitted model.
     centre, proposal : ndarray (n, 3)
         The lowest configuration computed and the configuration proposed.

@@ -67,7 +67,7 @@ try:
     from sklearn.utils import check_random_state
     from sklearn.utils.validation import check_is_fitted, validate_data
 except ImportError as error:
-    raise missing_extra(error, "learn", "asebo.diffusion") from error
+    raise missing_extra(error, "learn", "asebo.learn.diffusion") from error
 
 __all__ = ["DiffusionMap", "KernelPCAEmbedding", "median_knn_epsilon"]
 
@@ -400,7 +400,7 @@ class DiffusionMap(_KernelEmbedding):
     References
     ----------
     "Scaling Kernel Embeddings, Pt. 1" (final algorithm, steps 1-6; ``nystrom``) and
-    refs. [1]-[4] of :mod:`asebo.diffusion`.
+    refs. [1]-[4] of :mod:`asebo.learn.diffusion`.
     """
 
     def __init__(
@@ -647,7 +647,7 @@ class KernelPCAEmbedding(_KernelEmbedding):
     References
     ----------
     "Scaling Kernel Embeddings, Pt. 1" (``kpca_nystrom_embed``) and ref. [3] of
-    :mod:`asebo.diffusion`.
+    :mod:`asebo.learn.diffusion`.
     """
 
     def __init__(

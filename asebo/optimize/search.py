@@ -15,11 +15,11 @@ from gpytorch.distributions import MultivariateNormal
 
 
 class EnergyModel(Model):
-    """BoTorch view of an :class:`asebo.gp.EnergyForceGP`: the energy posterior.
+    """BoTorch view of an :class:`asebo.model.gp.EnergyForceGP`: the energy posterior.
 
     Parameters
     ----------
-    gp : asebo.gp.EnergyForceGP
+    gp : asebo.model.gp.EnergyForceGP
         A fitted GP.
     template : tensor (n, 3)
         Positions that supply the fixed coordinates.
@@ -66,7 +66,7 @@ def minimize_lcb(gp, starts, centre, radius, free, kappa, maxiter=200):
 
     Parameters
     ----------
-    gp : asebo.gp.EnergyForceGP
+    gp : asebo.model.gp.EnergyForceGP
     starts : tensor (s, n, 3)
         Starting configurations (clipped into the box).
     centre : tensor (n, 3)

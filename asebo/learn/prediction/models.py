@@ -11,13 +11,13 @@ from asebo.extras import missing_extra
 from asebo.kernels import GaussianKernel, SVDKernel, joint_covariance, solve_joint
 from asebo.kernels.joint import energy_rows
 from asebo.kernels.svd import svd_distance
-from asebo.regression import SymmetricFactor, noise_vector, observation_vector
+from asebo.model.regression import SymmetricFactor, noise_vector, observation_vector
 
 try:
     from sklearn.base import BaseEstimator
     from sklearn.utils.validation import check_is_fitted
 except ImportError as error:
-    raise missing_extra(error, "learn", "asebo.prediction") from error
+    raise missing_extra(error, "learn", "asebo.learn.prediction") from error
 
 
 def coulomb_eigenspectrum(numbers, positions):

@@ -1,7 +1,7 @@
 r"""Input Output Kernel Regression (IOKR), and what it shares with magnitude-preserving IOKR.
 
-:class:`IOKR` and :class:`IOKRCV` live here; :class:`~asebo.mpiokr.MPIOKR` and
-:class:`~asebo.mpiokr.MPIOKRCV` in :mod:`asebo.mpiokr`. Both kinds of estimators learn
+:class:`IOKR` and :class:`IOKRCV` live here; :class:`~asebo.learn.mpiokr.MPIOKR` and
+:class:`~asebo.learn.mpiokr.MPIOKRCV` in :mod:`asebo.learn.mpiokr`. Both kinds of estimators learn
 a map :math:`h` from inputs to the feature space :math:`\mathcal F_y` of an output
 kernel :math:`k_y` and predict by ranking a set of candidate outputs by their distance
 to :math:`h(x)` (Brouard et al. 2017, eq. 3).
@@ -105,7 +105,7 @@ try:
     from sklearn.preprocessing import KernelCenterer
     from sklearn.utils.validation import check_array, check_is_fitted
 except ImportError as error:
-    raise missing_extra(error, "learn", "asebo.iokr") from error
+    raise missing_extra(error, "learn", "asebo.learn.iokr") from error
 
 __all__ = ["IOKR", "IOKRCV", "PRECOMPUTED", "loo_squared_errors"]
 
@@ -125,7 +125,7 @@ def _matrix(A, name, n_rows=None, n_cols=None):
         raise ValueError(
             f"{name} has {A.shape[1]} columns; expected {n_cols} "
             "(precomputed kernels hold values against the fitted basis, "
-            "see the asebo.iokr module docstring)"
+            "see the asebo.learn.iokr module docstring)"
         )
     return A
 

@@ -40,7 +40,7 @@ from asebo.kernels.joint import block_jacobi, energy_rows, joint_matmul
 from asebo.kernels.operators import JointStructure, solve_joint
 from asebo.kernels.prior_scale import PriorCurvature
 from asebo.kernels.trend import CovarianceWithTerm, LinearTrend
-from asebo.regression import (
+from asebo.model.regression import (
     SymmetricFactor,
     noise_vector,
     observation_rows,
@@ -151,7 +151,7 @@ class EnergyForceGP:
         distance, the squared exponential (the default) or the Matérn 5/2
         (:mod:`asebo.kernels.radial`). A kernel object holds its own: passing both is
         refused.
-    metric : asebo.metric.InternalMetric or asebo.metric.HessianMetric, optional
+    metric : asebo.model.metric.InternalMetric or asebo.model.metric.HessianMetric, optional
         Features the kernel sees instead of the positions (with the Cartesian kernel):
         internal coordinates, or positions aligned onto a reference, scaled by a model
         Hessian. Energies and forces stay in Cartesian coordinates for the caller:

@@ -5,7 +5,7 @@ r"""Magnitude-preserving IOKR (MP-IOKR) with its cross-validation.
 (Brouard et al. 2017, eq. 4); :class:`MPIOKRCV` selects :math:`\gamma` by the
 leave-one-out error of the reverse regression, then :math:`\lambda` by the K-fold mean
 reciprocal rank. The three settings (Props. 3-5), the kernel arguments and the
-implementation notes are described in :mod:`asebo.iokr`, which holds the plain IOKR
+implementation notes are described in :mod:`asebo.learn.iokr`, which holds the plain IOKR
 estimators and the helpers both share.
 """
 
@@ -13,7 +13,8 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
 
 from asebo.extras import missing_extra
-from asebo.iokr import (
+from asebo.kernels import GaussianKernel, LinearKernel
+from asebo.learn.iokr import (
     _CandidateSets,
     _check_score,
     _combine_scores,
@@ -28,13 +29,12 @@ from asebo.iokr import (
     _training_inputs,
     loo_squared_errors,
 )
-from asebo.kernels import GaussianKernel, LinearKernel
 
 try:
     from sklearn.base import BaseEstimator
     from sklearn.utils.validation import check_is_fitted
 except ImportError as error:
-    raise missing_extra(error, "learn", "asebo.mpiokr") from error
+    raise missing_extra(error, "learn", "asebo.learn.mpiokr") from error
 
 __all__ = ["MPIOKR", "MPIOKRCV"]
 

@@ -5,14 +5,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from asebo.extras import missing_extra
-from asebo.prediction.models import _check_labels, _check_positions
-from asebo.regression import SymmetricFactor, observation_rows, profiled_nll
+from asebo.learn.prediction.models import _check_labels, _check_positions
+from asebo.model.regression import SymmetricFactor, observation_rows, profiled_nll
 
 try:
     from sklearn.base import clone
     from sklearn.model_selection import KFold
 except ImportError as error:
-    raise missing_extra(error, "learn", "asebo.prediction") from error
+    raise missing_extra(error, "learn", "asebo.learn.prediction") from error
 
 
 DEFAULT_GRIDS = {

@@ -1,6 +1,6 @@
 r"""The energy-and-force regression core shared by the GP optimizer and the prediction models.
 
-Both :class:`asebo.gp.EnergyForceGP` and :class:`asebo.prediction.SVDDerivativeKRR`
+Both :class:`asebo.model.gp.EnergyForceGP` and :class:`asebo.learn.prediction.SVDDerivativeKRR`
 regress energies and forces of configurations of one molecule on the joint
 covariance of :mod:`asebo.kernels.operators`, one block of ``3n + 1`` observations
 per configuration: the energy, then the ``3n`` gradient components ``-F``

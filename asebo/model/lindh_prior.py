@@ -1,6 +1,6 @@
 """The Lindh model as the GP's prior mean, recentred as the optimization moves away.
 
-:class:`RecentredLindh` builds a :class:`asebo.lindh.LindhModel` (R. Lindh,
+:class:`RecentredLindh` builds a :class:`asebo.model.lindh.LindhModel` (R. Lindh,
 A. Bernhardsson, G. Karlström, P.-Å. Malmqvist, Chem. Phys. Lett. 241, 423 (1995))
 around the first configuration computed and rebuilds it around the lowest-energy
 configuration once the model puts that configuration more than ``recentre`` eV above
@@ -16,7 +16,7 @@ of, say, 172° has a cusp at the straight geometry (``(180° - 172° - c|p|)^2``
 which no smooth GP can correct, while ``(c|p|)^2`` is smooth.
 
 The prior's force constants are ``STIFFNESS`` = 0.7 times those of
-:class:`asebo.lindh.LindhModel`: a softer model takes longer first steps. Measured
+:class:`asebo.model.lindh.LindhModel`: a softer model takes longer first steps. Measured
 with GFN2-xTB and the internal-coordinate kernel on 110 molecules (the Baker set, the
 two shipped drug-like sets and three sets built to check, docs/lindh.md): 728 force
 calls in all at 1.0, 674 at 0.85, 690 at 0.75, 674 at 0.7 and 718 at 0.6; on 148
@@ -25,8 +25,8 @@ rattled G2 molecules 1105 at 0.85 and 1080 at 0.7.
 
 import numpy as np
 
-from asebo.gp import CalculatorPrior
-from asebo.lindh import (
+from asebo.model.gp import CalculatorPrior
+from asebo.model.lindh import (
     BEND_CONSTANT,
     BONDED,
     STRETCH_CONSTANT,
@@ -69,7 +69,7 @@ class RecentredLindh:
     def prior(self, positions, energies):
         """The prior for observations ``positions`` (m, n, 3) and ``energies`` (m,).
 
-        Returns a :class:`asebo.gp.CalculatorPrior` of the model, or ``'max'`` when no
+        Returns a :class:`asebo.model.gp.CalculatorPrior` of the model, or ``'max'`` when no
         two atoms are bonded (the model would be zero; the constant prior is better).
         """
         while self._seen < len(energies):

@@ -34,7 +34,7 @@ References
    108, 058301 (2012).
 """
 
-from asebo.prediction.data import (
+from asebo.learn.prediction.data import (
     DATA_DIR,
     DEFAULT_DISPLACEMENT,
     DISPLACEMENTS,
@@ -47,8 +47,8 @@ from asebo.prediction.data import (
     load_dataset,
     relax_molecule,
 )
-from asebo.prediction.evaluate import FoldResult, evaluate_model
-from asebo.prediction.models import (
+from asebo.learn.prediction.evaluate import FoldResult, evaluate_model
+from asebo.learn.prediction.models import (
     MODELS,
     EigenspectrumKRR,
     MeanPredictor,
@@ -57,7 +57,7 @@ from asebo.prediction.models import (
     coulomb_eigenspectrum,
     make_model,
 )
-from asebo.prediction.selection import (
+from asebo.learn.prediction.selection import (
     DEFAULT_GRIDS,
     Selection,
     configuration_folds,

@@ -7,14 +7,14 @@ McGraw-Hill (1955), ch. 4): the first two in closed form, the four-atom terms by
 automatic differentiation of each quadruple. A torsion enters as its twist from a
 reference value, wrapped to (-pi, pi] and faded to zero as one of its bends
 straightens or folds, where the dihedral is undefined (the switch of
-:class:`asebo.lindh.LindhModel`): smooth everywhere, where the bare dihedral's
+:class:`asebo.model.lindh.LindhModel`): smooth everywhere, where the bare dihedral's
 derivative diverges.
-:class:`asebo.metric.InternalMetric` builds its curvilinear features from them.
+:class:`asebo.model.metric.InternalMetric` builds its curvilinear features from them.
 """
 
 import torch
 
-from asebo.lindh import TORSION_FADE
+from asebo.model.lindh import TORSION_FADE
 
 
 def _norm(v):
@@ -66,7 +66,7 @@ def dihedral_angles(x, quadruples):
 
 
 def _fade(angle):
-    """The switch ``g`` of :func:`asebo.lindh.LindhModel`'s torsions at a bend angle: 1
+    """The switch ``g`` of :func:`asebo.model.lindh.LindhModel`'s torsions at a bend angle: 1
     away from 0° and 180°, 0 close to either, a quintic step between (torch)."""
     on, off = TORSION_FADE
     folded = torch.where(angle >= 0.5 * torch.pi, angle, torch.pi - angle)

@@ -1,15 +1,15 @@
 """BOOptimizer: Bayesian optimization of a molecule's geometry, an ASE optimizer.
 
-Each step fits :class:`asebo.gp.EnergyForceGP` to every energy and force computed
+Each step fits :class:`asebo.model.gp.EnergyForceGP` to every energy and force computed
 so far, minimises the lower confidence bound ``mu - kappa sigma`` (Wong and Kolter,
 eq. 35) inside a trust box around the lowest-energy configuration, and moves the
 atoms there; ASE's loop then calls the calculator. The trust box grows when the GP
 predicted the new energy well and shrinks when it did not
-(:class:`asebo.trust.TrustRegion`), and shrinks before the call where the GP doubts
-its own proposal (:func:`asebo.trust.check_confident`).
+(:class:`asebo.optimize.trust.TrustRegion`), and shrinks before the call where the GP doubts
+its own proposal (:func:`asebo.optimize.trust.check_confident`).
 
 Every configuration is computed at most once: the observations
-(:class:`asebo.observations.Observations`) answer for a configuration already seen.
+(:class:`asebo.optimize.observations.Observations`) answer for a configuration already seen.
 Each evaluation is written to the restart file as soon as the calculator returns,
 and each proposal before it is computed, so a run killed at any moment and started
 again with the same restart file goes on with the same observations, repeats no
@@ -27,21 +27,21 @@ from ase.constraints import FixAtoms, FixCartesian
 from ase.optimize.optimize import OptimizableAtoms, Optimizer
 from ase.parallel import broadcast, world
 
-from asebo.acquisition import minimize_lcb
-from asebo.flat_centres import FLAT_CENTRE_TILT, flat_centres, tilted
-from asebo.gp import CalculatorPrior, EnergyForceGP, PriorCalculationError
 from asebo.kernels.configuration import configuration_kernel
-from asebo.lindh import LindhModel
-from asebo.lindh_prior import RecentredLindh
-from asebo.metric import HessianMetric, InternalMetric
-from asebo.observations import (
+from asebo.model.gp import CalculatorPrior, EnergyForceGP, PriorCalculationError
+from asebo.model.lindh import LindhModel
+from asebo.model.lindh_prior import RecentredLindh
+from asebo.model.metric import HessianMetric, InternalMetric
+from asebo.model.priors import AUTO, MODEL_PRIORS, automatic_prior, resolve_prior
+from asebo.optimize.flat_centres import FLAT_CENTRE_TILT, flat_centres, tilted
+from asebo.optimize.observations import (
     Observations,
     RestartError,  # noqa: F401  raised through BOOptimizer(restart=...)
     TrajectoryFrames,
 )
-from asebo.priors import AUTO, MODEL_PRIORS, automatic_prior, resolve_prior
-from asebo.rigid import moved_rigidly, rigid_part, rigid_step
-from asebo.trust import (
+from asebo.optimize.rigid import moved_rigidly, rigid_part, rigid_step
+from asebo.optimize.search import minimize_lcb
+from asebo.optimize.trust import (
     FLOOR,
     FORCE_STEP,
     SHRINK,
@@ -122,15 +122,15 @@ class BOOptimizer(Optimizer):
         (``gp_options['prior_curvature']``, default ``PRIOR_CURVATURE``;
         :class:`asebo.kernels.prior_scale.PriorCurvature`). ``'auto'``: GFN2-xTB
         when the target is another calculator and GFN2-xTB describes the system, the
-        default otherwise (:func:`asebo.priors.automatic_prior`; the choice is
+        default otherwise (:func:`asebo.model.priors.automatic_prior`; the choice is
         written to the log).
         A prior calculator that fails where the search of the model takes it (an SCF
         that does not converge) halves the trust radius, up to ``SEARCH_RETRIES``
         times, and then turns that step into a step along the forces, with a line in
         the log each time; one that fails at a configuration already computed stops
-        the run with :class:`asebo.gp.PriorCalculationError`.
+        the run with :class:`asebo.model.gp.PriorCalculationError`.
         ``'lindh'`` (the default for molecules) is
-        :class:`asebo.lindh.LindhModel`, harmonic bonds, bends and torsions with Lindh's
+        :class:`asebo.model.lindh.LindhModel`, harmonic bonds, bends and torsions with Lindh's
         model force constants around the first configuration computed (see
         ``recentre``), no second calculator. A constant: the highest (``'max'``,
         the default for periodic cells) or mean energy seen, or a number.
@@ -139,7 +139,7 @@ class BOOptimizer(Optimizer):
     recentre : float
         With the ``'lindh'`` prior: when the model puts the lowest-energy
         configuration more than ``recentre`` eV above its minimum, the model is
-        rebuilt around that configuration (:class:`asebo.lindh_prior.RecentredLindh`).
+        rebuilt around that configuration (:class:`asebo.model.lindh_prior.RecentredLindh`).
         By default ``INTERNAL_RECENTRE`` (2 eV) with the ``'internal'`` kernel, whose
         linear trend carries the way from the first configuration over smaller
         misfits (a model rebuilt under it changes the features too; beyond 2 eV the
@@ -156,33 +156,33 @@ class BOOptimizer(Optimizer):
     trust_radius : float
         Initial half-width of the trust box, Å per coordinate. Default 0.1, and
         ``CALCULATOR_PRIOR_TRUST_RADIUS`` (0.13) under a prior calculator. Where the
-        model's predicted drop at its proposal is below ``asebo.trust.CONFIDENCE``
+        model's predicted drop at its proposal is below ``asebo.optimize.trust.CONFIDENCE``
         (3) standard deviations of its own uncertainty there, the search is repeated
         in a box half the size before any call (up to ``SEARCH_RETRIES`` times), with
-        a line in the log (:func:`asebo.trust.check_confident`).
+        a line in the log (:func:`asebo.optimize.trust.check_confident`).
     kernel : {'internal', 'anisotropic', 'svd', 'cartesian'}, optional
         ``'internal'`` (the default for molecules that it describes): the Gaussian kernel on the
         delocalized internal coordinates of the Lindh model's stretches, bends and
         torsions, scaled by its Hessian, a length per direction
-        (:class:`asebo.metric.InternalMetric`; the model and reference are those of
+        (:class:`asebo.model.metric.InternalMetric`; the model and reference are those of
         the ``'lindh'`` prior, or a Lindh model of the first configuration with
         another prior), plus a linear trend in them (``gp_options['trend']``,
         default ``TREND``; :class:`asebo.kernels.trend.LinearTrend`). Molecules
         close to a straight line (:func:`is_near_linear`), or whose internal
         coordinates do not describe every vibration at the start, take
         ``'anisotropic'`` by default; so does a run once the internal coordinates
-        fold at a configuration it computed (:meth:`asebo.metric.InternalMetric.conditioning`
+        fold at a configuration it computed (:meth:`asebo.model.metric.InternalMetric.conditioning`
         below ``FOLDED``: a planar centre relaxed from a pyramidal start), with a log line.
         ``'anisotropic'``: the Gaussian kernel on positions aligned onto the
         reference and scaled along the eigenvectors of the Lindh Hessian there
-        (:class:`asebo.metric.HessianMetric`). Molecules close to a straight line
+        (:class:`asebo.model.metric.HessianMetric`). Molecules close to a straight line
         (:func:`is_near_linear`) take these features, not aligned: their rotation
         about the axis hangs on small displacements across it. ``'svd'``: the rotation-invariant
         SVD kernel with one length scale (Wong and Kolter). ``'cartesian'``: the
         Gaussian kernel on Cartesian positions, the default for periodic cells and
         with ``FixCartesian`` constraints.
     gp_options : dict, optional
-        Passed to :class:`asebo.gp.EnergyForceGP` (``gamma``, ``fit_gamma``,
+        Passed to :class:`asebo.model.gp.EnergyForceGP` (``gamma``, ``fit_gamma``,
         ``energy_noise``, ``gradient_noise``, ``trend``...). ``proper`` and ``radial``
         go to the GP's kernel object of ``kernel`` (:data:`GP_KERNELS`), unless
         ``gp_options['kernel']`` gives the kernel object itself.
@@ -193,7 +193,7 @@ class BOOptimizer(Optimizer):
     -----
     A nitrogen, phosphorus, arsenic or antimony atom outside rings whose three
     neighbours lie flat with it in the first configuration, and which no force there
-    pushes out of plane (:func:`asebo.flat_centres.flat_centres`), sits on a mirror
+    pushes out of plane (:func:`asebo.optimize.flat_centres.flat_centres`), sits on a mirror
     plane that no force breaks, where a pyramidal centre has its inversion saddle.
     Under the Lindh or a constant prior the first step tilts each such atom
     ``FLAT_CENTRE_TILT`` (0.1 Å) out of the plane; under a prior calculator the first
@@ -204,10 +204,10 @@ class BOOptimizer(Optimizer):
     calculator on a real-space grid returns them with some (the egg-box effect, a
     few hundredths of an eV/Å for water in GPAW at h = 0.2 Å). Where the forces of
     the lowest-energy configuration meet ``fmax`` without their net force and
-    torque (:func:`asebo.rigid.rigid_part`) but not with them, the model's proposal
+    torque (:func:`asebo.optimize.rigid.rigid_part`) but not with them, the model's proposal
     is also moved as a whole along them, ``FORCE_STEP`` (0.02 Å) at most per atom,
     halved for every call since the lowest energy was found
-    (:func:`asebo.rigid.rigid_step`); otherwise the model's steps would shrink
+    (:func:`asebo.optimize.rigid.rigid_step`); otherwise the model's steps would shrink
     towards the configuration computed, one call after another. Only with every
     coordinate free. A line in the log says so.
 
@@ -352,7 +352,8 @@ class BOOptimizer(Optimizer):
 
     @property
     def lindh_model(self):
-        """The :class:`asebo.lindh.LindhModel` of the ``'lindh'`` prior (None before a fit)."""
+        """The :class:`asebo.model.lindh.LindhModel` of the ``'lindh'`` prior (None before
+        a fit)."""
         return None if self.lindh is None else self.lindh.model
 
     @property
@@ -417,10 +418,10 @@ class BOOptimizer(Optimizer):
 
     def _kernel_metric(self, positions):
         """The metric of the Lindh model: the prior's, around its centre, or one of the
-        first configuration; rebuilt when the model is. :class:`asebo.metric.InternalMetric`
+        first configuration; rebuilt when the model is. :class:`asebo.model.metric.InternalMetric`
         with ``kernel='internal'`` where its coordinates describe every vibration at
         the centre and at every configuration computed, else
-        :class:`asebo.metric.HessianMetric` (aligned positions, not aligned for a
+        :class:`asebo.model.metric.HessianMetric` (aligned positions, not aligned for a
         near-linear molecule)."""
         centre = 0 if self.lindh is None else self.lindh.centre
         if self._metric is None or self._metric[0] != centre:
@@ -579,7 +580,7 @@ class BOOptimizer(Optimizer):
         return np.linalg.norm(shape_forces, axis=1).max() < fmax <= largest
 
     def _flat_start_centres(self, free):
-        """Centres (c,) and normals (c, 3) of :func:`asebo.flat_centres.flat_centres` in
+        """Centres (c,) and normals (c, 3) of :func:`asebo.optimize.flat_centres.flat_centres` in
         the first configuration, with its forces, while it is the only one computed;
         none otherwise, and none in a periodic cell."""
         if len(self.observations) != 1 or self.atoms.pbc.any():
@@ -668,13 +669,13 @@ def _shortened_step(gp, centre, proposal, maxstep):
     torsion); the shortened step lies on the straight line to its end instead, and
     where that line cuts across the curve (bonds squeezed on the chord of the turn)
     it leaves the descent the search found. The descent is measured from the model's
-    mean at ``centre``, as in :func:`asebo.trust.check_confident`: where the GP allows
+    mean at ``centre``, as in :func:`asebo.optimize.trust.check_confident`: where the GP allows
     noise, the energy computed there can lie below that mean (a grid's egg-box gain),
     and a step the model puts below the centre is still a descent by the model.
 
     Parameters
     ----------
-    gp : asebo.gp.EnergyForceGP
+    gp : asebo.model.gp.EnergyForceGP
         The fitted model.
     centre, proposal : ndarray (n, 3)
         Where the search started (the lowest energy seen) and where it ended.
@@ -808,7 +809,7 @@ def is_near_linear(positions):
 
 def describes(atoms):
     """Whether the internal coordinates of the Lindh model describe every vibration of
-    ``atoms`` (:class:`asebo.metric.InternalMetric`) and the molecule is not near-linear."""
+    ``atoms`` (:class:`asebo.model.metric.InternalMetric`) and the molecule is not near-linear."""
     positions = atoms.get_positions()
     if is_near_linear(positions):
         return False

@@ -1,0 +1,10 @@
+"""The model: the Gaussian process on energies and forces and what it is built from.
+
+- :mod:`asebo.model.gp`: :class:`asebo.model.gp.EnergyForceGP`;
+- :mod:`asebo.model.regression`: what the GP and the prediction models share;
+- :mod:`asebo.model.metric`: metrics from a model Hessian (internal coordinates,
+  aligned positions);
+- :mod:`asebo.model.internals`: primitive internal coordinates;
+- :mod:`asebo.model.lindh`: Lindh's model Hessian;
+- :mod:`asebo.model.priors`, :mod:`asebo.model.lindh_prior`: the GP's prior means.
+"""
