@@ -12,7 +12,8 @@ from ase.optimize import BFGS
 from asebo import BOOptimizer
 from asebo.benchmarks import baker
 from asebo.model.priors import resolve_prior
-from asebo.optimize.flat_centres import FLAT_CENTRE_TILT, flat_centres, tilted
+from asebo.optimize.flat_centres import flat_centres, tilted
+from asebo.optimize.settings import SpecialCases
 from calculators import get_calculator
 
 
@@ -91,9 +92,10 @@ def test_neighbours_on_a_line_span_no_plane_and_give_no_centre():
 def test_tilted_moves_each_centre_along_its_normal_and_nothing_else():
     atoms = flat_methylamine()
     centres, normals = flat_centres(atoms.positions, atoms.numbers)
-    moved = tilted(atoms.positions, centres, normals)
+    tilt = SpecialCases().flat_centre_tilt
+    moved = tilted(atoms.positions, centres, normals, tilt)
     displacement = moved - atoms.positions
-    np.testing.assert_allclose(displacement[centres], FLAT_CENTRE_TILT * normals)
+    np.testing.assert_allclose(displacement[centres], tilt * normals)
     np.testing.assert_array_equal(np.delete(displacement, centres, axis=0), 0.0)
     atoms.positions = moved
     nitrogen, neighbours = nitrogen_neighbours(atoms)
@@ -110,8 +112,10 @@ def test_a_flat_amine_relaxes_to_its_pyramid_where_bfgs_stays_on_the_saddle():
     atoms = flat_methylamine()
     atoms.calc = get_calculator("gfn2")
     log = io.StringIO()
-    assert BOOptimizer(atoms, logfile=log).run(fmax=0.05, steps=50)
-    assert "N0 flat in the start: the first step tilts them 0.1 Å out of plane" in log.getvalue()
+    optimizer = BOOptimizer(atoms, logfile=log)
+    assert optimizer.run(fmax=0.05, steps=50)
+    assert optimizer.reasons[0] == "tilt" and "tilt" not in optimizer.reasons[1:]
+    assert "N0 flat in the start" in log.getvalue()  # the note names the atoms
     assert angle_sum(atoms, nitrogen, neighbours) < 345.0
     # the inversion barrier of methylamine: a few tenths of an eV
     assert atoms.get_potential_energy() < saddle.get_potential_energy() - 0.2
@@ -134,7 +138,9 @@ def test_a_fixed_flat_centre_stays_flat():
     nitrogen, neighbours = nitrogen_neighbours(atoms)
     atoms.set_constraint(FixAtoms(indices=[nitrogen]))
     log = io.StringIO()
-    BOOptimizer(atoms, logfile=log).run(fmax=0.05, steps=3)
+    optimizer = BOOptimizer(atoms, logfile=log)
+    optimizer.run(fmax=0.05, steps=3)
+    assert "tilt" not in optimizer.reasons
     assert "flat in the start" not in log.getvalue()
     assert angle_sum(atoms, nitrogen, neighbours) == pytest.approx(360.0, abs=1e-2)
 

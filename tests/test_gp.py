@@ -88,7 +88,7 @@ def test_botorch_lcb_is_mean_minus_kappa_sigma(water, fitted):
 def test_marginal_likelihood_picks_gamma_inside_bounds_and_beats_the_ends(water):
     _, P, E, F = water
     gp = EnergyForceGP(prior="mean", gamma_bounds=(0.05, 50.0)).fit(P, E, F)
-    y = gp._targets(E, -F, *gp._prior_at_observations(P, E, F))
+    y = gp._targets(E, -F, *gp._prior_at_observations(P, E))
     everything = torch.arange(len(P))
     best = gp._profile_nll(np.log(gp.gamma_), everything, y)
     for gamma in (0.05, 0.5, 5.0, 50.0):
@@ -231,7 +231,7 @@ def dense_posterior(gp, P, E, F, x, select=None):
 
     m, n = len(P), P.shape[1]
     select = np.arange(m) if select is None else np.asarray(select)
-    prior_e, prior_g = gp._prior_at_observations(P, E, F)
+    prior_e, prior_g = gp._prior_at_observations(P, E)
     y = gp._targets(E, -F, prior_e, prior_g).reshape(m, -1)[select].reshape(-1)
     K = reference_dense(P[select], P[select], gp.gamma_, gp.kernel)
     K.diagonal().add_(gp._noise(len(select), n, gp.gamma_))
@@ -251,7 +251,7 @@ def dense_posterior(gp, P, E, F, x, select=None):
     (gradient,) = torch.autograd.grad(mean, xt)
     c = c.detach()
     variance = gp.outputscale_ * (1.0 - c @ torch.linalg.solve(K, c))
-    return mean.item() + gp.prior_constant_, variance.item(), gradient.numpy()
+    return mean.item() + gp.prior_offset_, variance.item(), gradient.numpy()
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from asebo.model.internals import (
 )
 from asebo.model.lindh import LindhModel, lindh_weights, out_of_plane_quadruples
 from asebo.model.metric import InternalMetric, model_hessian
-from asebo.optimize.optimizer import FOLDED
+from asebo.optimize.representations import InternalCoordinates
 
 
 def primitives_of(name):
@@ -241,5 +241,5 @@ def test_internal_coordinates_of_a_pyramidal_reference_fold_past_the_plane():
     numbers = formaldehyde_inverted(0.0).numbers
     pyramidal = InternalMetric(LindhModel(path[0], numbers), path[0])
     planar = InternalMetric(LindhModel(path[12], numbers), path[12])
-    assert min(pyramidal.conditioning(x) for x in path) < FOLDED / 2
+    assert min(pyramidal.conditioning(x) for x in path) < InternalCoordinates().folded / 2
     assert min(planar.conditioning(x) for x in path) > 0.5

@@ -10,7 +10,9 @@ from ase.units import Bohr, Hartree
 from scipy.spatial.transform import Rotation
 
 from asebo.model.lindh import TORSION_FADE, LindhModel, lindh_weights
-from asebo.optimize.optimizer import INTERNAL_RECENTRE, BOOptimizer
+from asebo.model.priors import HighestEnergyPrior, RecentredLindh
+from asebo.optimize.optimizer import BOOptimizer
+from asebo.optimize.representations import InternalCoordinates
 from calculators import get_calculator
 
 
@@ -200,11 +202,11 @@ def test_bad_reference_is_refused():
 def test_default_prior_is_lindh_for_molecules_and_max_for_periodic_cells():
     atoms = molecule("H2O")
     atoms.calc = LennardJones()
-    assert BOOptimizer(atoms, logfile=None).prior == "lindh"
+    assert isinstance(BOOptimizer(atoms, logfile=None).prior, RecentredLindh)
     assert BOOptimizer(atoms, logfile=None).todict()["prior"] == "lindh"
     crystal = Atoms("Ar", positions=[[0, 0, 0]], cell=[3, 3, 3], pbc=True).repeat(2)
     crystal.calc = LennardJones()
-    assert BOOptimizer(crystal, logfile=None).prior == "max"
+    assert isinstance(BOOptimizer(crystal, logfile=None).prior, HighestEnergyPrior)
     with pytest.raises(ValueError, match="periodic"):
         BOOptimizer(crystal, logfile=None, prior="lindh")
     with pytest.raises(ValueError, match="prior must be"):
@@ -242,7 +244,8 @@ def test_by_default_the_model_stays_on_the_first_configuration_close_to_it():
     atoms.positions += 0.1 * np.random.default_rng(3).normal(size=(3, 3))
     atoms.calc = get_calculator("gfn2")
     opt = BOOptimizer(atoms, logfile=None)
-    assert opt.kernel == "internal" and opt.recentre == INTERNAL_RECENTRE
+    assert isinstance(opt.representation, InternalCoordinates)
+    assert opt.recentre == InternalCoordinates.default_recentre
     opt.run(fmax=0.01, steps=6)
     np.testing.assert_array_equal(opt.lindh_model.reference, opt.positions_seen[0])
 

@@ -5,7 +5,7 @@ import pytest
 from ase.collections import g2
 
 from asebo.model.lindh import LindhModel
-from asebo.model.lindh_prior import RecentredLindh
+from asebo.model.priors import RecentredLindh
 
 
 def straightened(name):
@@ -13,10 +13,10 @@ def straightened(name):
     atoms = g2[name]
     atoms.rattle(0.1, seed=0)
     prior = RecentredLindh(atoms, recentre=0.3)
-    prior.prior(atoms.positions[None], np.array([0.0]))
-    plain = LindhModel(atoms.positions, atoms.numbers)._reference_angles
-    moved = prior.model._reference_angles != plain
-    assert np.all(prior.model._reference_angles[moved] == np.pi)
+    prior.for_observations(atoms.positions[None], np.array([0.0]))
+    plain = LindhModel(atoms.positions, atoms.numbers).reference_angles
+    moved = prior.model.reference_angles != plain
+    assert np.all(prior.model.reference_angles[moved] == np.pi)
     return sorted(np.degrees(plain[moved]).round(1))
 
 
@@ -48,9 +48,9 @@ def test_the_model_is_rebuilt_around_the_best_observation_once_far_from_its_mini
     away = LindhModel(stretched, atoms.numbers).energy_and_forces(first)[0]
     assert away > 0.3  # the relaxed geometry is far up the model around the start
     prior = RecentredLindh(atoms, recentre=0.3)
-    prior.prior(positions, energies)
+    prior.for_observations(positions, energies)
     assert prior.centre == 1
     np.testing.assert_array_equal(prior.model.reference, first)
     kept = RecentredLindh(atoms, recentre=away + 0.1)
-    kept.prior(positions, energies)
+    kept.for_observations(positions, energies)
     assert kept.centre == 0

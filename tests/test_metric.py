@@ -206,7 +206,7 @@ def test_optimizer_metric_follows_the_recentred_lindh_model(kernel):
     for _ in opt.irun(fmax=0.05, steps=5):
         if opt.gp is None:
             continue
-        centre = opt.lindh.centre
+        centre = opt.prior.centre
         centres.add(centre)
         reference = opt.positions_seen[centre]
         if kernel == "anisotropic":

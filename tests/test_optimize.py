@@ -22,8 +22,9 @@ from ase.optimize import BFGS
 
 from asebo import BOOptimizer
 from asebo.model.metric import HessianMetric
-from asebo.optimize import optimizer as asebo_optimize
 from asebo.optimize.optimizer import RestartError
+from asebo.optimize.representations import CartesianPositions, InternalCoordinates
+from asebo.optimize.settings import TrustSettings
 from calculators import CountingCalculator, get_calculator
 
 
@@ -81,7 +82,9 @@ def test_run_twice_adds_steps_and_logs_predictions(tmp_path):
     assert "Predicted" in lines[0]
     steps = [line for line in lines[1:] if line.split()[1].isdigit()]  # notes besides
     assert len(steps) == opt.nsteps + 1  # step 0, and a line per step
-    assert all(len(line.split()) == 6 for line in steps[1:])  # the prediction column
+    # the prediction and the reason of the step, as recorded
+    assert all(len(line.split()) == 7 for line in steps[1:])
+    assert [line.split()[-1] for line in steps[1:]] == opt.reasons
     frames = read(tmp_path / "bo.traj", index=":")
     assert len(frames) == opt.nsteps + 1
     assert opt.todict()["optimizer"] == "BOOptimizer"
@@ -184,7 +187,7 @@ def test_periodic_cells_use_the_cartesian_kernel():
     atoms.rattle(0.05, seed=1)
     atoms.calc = get_calculator("emt")
     opt = BOOptimizer(atoms, logfile=None)
-    assert opt.kernel == "cartesian"
+    assert isinstance(opt.representation, CartesianPositions)
     assert opt.run(fmax=0.05, steps=60)
     with pytest.raises(ValueError, match="periodic"):
         BOOptimizer(atoms, kernel="svd", logfile=None)
@@ -310,12 +313,12 @@ def test_auto_prior_takes_gfn2_under_another_calculator_and_says_so():
 
 
 def test_auto_prior_falls_back_where_gfn2_does_not_fit():
-    from asebo.model.priors import automatic_prior
+    from asebo.model.priors import RecentredLindh, automatic_prior
 
     target = molecule("H2O")
     target.calc = get_calculator("gfn2")
     assert automatic_prior(target)[0] == "lindh"  # no xTB prior for an xTB target
-    assert BOOptimizer(target, prior="auto", logfile=None).prior == "lindh"
+    assert isinstance(BOOptimizer(target, prior="auto", logfile=None).prior, RecentredLindh)
     heavy = Atoms("Fr2", positions=[[0, 0, 0], [0, 0, 4.0]])
     heavy.calc = EMT()
     choice, reason = automatic_prior(heavy)
@@ -371,6 +374,9 @@ def test_a_failing_prior_calculator_turns_the_step_into_a_force_step():
     opt.run(fmax=0.05, steps=3)
     assert len(opt.energies) == 4  # every step was taken
     assert "the prior calculator failed: CalculationFailed" in log.getvalue()
+    # every search failed (retries exhausted) and each step went along the forces
+    assert opt.reasons == ["force_step"] * 3
+    assert all(proposal["retried"][0] == "prior_failed" for proposal in opt.proposals)
     for k in range(1, len(opt.energies)):
         best = int(np.argmin(opt.energies[:k]))
         step = (opt.positions_seen[k] - opt.positions_seen[best]).reshape(-1)
@@ -381,7 +387,8 @@ def test_a_failing_prior_calculator_turns_the_step_into_a_force_step():
 
 
 def test_a_prior_calculator_lets_the_steps_grow_to_calculator_prior_maxstep():
-    from asebo.optimize.optimizer import CALCULATOR_PRIOR_MAXSTEP, CALCULATOR_PRIOR_TRUST_RADIUS
+    CALCULATOR_PRIOR_MAXSTEP = TrustSettings().calculator_maxstep
+    CALCULATOR_PRIOR_TRUST_RADIUS = TrustSettings().calculator_radius
 
     def steps(**options):
         atoms = lj_cluster()
@@ -407,7 +414,8 @@ def test_a_prior_calculator_lets_the_steps_grow_to_calculator_prior_maxstep():
 def test_a_step_cut_back_to_maxstep_across_a_turn_is_refused():
     from scipy.spatial.transform import Rotation
 
-    from asebo.optimize.optimizer import ShortenedStepError, _shortened_step
+    from asebo.optimize.search import ShortenedStepError
+    from asebo.optimize.search import shortened_step as _shortened_step
 
     atoms = perturbed_water()
     atoms.calc = get_calculator("gfn2")
@@ -444,7 +452,7 @@ def test_a_step_cut_back_below_the_models_mean_at_the_centre_stands():
     egg-box gain), a cut-back step that the model puts between the two is a descent by
     the model: it stands, as the check of doubted steps would pass it, and is not
     searched again in a smaller box."""
-    from asebo.optimize.optimizer import _shortened_step
+    from asebo.optimize.search import shortened_step as _shortened_step
 
     gp, centre, lowest = water_model_with_an_egg_box_gain()
     gradient = gp.predict(centre, return_gradient=True)[1]  # (3, 3)
@@ -544,22 +552,21 @@ def rattled_formic_acid():
     return atoms
 
 
-def test_steps_the_model_doubts_are_searched_again_in_a_smaller_box(monkeypatch):
+def test_steps_the_model_doubts_are_searched_again_in_a_smaller_box():
     """From a rattled start the model proposes steps whose predicted drop lies within
     its own uncertainty, and without the check some of them go uphill; with it the
     box shrinks before the call, the run climbs less often and needs no more calls."""
     runs = {}
     for checked in (True, False):
-        if not checked:
-            monkeypatch.setattr(asebo_optimize, "check_confident", lambda *args: None)
-        log = io.StringIO()
-        opt = BOOptimizer(rattled_formic_acid(), logfile=log)
+        settings = TrustSettings() if checked else TrustSettings(confidence=None)
+        opt = BOOptimizer(rattled_formic_acid(), logfile=None, trust_region=settings)
         assert opt.run(fmax=0.05, steps=30)
         energies = np.array(opt.energies)
         uphill = sum(energies[k] > energies[:k].min() for k in range(1, len(energies)))
-        runs[checked] = (uphill, len(energies), energies.min(), log.getvalue())
-    assert "standard deviations of its uncertainty there" in runs[True][3]
-    assert "standard deviations of its uncertainty there" not in runs[False][3]
+        retried = [why for proposal in opt.proposals for why in proposal["retried"]]
+        runs[checked] = (uphill, len(energies), energies.min(), retried)
+    assert "uncertain" in runs[True][3]
+    assert "uncertain" not in runs[False][3]
     assert runs[True][0] < runs[False][0]
     assert runs[True][1] <= runs[False][1]
     assert runs[True][2] == pytest.approx(runs[False][2], abs=2e-3)
@@ -574,16 +581,16 @@ def pyramidal_formaldehyde():
     return atoms
 
 
-@pytest.mark.parametrize("folded", [asebo_optimize.FOLDED, 0.0])
-def test_a_planar_centre_relaxed_from_a_pyramidal_start_converges(folded, monkeypatch, tmp_path):
+@pytest.mark.parametrize("folded", [InternalCoordinates().folded, 0.0])
+def test_a_planar_centre_relaxed_from_a_pyramidal_start_converges(folded, tmp_path):
     """The internal coordinates built at the pyramidal start fold as the carbon passes
     its neighbours' plane; the kernel then takes aligned positions, in the run and in
-    a run resumed from its restart file. Without that switch (``FOLDED = 0``) the
+    a run resumed from its restart file. Without that switch (``folded = 0``) the
     model's gradients blow up and the run stalls."""
-    monkeypatch.setattr(asebo_optimize, "FOLDED", folded)
+    kernel = InternalCoordinates(folded=folded)
     restart = str(tmp_path / "bo.json")
     log = io.StringIO()
-    opt = BOOptimizer(pyramidal_formaldehyde(), logfile=log, restart=restart)
+    opt = BOOptimizer(pyramidal_formaldehyde(), logfile=log, restart=restart, kernel=kernel)
     converged = opt.run(fmax=0.05, steps=12)
     if not folded:
         assert not converged

@@ -162,13 +162,14 @@ def test_prior_curvature_must_be_a_number_at_least_zero(value):
 
 
 def test_bo_optimizer_scales_a_prior_calculator_only():
-    from asebo.optimize.optimizer import PRIOR_CURVATURE, BOOptimizer
+    from asebo.optimize.optimizer import BOOptimizer
+    from asebo.optimize.settings import ModelSettings
 
     atoms = molecule("CH3CH2OH")
     atoms.calc = lindh(atoms, STIFFER)
     atoms.positions = rattled("CH3CH2OH", scale=0.05, seed=23)[0]
     under_calculator = BOOptimizer(atoms, logfile=None, prior=lindh(atoms))
-    assert under_calculator.gp_options["prior_curvature"] == PRIOR_CURVATURE
+    assert under_calculator.gp_options["prior_curvature"] == ModelSettings().prior_curvature
     under_calculator.run(fmax=0.05, steps=2)
     assert under_calculator.gp._curvature is not None
     assert BOOptimizer(atoms, logfile=None).gp_options["prior_curvature"] == 0.0

@@ -1,6 +1,7 @@
 """BOOptimizer never computes a configuration twice and refuses bad input before any call."""
 
 import os
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,7 +15,15 @@ from asebo import BOOptimizer
 from asebo.kernels import CartesianKernel, SVDKernel
 from asebo.kernels.radial import Matern52, SquaredExponential
 from asebo.optimize.observations import Observations
-from asebo.optimize.trust import FLOOR, FORCE_STEP, TrustRegion
+from asebo.optimize.representations import (
+    AlignedPositions,
+    CartesianPositions,
+    InternalCoordinates,
+    SVDRepresentation,
+)
+from asebo.optimize.settings import TrustSettings
+from asebo.optimize.stages import force_step
+from asebo.optimize.trust import TrustRegion
 from calculators import CountingCalculator, get_calculator
 
 
@@ -68,10 +77,10 @@ def test_the_step_along_the_forces_never_returns_to_a_computed_configuration():
     atoms = argon_cluster()
     opt = BOOptimizer(atoms, logfile=None, prior="max", trust_radius=0.05)
     opt.run(fmax=0.01, steps=1)
-    free = np.ones((4, 3), dtype=bool)
-    first = opt._force_step(0, free, 0.05)
+    context = replace(opt._step_context(), best=0)
+    first = force_step(context, 0.05)
     opt.observations.append(first, 0.0, np.zeros((4, 3)))
-    second = opt._force_step(0, free, 0.05)
+    second = force_step(context, 0.05)
     forces = opt.forces[0]
     direction = forces / np.linalg.norm(forces, axis=1).max()
     # the first step is one trust radius long; the second, the first being computed, twice
@@ -96,6 +105,7 @@ def test_trust_region_grows_after_a_good_prediction_and_shrinks_after_a_bad_one(
     assert region.after(best=0.0, predicted=-1.0, energy=-0.9).radius == 0.15  # capped
     assert region.after(best=0.0, predicted=-1.0, energy=0.1).radius == 0.05  # went up
     assert region.after(best=0.0, predicted=-1.0, energy=-0.3).radius == 0.1  # fair
+    FLOOR, FORCE_STEP = TrustSettings().floor, TrustSettings().force_step
     assert TrustRegion(1.5e-3, 0.2).after(0.0, -1.0, 1.0).radius == FLOOR
     assert region.radius == 0.1  # unchanged: after() returns a new region
     assert TrustRegion(FLOOR, 0.2).for_force_step().radius == FORCE_STEP
@@ -207,7 +217,7 @@ def test_fix_cartesian_holds_its_coordinates_and_converges_like_bfgs():
     reference.calc = CountingCalculator(get_calculator("gfn2"))
     assert BFGS(reference, logfile=None).run(fmax=0.02, steps=200)
     opt = BOOptimizer(atoms, logfile=None)
-    assert opt.kernel == "cartesian"
+    assert isinstance(opt.representation, CartesianPositions)
     assert opt.run(fmax=0.02, steps=60)
     np.testing.assert_array_equal(atoms.positions[[0, 1], 2], start[[0, 1], 2])
     assert atoms.get_potential_energy() == pytest.approx(reference.get_potential_energy(), abs=2e-3)
@@ -228,7 +238,7 @@ NEAR_LINEAR_G2 = {"C2H2", "NCCN", "HCN", "CO2", "OCS", "CS2", "N2O", "CCH"}
 def test_near_linear_molecules_of_g2_are_told_apart_from_bent_ones():
     from ase.collections import g2
 
-    from asebo.optimize.optimizer import is_near_linear
+    from asebo.model.straightness import is_near_linear
 
     found = set()
     for name in g2.names:
@@ -244,15 +254,16 @@ def test_near_linear_molecules_of_g2_are_told_apart_from_bent_ones():
 def test_near_linear_molecules_take_the_anisotropic_kernel_not_aligned():
     acetylene, water = rattled("C2H2"), rattled("H2O")
     opt = BOOptimizer(acetylene, logfile=None)
-    assert opt.kernel == "anisotropic" and opt.recentre == 0.3
+    assert type(opt.representation) is AlignedPositions and opt.recentre == 0.3
     assert opt.gp_options["trend"] == 0.0
     opt.run(fmax=0.05, steps=1)
     assert not opt.gp.metric.align
-    assert BOOptimizer(water, logfile=None).kernel == "internal"
+    assert isinstance(BOOptimizer(water, logfile=None).representation, InternalCoordinates)
     opt = BOOptimizer(water, logfile=None, kernel="anisotropic")
     opt.run(fmax=0.05, steps=1)
     assert opt.gp.metric.align
-    assert BOOptimizer(acetylene, logfile=None, kernel="svd").kernel == "svd"
+    svd = BOOptimizer(acetylene, logfile=None, kernel="svd")
+    assert isinstance(svd.representation, SVDRepresentation)
     with pytest.raises(ValueError, match="kernel='anisotropic'"):
         BOOptimizer(acetylene, logfile=None, kernel="internal")
 
@@ -280,12 +291,12 @@ def test_the_optimizer_kernels_map_to_gp_kernel_objects():
 def test_lindh_prior_is_smooth_across_the_straight_geometry_of_a_near_linear_bend():
     """A bend rattled to ~172 deg is given 180 deg: no cusp where the GP must fit."""
     from asebo.model.lindh import LindhModel
-    from asebo.model.lindh_prior import RecentredLindh
+    from asebo.model.priors import RecentredLindh
 
     atoms = molecule("C2H2")
     atoms.rattle(0.05, seed=0)
     prior = RecentredLindh(atoms, recentre=0.3)
-    prior.prior(atoms.positions[None], np.array([0.0]))
+    prior.for_observations(atoms.positions[None], np.array([0.0]))
     straight = molecule("C2H2").positions
     across = np.zeros((4, 3))
     across[3, 0] = 1.0  # one hydrogen across the axis

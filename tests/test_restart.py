@@ -14,7 +14,9 @@ from ase.build import molecule
 from ase.io import read
 
 from asebo import BOOptimizer
+from asebo.model.priors import RecentredLindh
 from asebo.optimize.observations import Observations
+from asebo.optimize.representations import InternalCoordinates
 from calculators import CountingCalculator, get_calculator
 
 
@@ -124,7 +126,8 @@ def test_resumed_run_follows_the_uninterrupted_path_exactly(tmp_path, every):
     uninterrupted = ethanol()
     opt = BOOptimizer(uninterrupted, logfile=None)
     opt.run(fmax=0.01, steps=steps)
-    assert opt.kernel == "internal" and opt.prior == "lindh"
+    assert isinstance(opt.representation, InternalCoordinates)
+    assert isinstance(opt.prior, RecentredLindh)
     path = np.array(opt.positions_seen)  # (steps + 1, n, 3)
 
     restart = str(tmp_path / "bo.json")
@@ -135,6 +138,7 @@ def test_resumed_run_follows_the_uninterrupted_path_exactly(tmp_path, every):
         calls += atoms.calc.ncalls
     resumed = Observations.load(atoms.numbers, restart)
     np.testing.assert_array_equal(np.array(resumed.positions), path)
+    assert resumed.state["proposals"] == opt.proposals  # the same reasons, recorded
     np.testing.assert_array_equal(atoms.positions, uninterrupted.positions)
     assert calls == uninterrupted.calc.ncalls == steps + 1
 

@@ -11,8 +11,8 @@ from ase.constraints import FixAtoms
 from ase.optimize import BFGS
 
 from asebo import BOOptimizer
-from asebo.optimize import optimizer as asebo_optimize
 from asebo.optimize.rigid import moved_rigidly, rigid_modes, rigid_motion, rigid_part, rigid_step
+from asebo.optimize.settings import SpecialCases
 from calculators import get_calculator
 
 
@@ -135,8 +135,10 @@ def test_optimizer_moves_a_converged_shape_along_its_net_force_and_torque():
     fmax = fmax_between_shape_and_total(atoms)
     start, forces = atoms.get_positions(), atoms.get_forces()
     log = io.StringIO()
-    BOOptimizer(atoms, logfile=log).run(fmax=fmax, steps=1)
-    assert "moves rigidly along them" in log.getvalue()
+    opt = BOOptimizer(atoms, logfile=log)
+    opt.run(fmax=fmax, steps=1)
+    assert opt.reasons == ["rigid_move"]
+    assert "moves rigidly along them" in log.getvalue()  # the note says so
     step = atoms.get_positions() - start
     rigid_step_taken, rigid_forces = rigid_part(start, step), rigid_part(start, forces)
     cosine = (rigid_step_taken * rigid_forces).sum() / (
@@ -152,22 +154,22 @@ def test_optimizer_converges_where_only_the_ripple_keeps_it_from_converging():
     assert BOOptimizer(atoms, logfile=None).run(fmax=fmax, steps=10)
 
 
-def test_a_rigid_step_that_overshoots_a_short_ripple_is_halved(monkeypatch):
+def test_a_rigid_step_that_overshoots_a_short_ripple_is_halved():
     """On a ripple of period 0.05 Å the full rigid step of 0.02 Å overshoots and finds
     no lower energy; the next one from the same configuration is half as long and the
-    run converges. Repeated at full length (``SHRINK = 1``), the step overshoots again
-    and the run needs more calls."""
+    run converges. Repeated at full length (``rigid_shrink = 1``), the step overshoots
+    again and the run needs more calls."""
     ripple = {"amplitude": 0.0005, "spacing": 0.05}
-    halving, calls = asebo_optimize.SHRINK, {}
+    halving, calls = SpecialCases().rigid_shrink, {}
     for shrink in (halving, 1.0):
-        monkeypatch.setattr(asebo_optimize, "SHRINK", shrink)
         atoms = water_at_gfn2_minimum(**ripple)
         fmax = fmax_between_shape_and_total(atoms)
         log = io.StringIO()
-        opt = BOOptimizer(atoms, logfile=log)
+        opt = BOOptimizer(atoms, logfile=log, special_cases=SpecialCases(rigid_shrink=shrink))
         assert opt.run(fmax=fmax, steps=12)
         calls[shrink] = len(opt.energies)
         if shrink < 1:
+            assert opt.reasons[0] == "rigid_move" and opt.reasons.count("rigid_move") >= 2
             assert "rigidly along them, 0.01 Å at most" in log.getvalue()
     assert calls[halving] <= 6 < calls[1.0]
 
@@ -177,5 +179,7 @@ def test_no_rigid_step_when_an_atom_is_fixed():
     fmax = fmax_between_shape_and_total(atoms)
     atoms.set_constraint(FixAtoms(indices=[0]))
     log = io.StringIO()
-    BOOptimizer(atoms, logfile=log).run(fmax=fmax, steps=1)
+    opt = BOOptimizer(atoms, logfile=log)
+    opt.run(fmax=fmax, steps=1)
+    assert "rigid_move" not in opt.reasons
     assert "moves rigidly" not in log.getvalue()

@@ -40,6 +40,11 @@ from asebo.kernels.joint import block_jacobi, energy_rows, joint_matmul
 from asebo.kernels.operators import JointStructure, solve_joint
 from asebo.kernels.prior_scale import PriorCurvature
 from asebo.kernels.trend import CovarianceWithTerm, LinearTrend
+from asebo.model.priors import (  # noqa: F401  CalculatorPrior and the error: public here too
+    CalculatorPrior,
+    PriorCalculationError,
+    constant_prior,
+)
 from asebo.model.regression import (
     SymmetricFactor,
     noise_vector,
@@ -47,53 +52,6 @@ from asebo.model.regression import (
     observation_vector,
     profiled_nll,
 )
-
-
-class PriorCalculationError(RuntimeError):
-    """The prior calculator failed at a configuration, or returned NaN or inf there."""
-
-
-class CalculatorPrior:
-    """An ASE calculator as the GP's prior mean (Δ-learning, Ramakrishnan et al. 2015).
-
-    Parameters
-    ----------
-    calculator : ase.calculators.calculator.Calculator
-        A cheap method (GFN1-xTB, say) whose energy and forces the GP corrects.
-    atoms : ase.Atoms
-        The molecule: numbers, cell and boundary conditions of every evaluation.
-    """
-
-    def __init__(self, calculator, atoms):
-        self.calculator = calculator
-        self.atoms = atoms.copy()
-        self.atoms.constraints = []
-        self.atoms.calc = calculator
-        self.ncalls = 0
-        self._cache = {}
-
-    def energy_and_forces(self, positions):
-        """Prior energy () and forces (n, 3) at positions (n, 3), each computed once."""
-        key = np.asarray(positions, dtype=np.float64).tobytes()
-        if key not in self._cache:
-            self._cache[key] = self._compute(positions)
-        energy, forces = self._cache[key]
-        return energy, forces.copy()
-
-    def _compute(self, positions):
-        self.atoms.set_positions(positions)
-        try:
-            energy = self.atoms.get_potential_energy()
-            forces = self.atoms.get_forces()
-        except Exception as error:  # an SCF that does not converge, say
-            raise PriorCalculationError(
-                f"the prior calculator failed: {type(error).__name__}: {error}"
-            ) from error
-        finally:
-            self.ncalls += 1
-        if not (np.isfinite(energy) and np.isfinite(forces).all()):
-            raise PriorCalculationError("the prior calculator returned NaN or inf energy or forces")
-        return float(energy), np.array(forces)
 
 
 class EnergyForceGP:
@@ -119,9 +77,11 @@ class EnergyForceGP:
         energy noise to factorise.
     gamma_bounds : (float, float)
         Search interval of ``gamma``.
-    prior : {'max', 'mean'}, float, or CalculatorPrior
-        Prior mean of the energy. A calculator prior is shifted by the mean of
-        ``E - E_prior`` over the observations (``prior_offset_``).
+    prior : {'max', 'mean'}, float, or asebo.model.priors.Prior
+        Prior mean of the energy: its own surface plus a constant fitted to the
+        observations (``prior_offset_``): the highest or mean energy for a constant
+        prior, the mean of ``E - E_prior`` for a calculator prior
+        (:class:`asebo.model.priors.CalculatorPrior`).
     energy_noise, gradient_noise : float
         Noise standard deviations relative to the signal scale ``s`` (energies) and
         to the prior standard deviation of a gradient component, ``s sqrt(a(0))``
@@ -238,25 +198,21 @@ class EnergyForceGP:
         self.prior_curvature = prior_curvature
 
     # ---- data and prior -------------------------------------------------------------
-    def _prior_at_observations(self, positions, energies, forces):
-        m = len(energies)
-        if isinstance(self.prior, CalculatorPrior):
-            values = [self.prior.energy_and_forces(p) for p in positions]
-            prior_energies = np.array([v[0] for v in values])  # (m,)
-            # the two methods' energies differ by a large constant (reference states,
-            # core electrons): the GP learns the residual around its mean
-            self.prior_offset_ = float(np.mean(energies - prior_energies))
-            return prior_energies + self.prior_offset_, np.stack([-v[1] for v in values])
-        if self.prior == "max":
-            constant = float(np.max(energies))
-        elif self.prior == "mean":
-            constant = float(np.mean(energies))
-        elif isinstance(self.prior, (int, float)):
-            constant = float(self.prior)
-        else:
-            raise ValueError("prior must be 'max', 'mean', a number or a CalculatorPrior")
-        self.prior_constant_ = constant
-        return np.full(m, constant), np.zeros_like(forces)
+    @property
+    def prior(self):
+        """The prior mean, an :class:`asebo.model.priors.Prior`; set it by name or object."""
+        return self._prior
+
+    @prior.setter
+    def prior(self, prior):
+        self._prior = constant_prior(prior)
+
+    def _prior_at_observations(self, positions, energies):
+        """Prior energies (m,) and gradients (m, n, 3) at the observations, offset
+        included; sets ``prior_offset_``."""
+        prior_energies, gradients = self.prior.energies_and_gradients(positions)  # (m,), (m, n, 3)
+        self.prior_offset_ = self.prior.offset(energies, prior_energies)
+        return prior_energies + self.prior_offset_, gradients
 
     def _targets(self, energies, gradients, prior_energies, prior_gradients):
         """Residuals of the observations to the prior, (m (3n+1),)."""
@@ -341,7 +297,7 @@ class EnergyForceGP:
         and ``_curvature_rows``, its rows ``phi`` (m, 3n+1) at the observations; both
         None without a calculator prior or with ``prior_curvature`` 0."""
         self._curvature = self._curvature_rows = None
-        if self.prior_curvature == 0 or not isinstance(self.prior, CalculatorPrior):
+        if self.prior_curvature == 0 or self.prior.constant:
             return
         gradients = torch.as_tensor(prior_gradients).reshape(len(prior_energies), -1)  # (m, 3n)
         self._curvature = PriorCurvature(
@@ -408,7 +364,7 @@ class EnergyForceGP:
         for name, values in (("positions", positions), ("energies", energies), ("forces", forces)):
             if not np.isfinite(values).all():
                 raise ValueError(f"{name} contain NaN or inf: remove that observation")
-        prior_e, prior_g = self._prior_at_observations(positions, energies, forces)
+        prior_e, prior_g = self._prior_at_observations(positions, energies)
         gradients = -forces
         if self.metric is not None:
             prior_g = self.metric.feature_gradients(positions, prior_g).numpy()
@@ -518,15 +474,8 @@ class EnergyForceGP:
 
     def _prior_mean_and_gradient(self, x):
         """Prior mean (b,) and its gradient (b, n, 3) at configurations x (b, n, 3)."""
-        if isinstance(self.prior, CalculatorPrior):
-            values = [self.prior.energy_and_forces(xi.numpy()) for xi in x]
-            energies = torch.tensor([v[0] for v in values], dtype=torch.float64)
-            gradients = torch.as_tensor(np.stack([-v[1] for v in values]))
-            return energies + self.prior_offset_, gradients
-        return (
-            torch.full((len(x),), self.prior_constant_, dtype=torch.float64),
-            torch.zeros_like(x),
-        )
+        energies, gradients = self.prior.energies_and_gradients(x.numpy())  # (b,), (b, n, 3)
+        return torch.as_tensor(energies) + self.prior_offset_, torch.as_tensor(gradients)
 
     def posterior_with_gradients(self, x):
         """Posterior mean and variance at x (b, n, 3), with their gradients.

@@ -37,6 +37,8 @@ import numpy as np
 from ase.calculators.calculator import Calculator, all_changes
 from ase.units import Bohr, Hartree
 
+from asebo.model.straightness import NEARLY_STRAIGHT
+
 # Lindh et al. (1995), Table 1: alpha (bohr^-2) and r_ref (bohr) by the rows of two atoms
 _ALPHA = {
     (1, 1): 1.0000,
@@ -54,7 +56,7 @@ LINDH_TORSION_CONSTANT = 0.005 * Hartree  # Lindh's k_tau, eV/rad²
 # calls as four times (the choice of the aligned kernel) and fewer higher minima (docs/lindh.md)
 TORSION_CONSTANT = 2 * LINDH_TORSION_CONSTANT  # k_tau, eV/rad²
 # torsions fade out as one of their bends straightens: full below, none above (rad)
-TORSION_FADE = (np.radians(145.0), np.radians(160.0))
+TORSION_FADE = (NEARLY_STRAIGHT.torsion_fade_start, NEARLY_STRAIGHT.torsion_fade_end)
 # a centre with three neighbours counts as planar within this angle of the plane (rad)
 PLANAR_TOLERANCE = np.radians(30.0)
 BONDED = 0.5  # Lindh weight rho_ij above which i and j are bonded (non-bonded pairs < 0.05)
@@ -213,6 +215,10 @@ class LindhModel(Calculator):
         ``k_oop`` (eV/rad²) of the out-of-plane dihedrals of centres planar at ``x0``
         (three neighbours within ``PLANAR_TOLERANCE`` of a plane); 0, the default,
         leaves them out.
+    reference_angles : array (b,) or callable, optional
+        The bends' reference angles, rad, in the order of :attr:`bends`; or a function
+        ``f(bends, angles)`` of the bends (b, 3) and their angles at ``reference`` (b,)
+        that returns them. By default the angles at ``reference``.
 
     Attributes
     ----------
@@ -240,6 +246,7 @@ class LindhModel(Calculator):
         bend_constant=BEND_CONSTANT,
         torsion_constant=TORSION_CONSTANT,
         out_of_plane_constant=0.0,
+        reference_angles=None,
     ):
         super().__init__()
         reference = np.array(reference, dtype=np.float64)  # (n, 3)
@@ -271,9 +278,28 @@ class LindhModel(Calculator):
         self.cutoff = cutoff
         self.torsion_constant = torsion_constant
         self._reference_lengths = self._lengths(reference)[0]
-        self._reference_angles = _bend_angles(reference, self.bends)[0]
+        self._reference_angles = _bend_angles(reference, self.bends)[0]  # (b,)
+        if callable(reference_angles):
+            reference_angles = reference_angles(self.bends, self._reference_angles)
+        if reference_angles is not None:
+            self._reference_angles = self._checked_angles(reference_angles)
         self._reference_dihedrals = _dihedrals(reference, self.torsions)[0]
         self._reference_out_of_plane = _dihedrals(reference, self.out_of_plane)[0]
+
+    def _checked_angles(self, reference_angles):
+        """``reference_angles`` as an array (b,) of the bends' reference angles."""
+        angles = np.array(reference_angles, dtype=np.float64)
+        if angles.shape != (len(self.bends),):
+            raise ValueError(
+                f"reference_angles must hold one angle per bend ({len(self.bends)}), got "
+                f"shape {angles.shape}: one per row of the model's bends, in that order"
+            )
+        return angles
+
+    @property
+    def reference_angles(self):
+        """The bends' reference angles (b,), rad."""
+        return self._reference_angles.copy()
 
     @staticmethod
     def _choose_torsions(reference, rho, cutoff, torsion_constant):

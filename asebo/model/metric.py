@@ -34,6 +34,17 @@ of the Lindh model's stretches, bends and torsions, which agree with
 ``\Lambda^{p/2} U^T (x - x_ref)`` to first order and follow rotations about bonds
 beyond it. Both give the GP ``(n, 3)`` features and the maps of gradients to and
 from them.
+
+A metric, here or elsewhere (a periodic one, say), is any object with
+
+- ``features(positions)``: features (m, n, 3) of positions (m, n, 3);
+- ``feature_gradients(positions, gradients)``: gradients (m, n, 3) in the features
+  of functions whose gradients in the positions (m, n, 3) are ``gradients``;
+- ``features_and_pullback(positions)``: features (b, n, 3) and a function that maps
+  any number of gradients in the features (b, n, 3) back to the positions;
+- ``invariant``: whether the features are invariant to rigid motions (translations
+  and rotations of the whole), which decides whether the optimizer moves a
+  converged shape rigidly (:mod:`asebo.optimize.stages`).
 """
 
 import numpy as np
@@ -42,6 +53,7 @@ import torch
 from asebo.kernels.svd import optimal_alignment
 from asebo.model.internals import PrimitiveInternals, bend_angles
 from asebo.model.lindh import BONDED, lindh_weights, out_of_plane_quadruples
+from asebo.model.straightness import NEARLY_STRAIGHT
 
 POWER = 0.5  # the metric is H^POWER: characteristic lengths go as lambda^(-POWER/2)
 # eigenvalues below this fraction of the largest are raised to it: directions the model
@@ -49,8 +61,8 @@ POWER = 0.5  # the metric is H^POWER: characteristic lengths go as lambda^(-POWE
 # get a length scale at most FLOOR^(-POWER/2) = 5.6 times the stiffest one's
 EIGENVALUE_FLOOR = 1e-3
 HESSIAN_STEP = 1e-4  # Å, central differences of the model forces
-STRAIGHT_BEND = np.radians(165.0)  # bends this wide are left out of the internal features
-LINEAR_BOND_ANGLE = np.radians(160.0)  # a bonded bend this wide: no internal features
+STRAIGHT_BEND = NEARLY_STRAIGHT.left_out_bend  # bends this wide are left out of the features
+LINEAR_BOND_ANGLE = NEARLY_STRAIGHT.bonded_bend_limit  # a bonded bend this wide: no features
 PSEUDO_INVERSE_RTOL = 1e-10  # of the map from position to feature gradients
 RANK_TOLERANCE = 1e-6  # smallest kept singular value of the weighted B matrix / largest
 
@@ -130,6 +142,11 @@ class HessianMetric:
         self.reference = torch.as_tensor(reference - reference.mean(axis=0) if align else reference)
         self.factor = torch.as_tensor(metric_factor(hessian, power))  # (3n, 3n)
         self.inverse = torch.linalg.inv(self.factor)  # (3n, 3n)
+
+    @property
+    def invariant(self):
+        """Whether the features are invariant to rigid motions: with alignment."""
+        return self.align
 
     @classmethod
     def from_model(cls, model, reference, power=POWER, align=True):
@@ -230,6 +247,8 @@ class InternalMetric:
     (1996) (delocalized internal coordinates); A. Meyer and A. W. Hauser, J. Chem.
     Phys. 152, 084112 (2020) (GP regression in internal coordinates).
     """
+
+    invariant = True  # to rigid motions, by construction
 
     def __init__(self, model, reference, power=POWER):
         reference = np.asarray(reference, dtype=np.float64)

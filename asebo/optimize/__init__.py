@@ -1,7 +1,11 @@
 """The optimizer: :class:`BOOptimizer` and the parts of its step.
 
 - :mod:`asebo.optimize.optimizer`: the ASE optimizer;
+- :mod:`asebo.optimize.proposal`: what a step starts from and what it proposes, and why;
 - :mod:`asebo.optimize.search`: the lower-confidence-bound search in a trust box;
+- :mod:`asebo.optimize.stages`: the special cases, named stages that adjust a proposal;
+- :mod:`asebo.optimize.representations`: how the GP sees a configuration (``kernel``);
+- :mod:`asebo.optimize.settings`: the tuned settings, one frozen dataclass per concern;
 - :mod:`asebo.optimize.trust`: the trust region and the confidence check;
 - :mod:`asebo.optimize.rigid`: net force and torque, rigid moves;
 - :mod:`asebo.optimize.flat_centres`: flat nitrogen-group centres in the start;

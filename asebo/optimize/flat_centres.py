@@ -29,7 +29,6 @@ FLAT_TOLERANCE = 1e-3  # Å, the centre's largest height over the plane of its n
 # the zero of a mirror plane (1e-15 to 1e-6 on symmetric starts, 0.03 to 8 on the
 # others measured)
 SYMMETRIC_FORCE = 1e-3
-FLAT_CENTRE_TILT = 0.1  # Å, the first step's displacement of a flat centre out of plane
 COLLINEAR = 1e-6  # Å², area of the neighbours' triangle (x 2) below which they span no plane
 
 
@@ -88,7 +87,7 @@ def _in_ring(bonded, centre):
     return len(set(component[neighbours])) < len(neighbours)
 
 
-def tilted(positions, centres, normals, distance=FLAT_CENTRE_TILT):
+def tilted(positions, centres, normals, distance):
     """``positions`` (n, 3) with each of ``centres`` moved ``distance`` Å along its normal."""
     moved = np.array(positions, dtype=np.float64)
     moved[centres] += distance * normals

@@ -152,10 +152,17 @@ class TrajectoryFrames:
     comm : communicator
     description : dict
         Written in the trajectory's header.
+    coordinates : asebo.model.cell_coordinates.GeneralizedCoordinates, optional
+        Of a cell filter: the observations are its generalized positions and forces,
+        and each frame holds the atoms in their cell, with the atoms' forces and the
+        energy less the filter's ``p V`` term (no stress).
     """
 
-    def __init__(self, trajectory, atoms, keep, observed, comm=world, description=None):
+    def __init__(
+        self, trajectory, atoms, keep, observed, comm=world, description=None, coordinates=None
+    ):
         self.atoms = atoms
+        self.coordinates = coordinates
         self.comm = comm
         self.description = description or {}
         self.trajectory = trajectory
@@ -181,12 +188,13 @@ class TrajectoryFrames:
             return
         frames = []
         for index in range(self.written, len(observations)):
-            frame = self.atoms.copy()
-            frame.set_positions(observations.positions[index], apply_constraint=False)
-            frame.calc = SinglePointCalculator(
-                frame, energy=observations.energies[index], forces=observations.forces[index]
+            frames.append(
+                self._frame(
+                    observations.positions[index],
+                    observations.energies[index],
+                    observations.forces[index],
+                )
             )
-            frames.append(frame)
         if self.opened:
             for frame in frames:
                 self.trajectory.write(frame)
@@ -196,6 +204,21 @@ class TrajectoryFrames:
                 for frame in frames:
                     traj.write(frame)
         self.written = len(observations)
+
+
+    def _frame(self, positions, energy, forces):
+        """The atoms (n) at ``positions`` (N, 3) with ``energy`` and ``forces`` (N, 3)."""
+        frame = self.atoms.copy()
+        coordinates = self.coordinates
+        if coordinates is not None and coordinates.has_cell:
+            configuration = coordinates.configuration(positions)
+            energy = energy - coordinates.pressure * configuration.cell.volume
+            forces = coordinates.atoms_forces(positions, forces)
+            frame.set_cell(configuration.cell, scale_atoms=False)
+            positions = configuration.positions
+        frame.set_positions(positions, apply_constraint=False)
+        frame.calc = SinglePointCalculator(frame, energy=energy, forces=forces)
+        return frame
 
 
 def _read_restart(path):

@@ -3,15 +3,21 @@ r"""The lower confidence bound on the GP's energy, minimised in a trust box thro
 ``LCB(x) = mu(x) - kappa sigma(x)`` (Wong and Kolter, eq. 35) is BoTorch's
 ``UpperConfidenceBound(model, beta=kappa**2, maximize=False)``, which returns
 ``-LCB``; ``optimize_acqf`` maximises it with L-BFGS-B inside box bounds: a trust box
-around the best configuration, on the free coordinates only.
+around the best configuration, on the free coordinates only (:func:`minimize_lcb`).
+:func:`search` is the search of one step, repeated in smaller boxes where it fails.
 """
 
+import numpy as np
 import torch
 from botorch.acquisition import UpperConfidenceBound
 from botorch.models.model import Model
 from botorch.optim import optimize_acqf
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
+
+from asebo.model.priors import PriorCalculationError
+from asebo.optimize.proposal import SEARCH, SEARCH_FAILED, Proposal
+from asebo.optimize.trust import UncertainStepError, check_confident
 
 
 class EnergyModel(Model):
@@ -99,3 +105,113 @@ def minimize_lcb(gp, starts, centre, radius, free, kappa, maxiter=200):
         retry_on_optimization_warning=False,
     )
     return model.positions(candidate.detach())[0], -float(value)
+
+
+class ShortenedStepError(RuntimeError):
+    """The step cut back to ``maxstep`` ends where the model predicts no descent."""
+
+    reason = "shortened"  # as recorded in a proposal's ``retried``
+
+
+def search(context, starts):
+    """The model's proposal: its lower confidence bound minimised in the trust box.
+
+    A search fails where the prior calculator fails at a configuration it tries, where
+    it goes beyond ``maxstep`` and the step cut back to it leaves the model's descent
+    (:func:`shortened_step`), or where the model's own uncertainty leaves its drop in
+    doubt (:func:`asebo.optimize.trust.check_confident`); it is then repeated in a box
+    half the size, closer to the configurations computed, up to
+    ``settings.search.retries`` times. The last box's proposal stands whatever its
+    uncertainty, and so does one in the smallest box, or where only rigid forces are
+    left (the shape has converged: the model has no drop left to be confident of).
+
+    Parameters
+    ----------
+    context : asebo.optimize.proposal.StepContext
+    starts : list of arrays (n, 3)
+        Where the search starts.
+
+    Returns
+    -------
+    asebo.optimize.proposal.Proposal
+        Reason ``'search'``, without its predicted energy; or ``'search_failed'``
+        with no positions when every search failed.
+    """
+    gp, centre, trust = context.gp, context.centre, context.trust
+    retries, confidence = context.settings.search.retries, context.settings.trust_region.confidence
+    retried, notes = [], []
+    for attempt in range(retries + 1):
+        try:
+            found, _ = minimize_lcb(
+                gp,
+                torch.as_tensor(np.array(starts)),
+                torch.as_tensor(centre),
+                trust.radius,
+                torch.as_tensor(context.free.reshape(-1)),
+                context.settings.search.kappa,
+                context.settings.search.maxiter,
+            )
+            positions = shortened_step(gp, centre, found.numpy(), context.maxstep)
+            checked = confidence is not None and attempt < retries
+            if checked and not trust.at_floor and not context.rigid_left:
+                check_confident(gp, centre, positions, confidence)
+        except (PriorCalculationError, ShortenedStepError, UncertainStepError) as error:
+            trust = trust.shrunk()
+            retried.append(error.reason)
+            notes.append(f"{error}; the trust radius is halved to {trust.radius:.3g} Å")
+            continue
+        return Proposal(positions, None, trust, SEARCH, tuple(retried), tuple(notes))
+    return Proposal(None, None, trust, SEARCH_FAILED, tuple(retried), tuple(notes))
+
+
+def within_maxstep(centre, proposal, maxstep):
+    """``proposal`` (n, 3) itself, or moved towards ``centre`` on the straight line
+    until no atom moves more than ``maxstep``."""
+    step = proposal - centre  # (n, 3)
+    longest = np.linalg.norm(step, axis=1).max()
+    return proposal if longest <= maxstep else centre + step * (maxstep / longest)
+
+
+def shortened_step(gp, centre, proposal, maxstep):
+    """``proposal`` (n, 3) moved towards ``centre`` until no atom moves more than maxstep.
+
+    The search follows the model's surface, which can curve (a group turning about a
+    torsion); the shortened step lies on the straight line to its end instead, and
+    where that line cuts across the curve (bonds squeezed on the chord of the turn)
+    it leaves the descent the search found. The descent is measured from the model's
+    mean at ``centre``, as in :func:`asebo.optimize.trust.check_confident`: where the GP
+    allows noise, the energy computed there can lie below that mean (a grid's egg-box
+    gain), and a step the model puts below the centre is still a descent by the model.
+
+    Parameters
+    ----------
+    gp : asebo.model.gp.EnergyForceGP
+        The fitted model.
+    centre, proposal : ndarray (n, 3)
+        Where the search started (the lowest energy seen) and where it ended.
+    maxstep : float
+        Largest displacement of any atom, Å.
+
+    Returns
+    -------
+    ndarray (n, 3)
+        ``proposal`` itself when no atom moves more than ``maxstep``.
+
+    Raises
+    ------
+    ShortenedStepError
+        When the model predicts the shortened step at or above its mean at ``centre``.
+    """
+    positions = within_maxstep(centre, proposal, maxstep)
+    if positions is proposal:
+        return proposal
+    mean = gp.predict(np.array([positions, centre]))  # (2,)
+    rise = float(mean[0] - mean[1])
+    if rise >= 0:
+        longest = np.linalg.norm(proposal - centre, axis=1).max()
+        raise ShortenedStepError(
+            f"the search went {longest:.3g} Å, and its step cut back to maxstep = "
+            f"{maxstep:.3g} Å ends {rise:.3g} eV above the lowest configuration "
+            "seen, by the model"
+        )
+    return positions

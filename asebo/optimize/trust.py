@@ -10,33 +10,30 @@ restricted-variance steps of G. Raggi, I. Fdez. Galván, C. L. Ritterhoff, M. Va
 and R. Lindh, J. Chem. Theory Comput. 16, 3989 (2020) do.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-GROW = 2.0  # factor after a good prediction
-SHRINK = 0.5  # factor after a poor one
-GOOD = 0.5  # prediction error below GOOD x the predicted drop: a good prediction
-FLOOR = 1e-3  # Å: the smallest radius
-FORCE_STEP = 0.02  # Å: the shortest step along the forces
-# a proposal's predicted drop must reach this many standard deviations of the
-# uncertainty the GP adds there beyond that at the box's centre
-CONFIDENCE = 3.0
+from asebo.optimize.settings import TrustSettings
 
 
 class UncertainStepError(RuntimeError):
     """The GP's predicted drop at a proposal lies within its own uncertainty there."""
+
+    reason = "uncertain"  # as recorded in a proposal's ``retried``
 
 
 @dataclass(frozen=True)
 class TrustRegion:
     """Half-width of the trust box, Å per coordinate, and its ceiling ``maxstep``.
 
-    Immutable: :meth:`after` returns the region for the next step.
+    Immutable: :meth:`after` returns the region for the next step. ``settings``
+    holds the factors and bounds (:class:`asebo.optimize.settings.TrustSettings`).
     """
 
     radius: float
     maxstep: float
+    settings: TrustSettings = field(default=TrustSettings(), repr=False)
 
     def after(self, best, predicted, energy):
         """The region after a proposal predicted at ``predicted`` eV came out at ``energy``.
@@ -56,27 +53,35 @@ class TrustRegion:
         predicted_drop = best - predicted
         actual_drop = best - energy
         error = abs(energy - predicted)
-        if actual_drop > 0 and error < GOOD * max(predicted_drop, 0.0):
-            return TrustRegion(min(GROW * self.radius, self.maxstep), self.maxstep)
+        if actual_drop > 0 and error < self.settings.good * max(predicted_drop, 0.0):
+            return self._with_radius(min(self.settings.grow * self.radius, self.maxstep))
         if actual_drop <= 0 or error > predicted_drop:
             return self.shrunk()
         return self
 
     def shrunk(self):
-        """The region halved (down to ``FLOOR``): after a poor prediction, or where the
-        model cannot be evaluated at the edge of the box."""
-        return TrustRegion(max(SHRINK * self.radius, FLOOR), self.maxstep)
+        """The region halved (``settings.shrink``, down to ``settings.floor``): after a
+        poor prediction, or where the model cannot be evaluated at the edge of the box."""
+        return self._with_radius(max(self.settings.shrink * self.radius, self.settings.floor))
 
     def for_force_step(self):
         """The region of a step along the forces, when the model has nothing new to offer.
 
-        The radius is at least ``FORCE_STEP``: a step shorter than that would teach the
-        model as little as the proposal it replaces.
+        The radius is at least ``settings.force_step``: a step shorter than that would
+        teach the model as little as the proposal it replaces.
         """
-        return TrustRegion(min(max(self.radius, FORCE_STEP), self.maxstep), self.maxstep)
+        return self._with_radius(min(max(self.radius, self.settings.force_step), self.maxstep))
+
+    @property
+    def at_floor(self):
+        """Whether the radius has reached ``settings.floor``."""
+        return self.radius <= self.settings.floor
+
+    def _with_radius(self, radius):
+        return TrustRegion(radius, self.maxstep, self.settings)
 
 
-def check_confident(gp, centre, proposal, confidence=None):
+def check_confident(gp, centre, proposal, confidence=TrustSettings.confidence):
     """Raise :class:`UncertainStepError` unless the GP is confident that ``proposal``
     lies below the box's centre, the lowest configuration computed.
 
@@ -101,14 +106,14 @@ def check_confident(gp, centre, proposal, confidence=None):
     centre, proposal : ndarray (n, 3)
         The lowest configuration computed and the configuration proposed.
     confidence : float, optional
-        Standard deviations the drop must reach; ``CONFIDENCE`` when None.
+        Standard deviations the drop must reach (default 3,
+        :class:`asebo.optimize.settings.TrustSettings`).
 
     Raises
     ------
     UncertainStepError
         When ``mu(centre) - mu(proposal) < confidence * sqrt(...)``.
     """
-    confidence = CONFIDENCE if confidence is None else confidence
     mean, std = gp.predict(np.array([proposal, centre]), return_std=True)  # (2,), (2,)
     drop = mean[1] - mean[0]
     uncertainty = np.sqrt(max(std[0] ** 2 - std[1] ** 2, 0.0))

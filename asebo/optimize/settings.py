@@ -1,0 +1,134 @@
+"""The tuned settings of :class:`asebo.BOOptimizer`, one frozen dataclass per concern.
+
+Each is an argument of the optimizer (``search=``, ``trust_region=``, ``model=``,
+``special_cases=``) whose defaults are the values measured best; change one field
+with :func:`dataclasses.replace` or by naming it, ``SearchSettings(retries=1)``.
+The settings of a representation of the configurations (the fold threshold of the
+internal coordinates) are fields of its own object
+(:mod:`asebo.optimize.representations`).
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    """The search of the lower confidence bound ``mu - kappa sigma``.
+
+    Attributes
+    ----------
+    kappa : float
+        Exploration weight, >= 0; 0 minimises the mean (Wong and Kolter, eq. 35).
+    retries : int
+        Searches in a box half the size after one that failed (a prior calculator
+        that fails, a step cut back to ``maxstep`` that leaves the descent, a drop the
+        model doubts), before the step turns into a step along the forces.
+    maxiter : int
+        L-BFGS-B iterations of one search.
+    new : float
+        Å: a proposal closer than this to a configuration computed teaches the model
+        nothing, and the step goes along the forces instead.
+    """
+
+    kappa: float = 0.1
+    retries: int = 3
+    maxiter: int = 200
+    new: float = 1e-6
+
+
+@dataclass(frozen=True)
+class TrustSettings:
+    """The trust region: how far from the lowest configuration the search goes.
+
+    Attributes
+    ----------
+    maxstep, radius : float or None
+        Å: the largest displacement of an atom in one step and the first half-width of
+        the trust box; None takes the defaults below, which depend on the prior.
+    default_maxstep, default_radius : float
+        Å: the defaults, except under a prior calculator.
+    calculator_maxstep, calculator_radius : float
+        Å: the defaults under a prior calculator, whose surface holds far from the
+        configurations computed.
+    grow, shrink : float
+        Factors on the radius after a good and a poor prediction.
+    good : float
+        A prediction error below ``good`` times the predicted drop is good.
+    floor : float
+        Å: the smallest radius; the last search there is not checked for confidence.
+    force_step : float
+        Å: the shortest step along the forces, and the longest rigid move.
+    confidence : float or None
+        Standard deviations of the model's own uncertainty its predicted drop must
+        reach before a call (:func:`asebo.optimize.trust.check_confident`); None
+        checks nothing.
+    """
+
+    maxstep: float | None = None
+    radius: float | None = None
+    default_maxstep: float = 0.2
+    default_radius: float = 0.1
+    calculator_maxstep: float = 0.6
+    calculator_radius: float = 0.13
+    grow: float = 2.0
+    shrink: float = 0.5
+    good: float = 0.5
+    floor: float = 1e-3
+    force_step: float = 0.02
+    confidence: float | None = 3.0
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """The GP and its prior, beyond what the representation and the prior choose.
+
+    Attributes
+    ----------
+    trend : float or None
+        Slope variance of the GP's linear trend over a gradient's variance
+        (:class:`asebo.kernels.trend.LinearTrend`); None takes the representation's
+        default (30 with internal coordinates, 0 otherwise).
+    prior_curvature : float
+        Variance of the GP's random scale on a prior calculator's curvature
+        (:class:`asebo.kernels.prior_scale.PriorCurvature`); only under a prior
+        calculator.
+    recentre : float or None
+        eV: the Lindh prior is rebuilt around the lowest configuration when it puts
+        that configuration this far above its minimum; None takes the
+        representation's default (2 eV with internal coordinates, 0.3 otherwise).
+    lindh_stiffness : float
+        The Lindh prior's force constants relative to Lindh's model
+        (:class:`asebo.model.priors.RecentredLindh`).
+    """
+
+    trend: float | None = None
+    prior_curvature: float = 1.0
+    recentre: float | None = None
+    lindh_stiffness: float = 0.7
+
+
+@dataclass(frozen=True)
+class SpecialCases:
+    """The named stages that adjust a proposal (:mod:`asebo.optimize.stages`).
+
+    Attributes
+    ----------
+    flat_centre_tilt : float
+        Å: how far the first step tilts a flat pyramidal centre out of its plane.
+    rigid_shrink : float
+        The rigid move's length is ``force_step`` times this for every call since
+        the lowest energy was found.
+    """
+
+    flat_centre_tilt: float = 0.1
+    rigid_shrink: float = 0.5
+
+
+@dataclass(frozen=True)
+class Settings:
+    """All the settings of one optimizer, resolved for its prior and representation."""
+
+    search: SearchSettings = SearchSettings()
+    trust_region: TrustSettings = TrustSettings()
+    model: ModelSettings = ModelSettings()
+    special_cases: SpecialCases = SpecialCases()

@@ -1,0 +1,195 @@
+"""The special cases of a step, each a named stage that may replace the model's proposal.
+
+One step of :class:`asebo.BOOptimizer` is: fit the model, choose where the search
+starts (:func:`search_starts`), search (:func:`asebo.optimize.search.search`), then
+offer the proposal to the stages of :data:`STAGES` in order. A stage returns None
+where its case does not hold, or a new :class:`asebo.optimize.proposal.Proposal` with
+its own ``reason``, which ends the step. Where none holds, the model's proposal
+stands. Each stage reads a :class:`asebo.optimize.proposal.StepContext` and writes
+nothing; its note for the log travels with the proposal.
+
+- :func:`tilt_flat_centres` (``'tilt'``): a nitrogen, phosphorus, arsenic or antimony
+  atom outside rings that the start holds flat with its three neighbours, and that
+  no force pushes out of plane, sits on a mirror plane no force breaks
+  (:mod:`asebo.optimize.flat_centres`); under a prior that cannot tell (the Lindh model,
+  a constant) the first step tilts it out of plane.
+- :func:`step_along_forces` (``'force_step'``): the search failed, or sends the run
+  back to a configuration already computed, which would teach the model nothing.
+- :func:`move_rigidly` (``'rigid_move'``): a rotation-invariant model predicts forces
+  without net force or torque, but a calculator on a real-space grid returns them
+  with some (the egg-box effect); where only those keep the lowest configuration
+  from converging, the proposal also moves as a whole along them
+  (:mod:`asebo.optimize.rigid`).
+"""
+
+from dataclasses import replace
+
+import numpy as np
+from ase import Atoms
+
+from asebo.model.priors import PriorCalculationError
+from asebo.optimize.flat_centres import tilted
+from asebo.optimize.proposal import FORCE_STEP, RIGID_MOVE, TILT
+from asebo.optimize.rigid import moved_rigidly, rigid_part, rigid_step
+from asebo.optimize.search import within_maxstep
+
+
+def search_starts(context):
+    """Where the search starts, and notes for the log.
+
+    The lowest configuration computed, and the latest one when it is another. Under
+    a prior calculator, the start with its flat centres tilted too where the prior
+    puts them lower.
+
+    Returns
+    -------
+    starts : list of arrays (n, 3)
+    notes : tuple of str
+    """
+    centre, observations = context.centre, context.observations
+    starts = (
+        [centre] if context.best == len(observations) - 1 else [centre, observations.positions[-1]]
+    )
+    if not (len(context.flat_centres) and context.prior.is_calculator):
+        return starts, ()
+    tilted_start = tilted(
+        centre,
+        context.flat_centres,
+        context.flat_normals,
+        context.settings.special_cases.flat_centre_tilt,
+    )
+    if not _prior_descends(context.prior, centre, tilted_start):
+        return starts, ()
+    note = (
+        f"{atoms_named(observations.numbers, context.flat_centres)} flat in the start, lower "
+        "tilted in the prior: the search also starts with them tilted out of plane"
+    )
+    return [*starts, tilted_start], (note,)
+
+
+def tilt_flat_centres(context, proposal):
+    """The first step with the flat centres tilted out of plane (``'tilt'``), under a prior
+    that cannot tell which way they go; the forces there will.
+
+    The model did not choose this step, so it is not judged by its prediction.
+    """
+    if not len(context.flat_centres) or context.prior.is_calculator:
+        return None
+    tilt = context.settings.special_cases.flat_centre_tilt
+    searched = proposal.positions is not None and context.is_new(proposal.positions)
+    moved = tilted(
+        proposal.positions if searched else context.centre,
+        context.flat_centres,
+        context.flat_normals,
+        tilt,
+    )
+    note = (
+        f"{atoms_named(context.observations.numbers, context.flat_centres)} flat in the start: "
+        f"the first step tilts them {tilt:g} Å out of plane"
+    )
+    return _replaced(
+        proposal, within_maxstep(context.centre, moved, context.maxstep), None, TILT, note
+    )
+
+
+def step_along_forces(context, proposal):
+    """A step along the forces of the lowest configuration (``'force_step'``) where every
+    search failed or the model's proposal was computed already.
+
+    The trust region widens to at least ``settings.trust_region.force_step``.
+    """
+    if proposal.positions is not None and context.is_new(proposal.positions):
+        return None
+    trust = proposal.trust.for_force_step()
+    positions = force_step(context, trust.radius)
+    return replace(
+        _replaced(proposal, positions, context.predicted(positions), FORCE_STEP), trust=trust
+    )
+
+
+def move_rigidly(context, proposal):
+    """The model's proposal also moved as a whole along the net force and torque of the
+    lowest configuration (``'rigid_move'``), where only they keep it from converging.
+
+    The model, blind to rigid motions, cannot remove them. The largest atomic move is
+    ``force_step``, times ``special_cases.rigid_shrink`` for every call since the lowest
+    energy was found: a grid's ripple can make the full step overshoot, and the same
+    step from the same configuration would overshoot again.
+    """
+    if not context.rigid_left:
+        return None
+    observations, best = context.observations, context.best
+    length = context.settings.trust_region.force_step * (
+        context.settings.special_cases.rigid_shrink ** (len(observations) - 1 - best)
+    )
+    translation, rotation = rigid_step(context.centre, observations.forces[best], length)
+    positions = moved_rigidly(proposal.positions, translation, rotation)
+    note = (
+        "the forces without their net force and torque meet fmax: the "
+        f"proposal also moves rigidly along them, {length:.3g} Å at most"
+    )
+    return _replaced(proposal, positions, context.predicted(positions), RIGID_MOVE, note)
+
+
+STAGES = (tilt_flat_centres, step_along_forces, move_rigidly)
+"""The stages in the order they are offered the proposal; the first that replaces it
+ends the step."""
+
+
+def _replaced(proposal, positions, predicted, reason, note=None):
+    """``proposal`` with new positions, predicted energy and reason, and ``note`` added."""
+    notes = proposal.notes if note is None else (*proposal.notes, note)
+    return replace(
+        proposal, positions=positions, predicted_energy=predicted, reason=reason, notes=notes
+    )
+
+
+def force_step(context, length):
+    """A configuration not computed yet along the free forces of the lowest one.
+
+    The largest atomic step is ``length``, doubled (up to ``maxstep``) or else halved
+    until it reaches a configuration not computed before.
+    """
+    observations, best = context.observations, context.best
+    forces = observations.forces[best] * context.free  # (n, 3)
+    direction = forces / max(np.linalg.norm(forces, axis=1).max(), 1e-12)
+    lengths = [length * 2.0**k for k in range(12) if length * 2.0**k <= context.maxstep]
+    lengths += [length * 0.5**k for k in range(1, 40)]
+    for step in lengths:
+        positions = observations.positions[best] + step * direction
+        if context.is_new(positions):
+            return positions
+    raise RuntimeError(
+        "every step along the forces leads to a configuration already "
+        "computed: the forces vanish on the free coordinates"
+    )
+
+
+def only_rigid_forces_left(positions, forces, fmax, free, invariant):
+    """Whether ``forces`` (n, 3) at ``positions`` (n, 3) meet ``fmax`` once their net force
+    and torque are taken off, but not with them.
+
+    A rotation-invariant model (``invariant``) predicts no net force or torque, so no
+    proposal of its own removes them. Only with every coordinate ``free`` (n, 3), where
+    rigid motions are symmetries, and with an ``fmax`` (None outside ``run``).
+    """
+    if fmax is None or not free.all() or not invariant:
+        return False
+    shape_forces = forces - rigid_part(positions, forces)  # (n, 3)
+    largest = np.linalg.norm(forces, axis=1).max()
+    return np.linalg.norm(shape_forces, axis=1).max() < fmax <= largest
+
+
+def atoms_named(numbers, indices):
+    """'atoms N0, N3' for the log."""
+    symbols = Atoms(numbers).get_chemical_symbols()
+    return "atoms " + ", ".join(f"{symbols[i]}{i}" for i in indices)
+
+
+def _prior_descends(prior, start, end):
+    """Whether the prior calculator's energy is lower at ``end`` than at ``start``
+    (both (n, 3)); False where it fails."""
+    try:
+        return prior.energy_and_forces(end)[0] < prior.energy_and_forces(start)[0]
+    except PriorCalculationError:
+        return False
