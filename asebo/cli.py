@@ -2,18 +2,68 @@
 
 Each command is a module of :mod:`asebo.commands` and each benchmark a module of
 :mod:`asebo.benchmarks`; both define ``add_arguments(parser)`` and ``run(args)``.
-They are found by name, so adding one needs no change here, and only the module
-asked for is imported.
+They are found by name, so adding one needs no change here. Only the module asked
+for is imported, and a module imports its heavy packages (PyTorch, the optimizer,
+scikit-learn, Dask) in ``run``, so that ``--help`` answers at once; the one-line
+summaries of the others are read from their source files without importing them.
+Help is plain text: the docstrings' reST markup is taken out.
 """
 
 import argparse
+import ast
 import copy
 import importlib
+import importlib.util
 import pkgutil
+import re
 import sys
 
 import asebo.benchmarks
 import asebo.commands
+
+DESCRIPTION = (
+    "Bayesian optimization of molecular geometries for ASE: relax a molecule with "
+    "BOOptimizer, compare optimizers, run the benchmarks."
+)
+EPILOG = (
+    "'asebo COMMAND --help' shows the options of a command; 'asebo bench --help' lists the "
+    "benchmarks."
+)
+
+_ROLE = re.compile(r":\w+:`(~?)([^`<]*?)\s*(?:<[^`]*>)?`")  # :class:`~a.b.C`, :ref:`text <x>`
+_LITERAL = re.compile(r"``(.+?)``")
+_INTERPRETED = re.compile(r"`([^`]+)`")
+_EMPHASIS = re.compile(r"(?<![\w*])\*{1,2}([^\s*](?:[^*]*[^\s*])?)\*{1,2}(?![\w*])")
+
+
+def plain_text(text):
+    """``text`` without its reST inline markup: roles, literals, emphasis.
+
+    ``:class:`~a.b.C``` becomes ``C``, ``:mod:`a.b``` becomes ``a.b``, a literal or an
+    emphasised word keeps only its text; bullets (``* item``) and layout are kept.
+    """
+
+    def role(match):
+        tilde, target = match.groups()
+        return target.rsplit(".", 1)[-1] if tilde else target
+
+    text = _ROLE.sub(role, text)
+    text = _LITERAL.sub(r"\1", text)
+    text = _INTERPRETED.sub(r"\1", text)
+    return _EMPHASIS.sub(r"\1", text)
+
+
+def summary(docstring, fallback):
+    """The first line of ``docstring`` as plain text, or ``fallback`` without one."""
+    lines = (docstring or "").strip().splitlines()
+    return plain_text(lines[0].strip()) if lines else fallback
+
+
+def _source_docstring(module_name):
+    """The docstring of a module, read from its source file without importing it."""
+    origin = importlib.util.find_spec(module_name).origin
+    with open(origin, encoding="utf-8") as handle:
+        return ast.get_docstring(ast.parse(handle.read(), origin))
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -34,6 +84,22 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return super()._format_action(action)
 
 
+class _ListFormatter(argparse.HelpFormatter):
+    """A list of commands, each name on the line of its summary.
+
+    argparse measures the names of subcommands without their extra indentation, so
+    that the longest name would be put on a line of its own: the column is widened.
+    """
+
+    def add_argument(self, action):
+        super().add_argument(action)
+        if isinstance(action, argparse._SubParsersAction):
+            names = [len(name) for name in action.choices]
+            self._action_max_length = max(
+                self._action_max_length, max(names, default=0) + self._current_indent + 2
+            )
+
+
 def _module_names(package):
     return sorted(
         m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")
@@ -42,16 +108,19 @@ def _module_names(package):
 
 def _add_module_parsers(subparsers, package, selected):
     for name in _module_names(package):
+        module_name = f"{package.__name__}.{name}"
         if name != selected:
-            subparsers.add_parser(name, help=f"'{name} --help' for its options")
+            subparsers.add_parser(name, help=summary(_source_docstring(module_name), name))
             continue
         try:
-            module = importlib.import_module(f"{package.__name__}.{name}")
+            module = importlib.import_module(module_name)
         except ImportError as error:  # an extra that is not installed
             raise SystemExit(f"asebo: {name}: {error}") from error
-        summary = (module.__doc__ or name).strip().splitlines()[0]
         parser = subparsers.add_parser(
-            name, help=summary, description=module.__doc__, formatter_class=_HelpFormatter
+            name,
+            help=summary(module.__doc__, name),
+            description=plain_text(module.__doc__ or name),
+            formatter_class=_HelpFormatter,
         )
         module.add_arguments(parser)
         parser.set_defaults(func=module.run)
@@ -62,12 +131,22 @@ def build_parser(argv=()):
     argv = list(argv)
     command = argv[0] if argv else None
     benchmark = argv[1] if command == "bench" and len(argv) > 1 else None
-    parser = argparse.ArgumentParser(prog="asebo", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser = argparse.ArgumentParser(
+        prog="asebo", description=DESCRIPTION, epilog=EPILOG, formatter_class=_ListFormatter
+    )
+    commands = parser.add_subparsers(
+        dest="command", required=True, title="commands", metavar="COMMAND"
+    )
     _add_module_parsers(commands, asebo.commands, command)
-    bench = commands.add_parser("bench", help="run a benchmark and print its table")
+    bench = commands.add_parser(
+        "bench",
+        help="Run a benchmark and print its table.",
+        description="Run a benchmark and print its table. 'asebo bench NAME --help' shows "
+        "what NAME measures and its options.",
+        formatter_class=_ListFormatter,
+    )
     _add_module_parsers(
-        bench.add_subparsers(dest="benchmark", required=True, metavar="NAME"),
+        bench.add_subparsers(dest="benchmark", required=True, title="benchmarks", metavar="NAME"),
         asebo.benchmarks,
         benchmark,
     )
@@ -78,7 +157,10 @@ def main(argv=None):
     """Entry point of the ``asebo`` command; returns the exit status."""
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(argv).parse_args(argv)
-    status = args.func(args)
+    try:
+        status = args.func(args)
+    except ImportError as error:  # an extra that is not installed, imported by run
+        raise SystemExit(f"asebo: {error}") from error
     return 0 if status is None else int(status)
 
 

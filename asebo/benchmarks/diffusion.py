@@ -23,9 +23,6 @@ import tracemalloc
 
 import numpy as np
 
-from asebo.kernels import TanimotoKernel
-from asebo.learn.diffusion import DiffusionMap, KernelPCAEmbedding
-
 
 def add_arguments(parser):
     parser.add_argument(
@@ -109,6 +106,10 @@ def _measure(action, *args):
 
 
 def run(args):
+    # PyTorch, scikit-learn and the estimators are imported here, not for --help
+    from asebo.kernels import TanimotoKernel
+    from asebo.learn.diffusion import DiffusionMap, KernelPCAEmbedding
+
     if args.molecules < args.landmarks or args.new_molecules < 0:
         raise SystemExit("need --molecules >= --landmarks and --new-molecules >= 0")
     start = time.perf_counter()

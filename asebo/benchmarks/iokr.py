@@ -49,14 +49,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from asebo.extras import missing_extra
-from asebo.kernels import squared_distances
-from asebo.learn.iokr import IOKRCV, PRECOMPUTED, loo_squared_errors
-from asebo.learn.mpiokr import MPIOKR, MPIOKRCV
-
-try:
-    from sklearn.model_selection import KFold
-except ImportError as error:
-    raise missing_extra(error, "learn", "asebo bench iokr") from error
 
 TOP_K = (1, 5, 10, 20)
 REFERENCE = "IOKR, lambda by ranking CV"  # IOKR with MP-IOKR's lambda criterion
@@ -138,6 +130,8 @@ def broadened_spectra(frequencies, sigma, step=None, upper=4200.0):
 
 def gaussian_gram(A, B, gamma):
     """:class:`asebo.kernels.GaussianKernel` values ``exp(-gamma |a - b|^2)`` by BLAS."""
+    from asebo.kernels import squared_distances
+
     return np.exp(-gamma * squared_distances(A, B))
 
 
@@ -203,6 +197,9 @@ def select_gaussian_width(spectra, KY, factors, lams):
 
     ``gamma = factor / median squared distance``; returns the best ``gamma``.
     """
+    from asebo.kernels import squared_distances
+    from asebo.learn.iokr import loo_squared_errors
+
     sq = squared_distances(spectra, spectra)  # (l, l)
     base = 1.0 / np.median(sq[np.triu_indices(len(sq), 1)])
     errors = [
@@ -266,6 +263,7 @@ def _iokr(kernels, lams, inner_folds=None, random_state=None):
     lambda by closed-form leave-one-out squared error (``inner_folds`` None), or by the
     mean reciprocal rank among the training candidate sets in K-fold cross-validation.
     """
+    from asebo.learn.iokr import IOKRCV, PRECOMPUTED
 
     def fit(fk):
         model = IOKRCV(
@@ -295,6 +293,7 @@ def _iokr(kernels, lams, inner_folds=None, random_state=None):
 
 def _iokr_with_pool(kernels, lams, inner_folds, random_state):
     """IOKR trained on the training molecules and the pool, lambda by ranking."""
+    from asebo.learn.iokr import IOKRCV, PRECOMPUTED
 
     def fit(fk):
         l = len(fk.train)
@@ -324,6 +323,8 @@ def _iokr_with_pool(kernels, lams, inner_folds, random_state):
 
 def _mp_iokr(known, lams, gammas, separate, centre, inner_folds, random_state):
     """MP-IOKR on all input kernels in one of the paper's settings."""
+    from asebo.learn.iokr import PRECOMPUTED
+    from asebo.learn.mpiokr import MPIOKRCV
 
     def fit(fk):
         model = MPIOKRCV(
@@ -359,6 +360,8 @@ def _mp_iokr(known, lams, gammas, separate, centre, inner_folds, random_state):
 
 def _mp_iokr_fixed_lambda(lam, gammas):
     """MP-IOKR, joint approximation (Prop. 4) at a given lambda; gamma by leave-one-out."""
+    from asebo.learn.iokr import PRECOMPUTED, loo_squared_errors
+    from asebo.learn.mpiokr import MPIOKR
 
     def fit(fk):
         gamma = gammas[
@@ -449,6 +452,11 @@ def pessimistic_ranks(scores, true, KY_TT):
 
 def run_benchmark(args, log=print):
     """Cross-validate every method; returns ranks and CPU times per method."""
+    try:  # scikit-learn and the estimators are imported here, not for --help
+        from sklearn.model_selection import KFold
+    except ImportError as error:
+        raise missing_extra(error, "learn", "asebo bench iokr") from error
+
     t0 = time.process_time()
     data = build_data(args.molecules, args.max_set_size, args.sigmas, args.seed)
     log(

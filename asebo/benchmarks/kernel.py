@@ -12,9 +12,6 @@ import resource
 import time
 
 import numpy as np
-import torch
-
-from asebo.kernels import joint_covariance
 
 
 def add_arguments(parser):
@@ -38,6 +35,8 @@ def add_arguments(parser):
 
 
 def _random_configurations(n_atoms, m, seed):
+    import torch
+
     rng = np.random.default_rng(seed)
     base = rng.normal(scale=n_atoms ** (1 / 3), size=(n_atoms, 3))
     return torch.tensor(base + 0.1 * rng.normal(size=(m, n_atoms, 3)))
@@ -57,6 +56,11 @@ def _peak_gib():
 
 
 def _measure(n_atoms, m, repeats, dense, seed, threads, queue):
+    # PyTorch is imported in the measuring process, not for --help
+    import torch
+
+    from asebo.kernels import joint_covariance
+
     torch.set_num_threads(threads)
     positions = _random_configurations(n_atoms, m, seed)
     op = joint_covariance(positions, gamma=1.0 / n_atoms)

@@ -25,18 +25,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
 
 from asebo.extras import missing_extra
-from asebo.kernels import squared_distances
-from asebo.learn.mlkrr import MLKR, MLKRR
-from asebo.learn.qm9 import HARTREE_TO_KCAL_PER_MOL, load_qm9
-
-try:
-    from sklearn.decomposition import PCA
-    from sklearn.exceptions import ConvergenceWarning
-except ImportError as error:
-    raise missing_extra(error, "learn", "asebo bench mlkrr") from error
 
 QM9_ELEMENTS = (1, 6, 7, 8, 9)
 SIGMA_FACTORS = 2.0 ** np.arange(0, 11)  # times the median distance in the metric
@@ -125,6 +115,10 @@ def select_and_score(Z_train, y_train, Z_test, y_test, Z_val, y_val):
     dict
         ``mae`` (validation), ``test_mae``, ``sigma``, ``lambda``.
     """
+    from scipy.linalg import cho_factor, cho_solve
+
+    from asebo.kernels import squared_distances
+
     D_train = squared_distances(Z_train, Z_train)  # (N, N)
     D_test = squared_distances(Z_test, Z_train)  # (n_test, N)
     D_val = squared_distances(Z_val, Z_train)  # (n_val, N)
@@ -154,6 +148,14 @@ def select_and_score(Z_train, y_train, Z_test, y_test, Z_val, y_val):
 
 
 def run(args):
+    try:  # scikit-learn, PyTorch and the estimators are imported here, not for --help
+        from sklearn.exceptions import ConvergenceWarning
+
+        from asebo.learn.mlkrr import MLKR, MLKRR
+        from asebo.learn.qm9 import HARTREE_TO_KCAL_PER_MOL, load_qm9
+    except ImportError as error:
+        raise missing_extra(error, "learn", "asebo bench mlkrr") from error
+
     timings = {}
     start = time.perf_counter()
     n_pool = max(max(args.sizes), args.metric_size)
@@ -271,6 +273,8 @@ def _plot_learning_curves(rows, path):
 
 
 def _plot_pca(X, y, metrics, path):
+    from sklearn.decomposition import PCA
+
     plt = _pyplot()
 
     fig, axes = plt.subplots(1, len(metrics), figsize=(4 * len(metrics), 3.6))

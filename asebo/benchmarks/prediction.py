@@ -17,9 +17,8 @@ import json
 import time
 
 import numpy as np
-import torch
 
-from asebo.learn.prediction import MODELS, configuration_folds, evaluate_model, load_dataset
+MODEL_NAMES = ("mean", "eigenspectrum", "svd", "svd_deriv")  # the keys of MODELS
 
 
 def add_arguments(parser):
@@ -37,7 +36,7 @@ def add_arguments(parser):
         help="noise standard deviation in Å (default per molecule)",
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--models", nargs="+", default=list(MODEL_NAMES), choices=list(MODEL_NAMES))
     parser.add_argument(
         "--selection",
         nargs="+",
@@ -56,7 +55,10 @@ def add_arguments(parser):
         "size is added); none: no curves",
     )
     parser.add_argument(
-        "--curve-models", nargs="*", default=["mean", "svd", "svd_deriv"], choices=list(MODELS)
+        "--curve-models",
+        nargs="*",
+        default=["mean", "svd", "svd_deriv"],
+        choices=list(MODEL_NAMES),
     )
     parser.add_argument(
         "--solver",
@@ -133,6 +135,8 @@ def _parse_grid(items):
 
 
 def _evaluate(data, name, selection, folds, args, training_size=None):
+    from asebo.learn.prediction import evaluate_model
+
     options, grid = {}, None
     if name == "svd_deriv":
         options = {
@@ -195,6 +199,11 @@ def _plot(path, curves, data, args):
 
 
 def run(args):
+    # PyTorch and the models are imported here, not for --help
+    import torch
+
+    from asebo.learn.prediction import configuration_folds, load_dataset
+
     torch.set_num_threads(args.threads)
     start, cpu_start = time.perf_counter(), time.process_time()
     data = load_dataset(

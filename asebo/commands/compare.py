@@ -14,10 +14,6 @@ example:
 
 import sys
 
-import ase.db
-
-from asebo.campaign.plots import plot_best_energy, plot_runs
-from asebo.campaign.store import CampaignStore
 from asebo.campaign.summary import (
     format_failures,
     format_legend,
@@ -25,7 +21,6 @@ from asebo.campaign.summary import (
     format_summary,
     summarize,
 )
-from asebo.campaign.workflow import run_campaign
 
 
 def add_arguments(parser):
@@ -122,11 +117,17 @@ def _settings(args):
     """The calculator and force threshold of the runs: stored ones for --report."""
     if not args.report:
         return args.calc, args.fmax
+    import ase.db
+
     row = next(ase.db.connect(args.db).select(limit=1))
     return row.get("calc", "?"), row.get("target_fmax", float("nan"))
 
 
 def _records(args):
+    # ase.db, Dask and the optimizers are imported here, not for --help
+    from asebo.campaign.store import CampaignStore
+    from asebo.campaign.workflow import run_campaign
+
     if args.report:
         records = CampaignStore(args.db).records()
         if not records:
@@ -182,6 +183,8 @@ def run(args):
         with open(args.markdown, "w") as fd:
             fd.write(table + "\n")
     if args.plot:
+        from asebo.campaign.plots import plot_best_energy, plot_runs
+
         paths = plot_best_energy(records, args.plot) + plot_runs(records, args.plot)
         _log("plots: " + ", ".join(str(p) for p in paths))
     return 0

@@ -13,7 +13,6 @@ from pathlib import Path
 from ase.io import read, write
 
 from asebo.model.priors import AUTO, MODEL_PRIORS, resolve_prior
-from asebo.optimize.optimizer import BOOptimizer, RestartError
 from calculators import available, get_calculator
 
 
@@ -57,6 +56,9 @@ def _one_line(error):
 
 
 def run(args):
+    # the optimizer brings PyTorch and BoTorch: imported here, not for --help
+    from asebo.optimize.optimizer import BOOptimizer, RestartError
+
     output = args.output or args.file.with_name(f"{args.file.stem}_relaxed.xyz")
     if output.exists() and not args.force:
         raise SystemExit(f"{output} exists: pass --force to overwrite it, or --output another name")

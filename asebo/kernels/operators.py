@@ -22,9 +22,6 @@ import warnings
 from dataclasses import dataclass
 
 import torch
-from linear_operator.operators import LinearOperator
-from linear_operator.utils import linear_cg
-from linear_operator.utils.warnings import NumericalWarning
 
 from asebo.kernels.configuration import SVDKernel, check_kernel
 from asebo.kernels.joint import (
@@ -36,6 +33,19 @@ from asebo.kernels.joint import (
     joint_matmul,
 )
 from asebo.kernels.svd import _as_tensor
+
+with warnings.catch_warnings():
+    # linear_operator (0.6) applies torch.jit.script to two functions of
+    # linear_operator.utils.linear_cg when it is imported, and recent PyTorch deprecates
+    # torch.jit.script: a warning about a dependency's internals that the user can do
+    # nothing about. This is the package's first import of linear_operator (GPyTorch and
+    # BoTorch import it too), so only this import is silenced, and only that message.
+    warnings.filterwarnings(
+        "ignore", message="`torch.jit.script` is deprecated", category=DeprecationWarning
+    )
+    from linear_operator.operators import LinearOperator
+    from linear_operator.utils import linear_cg
+    from linear_operator.utils.warnings import NumericalWarning
 
 _DENSE_CHUNK_BYTES = 2**28  # intermediates of one chunk of dense block rows
 
