@@ -4,21 +4,30 @@
 ``gfn1``, ``gpaw``, ``emt``, ``lj``; see ``available()``);
 ``RecordingCalculator`` counts, stores and replays the calls of any ASE
 calculator; ``MoleculeBoxCalculator`` gives an isolated molecule the vacuum box
-a cell-based code needs; ``CountingCalculator`` counts and times calls.
+a cell-based code needs; ``CellAwareGPAW`` (the ``gpaw`` preset) boxes molecules and
+runs periodic Atoms in their own cell with k-points from ``kpoint_grid``;
+``CountingCalculator`` counts and times calls.
 """
 
 from .box import MoleculeBoxCalculator
+from .cell_aware_gpaw import CellAwareGPAW
+from .cells import check_periodic_cell
 from .counting import CountingCalculator
+from .kpoints import kpoint_grid, kpoint_size
 from .presets import available, get_calculator, parse_preset
 from .recorder import POSITION_TOLERANCE, RecordingCalculator, calculator_key
 
 __all__ = [
+    "CellAwareGPAW",
     "CountingCalculator",
     "MoleculeBoxCalculator",
     "POSITION_TOLERANCE",
     "RecordingCalculator",
     "available",
     "calculator_key",
+    "check_periodic_cell",
     "get_calculator",
+    "kpoint_grid",
+    "kpoint_size",
     "parse_preset",
 ]

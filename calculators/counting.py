@@ -2,11 +2,16 @@
 
 import time
 
-from ase.calculators.calculator import Calculator, all_changes
+from ase.calculators.calculator import Calculator, PropertyNotImplementedError, all_changes
 
 
 class CountingCalculator(Calculator):
     """Delegates to ``calc`` and counts its calls.
+
+    ``free_energy`` is the wrapped calculator's where it gives one (with smearing, the
+    energy whose gradient the forces are), otherwise the energy. The stress is
+    computed only when asked for (a cell filter asks after the forces, at the same
+    configuration): that adds no call to the count.
 
     Parameters
     ----------
@@ -16,14 +21,14 @@ class CountingCalculator(Calculator):
     Attributes
     ----------
     ncalls : int
-        Calculations run (energy and forces together count once).
+        Configurations computed (energy, forces and stress together count once).
     wall_time : float
         Seconds spent inside ``calc``.
     cpu_time : float
         Processor seconds of this process spent inside ``calc``.
     """
 
-    implemented_properties = ("energy", "free_energy", "forces")
+    implemented_properties = ("energy", "free_energy", "forces", "stress")
 
     def __init__(self, calc):
         super().__init__()
@@ -31,15 +36,23 @@ class CountingCalculator(Calculator):
         self.ncalls = 0
         self.wall_time = 0.0
         self.cpu_time = 0.0
+        self._work = None
 
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
         super().calculate(atoms, properties, system_changes)
         start, start_cpu = time.perf_counter(), time.process_time()
-        work = self.atoms.copy()
-        work.calc = self.calc
-        energy = work.get_potential_energy()
-        forces = work.get_forces()
+        if system_changes or self._work is None:
+            self._work = self.atoms.copy()
+            self._work.calc = self.calc
+            energy = self._work.get_potential_energy()
+            try:
+                free_energy = self._work.get_potential_energy(force_consistent=True)
+            except PropertyNotImplementedError:
+                free_energy = energy
+            forces = self._work.get_forces()
+            self.ncalls += 1
+            self.results = {"energy": energy, "free_energy": free_energy, "forces": forces}
+        if "stress" in properties:
+            self.results["stress"] = self._work.get_stress()
         self.wall_time += time.perf_counter() - start
         self.cpu_time += time.process_time() - start_cpu
-        self.ncalls += 1
-        self.results = {"energy": energy, "free_energy": energy, "forces": forces}

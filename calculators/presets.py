@@ -9,7 +9,7 @@ import ast
 import importlib
 import importlib.util
 
-from .box import MoleculeBoxCalculator
+from .cell_aware_gpaw import CellAwareGPAW
 
 TBLITE_INSTALL = "pip install tblite"
 GPAW_INSTALL = "apt-get install libxc-dev libopenblas-dev && CC=g++ pip install gpaw gpaw-data"
@@ -59,48 +59,82 @@ def gfn1(**kw):
     return _tblite("GFN1-xTB", kw)
 
 
-def gpaw(mode="fd", h=0.2, vacuum=4.0, xc="PBE", basis="dzp", align=False, **kw):
-    """GPAW for an isolated molecule, wrapped in a :class:`MoleculeBoxCalculator`.
+def gpaw(
+    mode=None,
+    h=0.2,
+    xc="PBE",
+    basis="dzp",
+    ecut=400.0,
+    kpts=None,
+    kdensity=3.5,
+    width=None,
+    vacuum=4.0,
+    align=False,
+    **kw,
+):
+    """GPAW for molecules in a vacuum box and for periodic Atoms: a :class:`CellAwareGPAW`.
 
-    GPAW needs a cell; the wrapper gives each configuration a box with
-    ``vacuum`` Å around it and ``pbc=False`` without touching the user's Atoms
-    (see :class:`MoleculeBoxCalculator`).
+    A molecule (``pbc`` all False) runs in a :class:`MoleculeBoxCalculator` with
+    ``vacuum`` Å around it, in ``'fd'`` mode by default; periodic Atoms (bulk, slabs
+    with ``pbc=(True, True, False)``) run in their own cell, in ``'lcao'`` mode by
+    default, with k-points along the periodic directions and Fermi-Dirac smearing
+    (see :class:`CellAwareGPAW`). The user's Atoms are never changed.
 
     Parameters
     ----------
-    mode : {'fd', 'lcao'}
-        Real-space finite differences or an atomic-orbital basis.
+    mode : {'fd', 'lcao', 'pw'}, optional
+        Real-space finite differences, an atomic-orbital basis or plane waves
+        (``'pw'`` gives the stress of a cell relaxation); default ``'fd'`` for
+        molecules and ``'lcao'`` for periodic Atoms.
     h : float
-        Grid spacing in Å (0.2 is converged enough for geometries; 0.25 is a
-        coarse, fast grid).
-    vacuum : float
-        Vacuum in Å between the atoms and the box walls.
+        Grid spacing in Å in the ``'fd'`` and ``'lcao'`` modes (0.2 is converged
+        enough for geometries; 0.25 is a coarse, fast grid).
     xc : str
         Exchange-correlation functional.
     basis : str
-        Basis set in LCAO mode (ignored in fd mode); ``dzp`` ships with gpaw-data.
+        Basis set in LCAO mode; ``dzp`` ships with gpaw-data (``'sz(dzp)'`` is its
+        single-zeta part, a fast basis for tests).
+    ecut : float
+        Plane-wave cutoff in eV in ``'pw'`` mode.
+    kpts : int or tuple of 3 int, optional
+        Periodic Atoms: k-points along each periodic direction (``'gpaw:kpts=4'``), or
+        three numbers with 1 along non-periodic directions.
+    kdensity : float
+        Periodic Atoms without ``kpts``: k-points per Å⁻¹ of reciprocal length
+        (:func:`calculators.kpoints.kpoint_grid`).
+    width : float, optional
+        Fermi-Dirac smearing in eV; default 0.1 for periodic Atoms, integer
+        occupations for molecules.
+    vacuum : float
+        Molecules: vacuum in Å between the atoms and the box walls.
     align : bool
-        Rotate each configuration onto the first one's orientation, which makes the
-        energy invariant under rotations and takes the grid's torque out of the
-        forces (``'gpaw:align=True'``; :class:`MoleculeBoxCalculator`).
+        Molecules: rotate each configuration onto the first one's orientation, which
+        makes the energy invariant under rotations and takes the grid's torque out of
+        the forces (``'gpaw:align=True'``; :class:`MoleculeBoxCalculator`).
     **kw
-        Passed to ``gpaw.GPAW``; they override the preset's ``txt=None``
-        (quiet) and ``symmetry='off'`` (a relaxation breaks point-group
-        symmetry, which GPAW otherwise refuses).
+        Passed to ``gpaw.GPAW``; they override the preset's ``txt=None`` (quiet) and
+        ``symmetry`` (``'off'`` for molecules, time reversal only for periodic Atoms:
+        a relaxation breaks point-group symmetry, which GPAW otherwise refuses).
 
     References
     ----------
     J. J. Mortensen et al., J. Chem. Phys. 160, 092503 (2024).
     """
-    if mode not in ("fd", "lcao"):
-        raise ValueError(f"mode must be 'fd' or 'lcao', got {mode!r}")
-    gpaw_module = _import("gpaw", "GPAW", GPAW_INSTALL)
+    _import("gpaw", "GPAW", GPAW_INSTALL)
     _import("gpaw_data", "gpaw-data (the PAW setups)", GPAW_INSTALL)
-    parameters = {"mode": mode, "h": h, "xc": xc, "txt": None, "symmetry": "off"}
-    if mode == "lcao":
-        parameters["basis"] = basis
-    calc = gpaw_module.GPAW(**{**parameters, **kw})
-    return MoleculeBoxCalculator(calc, vacuum=vacuum, align=align)
+    return CellAwareGPAW(
+        mode=mode,
+        h=h,
+        xc=xc,
+        basis=basis,
+        ecut=ecut,
+        kpts=kpts,
+        kdensity=kdensity,
+        width=width,
+        vacuum=vacuum,
+        align=align,
+        **kw,
+    )
 
 
 def emt(**kw):
@@ -152,7 +186,8 @@ def parse_preset(spec):
 
     Values are read as Python literals where they are one (``h=0.25`` gives a float,
     ``mode=lcao`` stays a string), so a preset with options fits in one command-line
-    word: ``asebo compare --calc gpaw:h=0.25,vacuum=3.5``.
+    word: ``asebo compare --calc gpaw:h=0.25,vacuum=3.5``. Commas inside brackets
+    belong to the value: ``gpaw:kpts=(4,4,1),mode=pw``.
 
     Parameters
     ----------
@@ -178,7 +213,7 @@ def parse_preset(spec):
             "optionally with options as in 'gpaw:h=0.25,vacuum=3.5'"
         )
     options = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
+    for item in filter(None, (part.strip() for part in _split_top_level(text))):
         key, equals, value = item.partition("=")
         if not equals or not key.strip().isidentifier():
             raise ValueError(f"calculator option {item!r} of {spec!r} is not key=value")
@@ -187,6 +222,17 @@ def parse_preset(spec):
         except (ValueError, SyntaxError):
             options[key.strip()] = value.strip()
     return name, options
+
+
+def _split_top_level(text):
+    """``text`` split at the commas outside brackets."""
+    parts, depth, start = [], 0, 0
+    for index, character in enumerate(text):
+        depth += (character in "([{") - (character in ")]}")
+        if character == "," and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    return [*parts, text[start:]]
 
 
 def get_calculator(name, **kw):

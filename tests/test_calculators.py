@@ -9,18 +9,30 @@ from pathlib import Path
 import ase.db
 import numpy as np
 import pytest
-from ase.build import molecule
-from ase.calculators.calculator import CalculationFailed, Calculator, all_changes
+from ase import Atoms
+from ase.build import bulk, fcc100, fcc111, molecule
+from ase.calculators.calculator import (
+    CalculationFailed,
+    Calculator,
+    PropertyNotImplementedError,
+    all_changes,
+)
 from ase.calculators.emt import EMT
+from ase.filters import FrechetCellFilter
 from scipy.spatial.transform import Rotation
 
 import calculators
 from calculators import (
+    CellAwareGPAW,
+    CountingCalculator,
     MoleculeBoxCalculator,
     RecordingCalculator,
     available,
     calculator_key,
+    check_periodic_cell,
     get_calculator,
+    kpoint_grid,
+    kpoint_size,
     parse_preset,
 )
 
@@ -116,6 +128,13 @@ def test_preset_options_in_the_name_reach_the_calculator():
     for bad in ("lj:sigma", "lj:1x=2", "dftb:h=0.2"):
         with pytest.raises(ValueError, match="key=value|unknown calculator"):
             parse_preset(bad)
+
+
+def test_commas_inside_brackets_belong_to_the_option():
+    assert parse_preset("gpaw:kpts=(4, 4,1),mode=pw,basis=sz(dzp)") == (
+        "gpaw",
+        {"kpts": (4, 4, 1), "mode": "pw", "basis": "sz(dzp)"},
+    )
 
 
 def test_unknown_name_lists_the_presets():
@@ -262,6 +281,214 @@ def test_box_rejects_periodic_atoms():
     atoms = molecule("H2O", vacuum=3.0, pbc=True)
     with pytest.raises(ValueError, match="atoms.pbc = False"):
         energy_and_forces(atoms, MoleculeBoxCalculator(EMT()))
+
+
+# k-points and periodic cells
+
+
+@pytest.mark.parametrize("side, density", [(4.0, 3.5), (7.3, 3.5), (25.0, 3.5), (4.05, 1.0)])
+def test_kpoint_grid_of_an_orthorhombic_cell_is_the_closed_form(side, density):
+    cell = np.diag([side, 2 * side, 3 * side])
+    expected = tuple(max(1, int(np.ceil(2 * np.pi * density / length))) for length in np.diag(cell))
+    assert kpoint_grid(cell, [True] * 3, density) == expected
+
+
+def test_kpoint_grid_of_fcc_uses_the_spacing_of_the_lattice_planes():
+    # fcc's reciprocal lattice is bcc: |b_i| = sqrt(3) / a for the primitive vectors
+    a = 4.05
+    cell = bulk("Al", "fcc", a=a).cell
+    n = int(np.ceil(2 * np.pi * 3.5 * np.sqrt(3) / a))
+    assert kpoint_grid(cell, [True] * 3, 3.5) == (n, n, n) == (10, 10, 10)
+    # the same lattice from other vectors (a_1 + a_2, a_2, a_3) has other lattice planes
+    other = np.array(cell) @ np.array([[1, 1, 0], [0, 1, 0], [0, 0, 1]]).T
+    assert abs(np.linalg.det(other)) == pytest.approx(abs(np.linalg.det(cell)))
+    reciprocal = np.linalg.inv(other).T
+    expected = tuple(int(np.ceil(2 * np.pi * 3.5 * np.linalg.norm(b))) for b in reciprocal)
+    assert kpoint_grid(other, [True] * 3, 3.5) == expected
+
+
+def test_slab_gets_kpoints_only_in_plane_whatever_its_vacuum():
+    grids = []
+    for vacuum in (3.0, 8.0):
+        slab = fcc111("Al", (2, 2, 3), a=4.05, vacuum=vacuum)
+        assert list(slab.pbc) == [True, True, False]
+        grids.append(kpoint_grid(slab.cell, slab.pbc, 3.5))
+    # in-plane lattice planes 2 a / sqrt(2) * sin 60 deg apart
+    spacing = 2 * 4.05 / np.sqrt(2) * np.sqrt(3) / 2
+    n = int(np.ceil(2 * np.pi * 3.5 / spacing))
+    assert grids == [(n, n, 1), (n, n, 1)]
+    # fully periodic, a short cell along z gets k-points there too
+    assert kpoint_grid(fcc111("Al", (2, 2, 3), a=4.05, vacuum=0.5).cell, [True] * 3, 3.5)[2] > 1
+
+
+def test_kpoint_numbers_go_along_periodic_axes_only():
+    assert kpoint_size(4, [True, True, False]) == (4, 4, 1)
+    assert kpoint_size(3, [True] * 3) == (3, 3, 3)
+    assert kpoint_size((4, 2, 1), [True, True, False]) == (4, 2, 1)
+    with pytest.raises(ValueError, match="3 k-points along z, which is not periodic"):
+        kpoint_size((4, 4, 3), [True, True, False])
+    for bad in (0, (4, 4), (4, 0, 1), 2.5, "four", True):
+        with pytest.raises(ValueError, match="kpts must be"):
+            kpoint_size(bad, [True] * 3)
+    with pytest.raises(ValueError, match="kdensity must be"):
+        kpoint_grid(np.eye(3), [True] * 3, 0.0)
+
+
+def slab_with_hydrogen(vacuum=3.0):
+    slab = fcc100("Al", (1, 1, 2), a=4.05, vacuum=vacuum)
+    slab.append("H")
+    slab.positions[-1] = slab.positions[1] + [1.43, 0.0, 1.2]
+    return slab
+
+
+def without_vacuum(atoms):
+    atoms.cell[2] = 0.0
+
+
+def periodic_without_vacuum(atoms):
+    atoms.pbc = True
+    atoms.cell[2] = 0.0
+
+
+def two_equal_vectors(atoms):
+    atoms.cell[1] = atoms.cell[0]
+
+
+def hydrogen_below_the_cell(atoms):
+    atoms.positions[2, 2] = -0.5
+
+
+def hydrogen_at_the_image_of_atom_1(atoms):
+    # 0.316 Å from atom 1's image across the cell boundary along x
+    atoms.positions[2] = atoms.positions[1] + [atoms.cell[0, 0] - 0.1, 0.0, 0.3]
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (without_vacuum, "zero volume: give the non-periodic axis z a length"),
+        (periodic_without_vacuum, "periodic along z but the cell vector there is zero"),
+        (two_equal_vectors, "zero volume .*linearly dependent"),
+        (hydrogen_below_the_cell, "atom 2 lies outside the cell along z"),
+        (hydrogen_at_the_image_of_atom_1, "atoms 1 and 2 are 0.316 Å apart"),
+    ],
+)
+def test_bad_periodic_cells_are_refused_in_one_line(change, message):
+    atoms = slab_with_hydrogen()
+    check_periodic_cell(atoms)
+    change(atoms)
+    with pytest.raises(ValueError, match=message) as error:
+        check_periodic_cell(atoms)
+    assert "\n" not in str(error.value)
+
+
+def test_an_atom_next_to_its_own_image_is_refused():
+    atoms = Atoms("H", cell=[0.4, 5.0, 5.0], pbc=True)
+    with pytest.raises(ValueError, match="atom 0 is 0.400 Å from its own periodic image"):
+        check_periodic_cell(atoms)
+
+
+def test_atoms_close_only_across_the_boundary_are_refused():
+    atoms = Atoms("H2", positions=[[0.1, 2, 2], [9.8, 2, 2]], cell=[10, 4, 4], pbc=True)
+    with pytest.raises(ValueError, match="atoms 0 and 1 are 0.300 Å apart"):
+        check_periodic_cell(atoms)
+    atoms.pbc = [False, True, True]  # not across a non-periodic boundary
+    check_periodic_cell(atoms)
+
+
+# GPAW's parameters (no GPAW calculation)
+
+
+def test_periodic_atoms_get_kpoints_smearing_and_lcao_by_default():
+    calc = CellAwareGPAW()
+    slab = slab_with_hydrogen()
+    parameters = calc.gpaw_parameters_for(slab)
+    assert parameters["mode"] == "lcao" and parameters["basis"] == "dzp"
+    assert parameters["kpts"] == {"size": kpoint_grid(slab.cell, slab.pbc, 3.5), "gamma": True}
+    assert parameters["kpts"]["size"][2] == 1
+    assert parameters["occupations"] == {"name": "fermi-dirac", "width": 0.1}
+    assert parameters["symmetry"] == {"point_group": False, "time_reversal": True}
+    # a molecule keeps the box's parameters: fd, no smearing, no symmetry
+    assert calc.gpaw_parameters_for(molecule("H2O")) == {
+        "mode": "fd",
+        "h": 0.2,
+        "xc": "PBE",
+        "txt": None,
+        "symmetry": "off",
+    }
+
+
+def test_preset_options_reach_gpaws_parameters():
+    calc = CellAwareGPAW(mode="pw", ecut=350, kpts=4, width=0.05, xc="LDA", maxiter=50)
+    parameters = calc.gpaw_parameters_for(slab_with_hydrogen())
+    assert parameters["mode"] == {"name": "pw", "ecut": 350.0}
+    assert "h" not in parameters and "basis" not in parameters
+    assert parameters["kpts"]["size"] == (4, 4, 1)
+    assert parameters["occupations"]["width"] == 0.05
+    assert (parameters["xc"], parameters["maxiter"]) == ("LDA", 50)
+    assert CellAwareGPAW(kdensity=1.0).gpaw_parameters_for(bulk("Al"))["kpts"]["size"] == (3, 3, 3)
+    assert CellAwareGPAW(symmetry="off").gpaw_parameters_for(bulk("Al"))["symmetry"] == "off"
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"mode": "paw"}, "mode must be one of fd, lcao, pw"),
+        ({"ecut": 0}, "ecut must be a plane-wave cutoff"),
+        ({"ecut": "high"}, "ecut must be a plane-wave cutoff"),
+        ({"kdensity": -1.0}, "kdensity must be"),
+        ({"width": -0.1}, "width must be a Fermi-Dirac smearing"),
+        ({"kpts": (4, 4)}, "kpts must be"),
+        ({"h": 0}, "h must be a grid spacing"),
+    ],
+)
+def test_bad_gpaw_options_are_refused_at_construction(options, message):
+    with pytest.raises(ValueError, match=message):
+        CellAwareGPAW(**options)
+
+
+def test_bad_periodic_input_is_refused_before_gpaw_is_built():
+    calc = CellAwareGPAW(kpts=(4, 4, 4))
+    with pytest.raises(ValueError, match="4 k-points along z, which is not periodic"):
+        energy_and_forces(slab_with_hydrogen(), calc)
+    flat = slab_with_hydrogen()
+    flat.cell[2] = 0.0
+    with pytest.raises(ValueError, match="zero volume"):
+        energy_and_forces(flat, CellAwareGPAW())
+    with pytest.raises(ValueError, match="align=True is for molecules"):
+        energy_and_forces(bulk("Al"), CellAwareGPAW(align=True))
+    assert calc.gpaw_ is None
+
+
+def test_stress_needs_plane_waves_and_a_periodic_cell():
+    atoms = bulk("Al")
+    atoms.calc = CellAwareGPAW()
+    with pytest.raises(PropertyNotImplementedError, match="mode='pw'"):
+        atoms.get_stress()
+    water = molecule("H2O")
+    water.calc = CellAwareGPAW(mode="pw")
+    with pytest.raises(PropertyNotImplementedError, match="molecule in a vacuum box"):
+        water.get_stress()
+    assert atoms.calc.gpaw_ is None and water.calc.gpaw_ is None
+
+
+# counting
+
+
+def test_counting_gives_the_stress_of_a_cell_filter_without_another_call():
+    atoms = bulk("Cu", a=3.7) * (2, 1, 1)
+    atoms.rattle(0.05, seed=0)
+    atoms.calc = CountingCalculator(EMT())
+    forces = FrechetCellFilter(atoms).get_forces()  # (n + 3, 3): atoms' forces, virial
+    reference = atoms.copy()
+    reference.calc = EMT()
+    expected = FrechetCellFilter(reference).get_forces()
+    np.testing.assert_allclose(forces, expected, atol=1e-12)
+    assert atoms.calc.ncalls == 1
+    assert atoms.get_potential_energy(force_consistent=True) == reference.get_potential_energy()
+    atoms.positions[0, 0] += 0.01
+    atoms.get_forces()
+    assert atoms.calc.ncalls == 2
 
 
 # recorder
