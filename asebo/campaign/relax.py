@@ -2,13 +2,16 @@
 
 :func:`relax` is the unit that benchmarks and comparison campaigns repeat: it runs
 one optimizer from one start with one calculator and reports the force calls, the
-energy of every call, whether it converged, and where the time went.
+energy of every call, whether it converged, and where the time went. With
+``cell_filter`` it relaxes the positions and the cell together through one of ASE's
+cell filters (:data:`CELL_FILTERS`).
 """
 
 import time
 
 import numpy as np
 from ase.calculators.calculator import all_changes
+from ase.filters import ExpCellFilter, FrechetCellFilter, StrainFilter, UnitCellFilter
 from ase.optimize import BFGS, FIRE, LBFGS, GPMin
 
 from asebo.extras import missing_optimizer_package
@@ -23,12 +26,32 @@ def _bo(atoms, **kwargs):
 
 
 def _sella(atoms, **kwargs):
+    """Sella in internal coordinates for a molecule, in Cartesian ones for a periodic cell.
+
+    Sella's internal coordinates do not cross cell boundaries, so periodic ``atoms`` are
+    optimized in Cartesian coordinates (``internal=False``).
+    """
     missing = missing_optimizer_package("sella")
     if missing:
         raise ImportError(missing)
     from sella import Sella
 
-    return Sella(atoms, internal=True, order=0, **kwargs)
+    periodic = bool(np.any(atoms.pbc))
+    return Sella(atoms, internal=not periodic, order=0, **kwargs)
+
+
+def _preconlbfgs(atoms, **kwargs):
+    """ASE's preconditioned L-BFGS with the ``Exp`` preconditioner.
+
+    References
+    ----------
+    D. Packwood, J. Kermode, L. Mones, N. Bernstein, J. Woolley, N. Gould, C. Ortner,
+    G. Csányi, "A universal preconditioner for simulating condensed phase materials",
+    J. Chem. Phys. 144, 164109 (2016).
+    """
+    from ase.optimize.precon import Exp, PreconLBFGS
+
+    return PreconLBFGS(atoms, precon=Exp(), **kwargs)
 
 
 def _geometric(atoms, **kwargs):
@@ -43,13 +66,25 @@ OPTIMIZERS = {
     "lbfgs": LBFGS,
     "fire": FIRE,
     "gpmin": GPMin,
+    "preconlbfgs": _preconlbfgs,
     "sella": _sella,
     "geometric": _geometric,
 }
-"""Optimizers by name: :class:`asebo.BOOptimizer`, ASE's BFGS, L-BFGS, FIRE and GPMin,
-Sella in internal coordinates (``pip install 'asebo[sella]'``) and geomeTRIC in TRIC
+"""Optimizers by name: :class:`asebo.BOOptimizer`, ASE's BFGS, L-BFGS, FIRE, GPMin and
+PreconLBFGS with the ``Exp`` preconditioner, Sella in internal coordinates (Cartesian
+ones for periodic cells; ``pip install 'asebo[sella]'``) and geomeTRIC in TRIC
 coordinates (:class:`asebo.campaign.geometric_optimizer.GeomeTRIC`,
 ``pip install 'asebo[geometric]'``)."""
+
+CELL_FILTERS = {
+    "frechet": FrechetCellFilter,
+    "unitcell": UnitCellFilter,
+    "exp": ExpCellFilter,
+    "strain": StrainFilter,
+}
+"""ASE's cell filters by name, for :func:`relax`'s ``cell_filter``. The optimizer sees the
+filter's generalized positions (atoms and cell deformation) and forces (with the
+virial). Sella takes no filter: it relaxes the cell itself (``optimize_cell=True``)."""
 
 
 class EnergyRecorder(CountingCalculator):
@@ -66,11 +101,30 @@ class EnergyRecorder(CountingCalculator):
         self.energies = []
 
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        calls = self.ncalls
         super().calculate(atoms, properties, system_changes)
-        self.energies.append(float(self.results["energy"]))
+        if self.ncalls > calls:  # not a stress asked for at the same configuration
+            self.energies.append(float(self.results["energy"]))
 
 
-def relax(atoms, optimizer, calc="gfn2", fmax=0.05, steps=200, prior=None, options=None):
+def _optimizer(name, work, cell_filter, options):
+    """The optimizer ``name`` on ``work``, through the cell filter when one is named."""
+    optimizable = work if cell_filter is None else CELL_FILTERS[cell_filter](work)
+    if name == "sella" and cell_filter is not None:
+        return _sella(work, optimize_cell=True, logfile=None, **options), optimizable
+    return OPTIMIZERS[name](optimizable, logfile=None, **options), optimizable
+
+
+def relax(
+    atoms,
+    optimizer,
+    calc="gfn2",
+    fmax=0.05,
+    steps=200,
+    prior=None,
+    options=None,
+    cell_filter=None,
+):
     """Relax a copy of ``atoms`` and count the calculator calls.
 
     Parameters
@@ -90,11 +144,18 @@ def relax(atoms, optimizer, calc="gfn2", fmax=0.05, steps=200, prior=None, optio
         name of a cheap calculator (Δ-learning). By default ``bo``'s own default.
     options : dict, optional
         Extra keyword arguments of the optimizer.
+    cell_filter : str, optional
+        A key of :data:`CELL_FILTERS`: relax the cell too, through that filter. The
+        calculator must give the stress. ``fmax`` then bounds the filter's forces, whose
+        cell part is the virial divided by the filter's cell factor (the number of atoms
+        by default), so the stress converges to ``fmax`` over the volume per atom.
 
     Returns
     -------
     dict
-        ``calls``, ``converged``, ``energy``, ``fmax``, ``energies`` (of every
+        ``calls``, ``converged``, ``energy``, ``fmax`` (of the filter's forces with a
+        filter), ``stress`` (largest stress component in eV/Å³, only with a filter),
+        ``cell`` (final, only with a filter), ``energies`` (of every
         calculator call, in order: an optimizer such as GPMin calls more than once
         per step), ``positions`` (final), ``steps``, ``seconds``, and
         ``seconds_outside`` and ``cpu_seconds_outside`` (wall and processor time not
@@ -103,10 +164,15 @@ def relax(atoms, optimizer, calc="gfn2", fmax=0.05, steps=200, prior=None, optio
     Raises
     ------
     ValueError
-        For an unknown optimizer, or a prior given to another optimizer than ``bo``.
+        For an unknown optimizer or cell filter, or a prior given to another optimizer
+        than ``bo``.
     """
     if optimizer not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {optimizer!r}: choose among {', '.join(OPTIMIZERS)}")
+    if cell_filter is not None and cell_filter not in CELL_FILTERS:
+        raise ValueError(
+            f"unknown cell filter {cell_filter!r}: choose among {', '.join(CELL_FILTERS)}"
+        )
     options = dict(options or {})
     if prior is not None:
         if optimizer != "bo":
@@ -115,12 +181,12 @@ def relax(atoms, optimizer, calc="gfn2", fmax=0.05, steps=200, prior=None, optio
     work = atoms.copy()
     counter = EnergyRecorder(get_calculator(calc) if isinstance(calc, str) else calc)
     work.calc = counter
-    opt = OPTIMIZERS[optimizer](work, logfile=None, **options)
+    opt, optimizable = _optimizer(optimizer, work, cell_filter, options)
     start, start_cpu = time.perf_counter(), time.process_time()
     converged = bool(opt.run(fmax=fmax, steps=steps))
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - start_cpu
-    forces = work.get_forces()  # (n, 3)
-    return {
+    forces = optimizable.get_forces()  # (n, 3), or (n + 3, 3) through a filter
+    result = {
         "calls": counter.ncalls,
         "converged": converged,
         "energy": float(work.get_potential_energy()),
@@ -132,3 +198,7 @@ def relax(atoms, optimizer, calc="gfn2", fmax=0.05, steps=200, prior=None, optio
         "cpu_seconds_outside": cpu_seconds - counter.cpu_time,
         "steps": opt.nsteps,
     }
+    if cell_filter is not None:
+        result["stress"] = float(np.abs(work.get_stress()).max())
+        result["cell"] = work.cell.array.copy()
+    return result
