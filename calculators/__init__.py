@@ -9,13 +9,14 @@ runs periodic Atoms in their own cell with k-points from ``kpoint_grid``;
 ``CountingCalculator`` counts and times calls.
 """
 
+import importlib
+
 from .box import MoleculeBoxCalculator
 from .cell_aware_gpaw import CellAwareGPAW
 from .cells import check_periodic_cell
 from .counting import CountingCalculator
 from .kpoints import kpoint_grid, kpoint_size
 from .presets import available, get_calculator, parse_preset
-from .recorder import POSITION_TOLERANCE, RecordingCalculator, calculator_key
 
 __all__ = [
     "CellAwareGPAW",
@@ -31,3 +32,13 @@ __all__ = [
     "kpoint_size",
     "parse_preset",
 ]
+
+_RECORDER = ("POSITION_TOLERANCE", "RecordingCalculator", "calculator_key")
+
+
+def __getattr__(name):
+    # the recorder brings ase.db and ase.io: imported on first use, so that
+    # ``asebo optimize --help`` starts quickly
+    if name in _RECORDER:
+        return getattr(importlib.import_module("calculators.recorder"), name)
+    raise AttributeError(f"module 'calculators' has no attribute {name!r}")

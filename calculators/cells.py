@@ -1,7 +1,6 @@
 """Checks that periodic Atoms describe a cell a plane-wave or real-space code can run."""
 
 import numpy as np
-from ase.neighborlist import neighbor_list
 
 from .kpoints import AXES
 
@@ -56,6 +55,9 @@ def check_periodic_cell(atoms, min_distance=MIN_DISTANCE):
                 f"atom {outside[0]} lies outside the cell along {AXES[axis]}, which is not "
                 f"periodic: atoms.center(vacuum=..., axis={axis}) puts every atom inside"
             )
+    # ase.neighborlist brings SciPy's sparse graphs: imported on use, not with the presets
+    from ase.neighborlist import neighbor_list
+
     first, second, distance = neighbor_list("ijd", atoms, min_distance)
     if len(distance):
         pair = np.argmin(distance)

@@ -10,8 +10,6 @@ the calculator does not know) stop it with a one-line message.
 
 from pathlib import Path
 
-from ase.io import read, write
-
 from asebo.model.priors import AUTO, MODEL_PRIORS, resolve_prior
 from calculators import available, get_calculator
 
@@ -56,14 +54,16 @@ def _one_line(error):
 
 
 def run(args):
-    # the optimizer brings PyTorch and BoTorch: imported here, not for --help
+    # the optimizer brings PyTorch and BoTorch, ase.io a second: imported here, not for --help
+    import ase.io
+
     from asebo.optimize.optimizer import BOOptimizer, RestartError
 
     output = args.output or args.file.with_name(f"{args.file.stem}_relaxed.xyz")
     if output.exists() and not args.force:
         raise SystemExit(f"{output} exists: pass --force to overwrite it, or --output another name")
     try:
-        atoms = read(args.file)
+        atoms = ase.io.read(args.file)
     except Exception as error:  # any reader's error, in one line
         raise SystemExit(f"cannot read {args.file}: {_one_line(error)}") from error
     if isinstance(atoms, list):
@@ -94,7 +94,7 @@ def run(args):
             f"the {args.calc} calculator failed on {args.file}: "
             f"{type(error).__name__}: {_one_line(error)}{kept}"
         ) from error
-    write(output, atoms)
+    ase.io.write(output, atoms)
     energy = opt.optimizable.get_value()
     fmax = opt.optimizable.gradient_norm(opt.optimizable.get_gradient())
     print(
