@@ -10,7 +10,8 @@ from ase.units import Bohr, Hartree
 from scipy.spatial.transform import Rotation
 
 from asebo.model.lindh import TORSION_FADE, LindhModel, lindh_weights
-from asebo.model.priors import HighestEnergyPrior, RecentredLindh
+from asebo.model.periodic import RecentredSprings
+from asebo.model.priors import RecentredLindh
 from asebo.optimize.optimizer import BOOptimizer
 from asebo.optimize.representations import InternalCoordinates
 from calculators import get_calculator
@@ -199,14 +200,15 @@ def test_bad_reference_is_refused():
         LindhModel([[0, 0, 0], [0, 0, np.nan]], [1, 1])
 
 
-def test_default_prior_is_lindh_for_molecules_and_max_for_periodic_cells():
+def test_default_prior_is_lindh_for_molecules_and_springs_for_periodic_cells():
     atoms = molecule("H2O")
     atoms.calc = LennardJones()
     assert isinstance(BOOptimizer(atoms, logfile=None).prior, RecentredLindh)
     assert BOOptimizer(atoms, logfile=None).todict()["prior"] == "lindh"
     crystal = Atoms("Ar", positions=[[0, 0, 0]], cell=[3, 3, 3], pbc=True).repeat(2)
     crystal.calc = LennardJones()
-    assert isinstance(BOOptimizer(crystal, logfile=None).prior, HighestEnergyPrior)
+    assert isinstance(BOOptimizer(crystal, logfile=None).prior, RecentredSprings)
+    assert BOOptimizer(crystal, logfile=None).todict()["prior"] == "springs"
     with pytest.raises(ValueError, match="periodic"):
         BOOptimizer(crystal, logfile=None, prior="lindh")
     with pytest.raises(ValueError, match="prior must be"):

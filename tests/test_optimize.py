@@ -23,7 +23,11 @@ from ase.optimize import BFGS
 from asebo import BOOptimizer
 from asebo.model.metric import HessianMetric
 from asebo.optimize.optimizer import RestartError
-from asebo.optimize.representations import CartesianPositions, InternalCoordinates
+from asebo.optimize.representations import (
+    CartesianPositions,
+    InternalCoordinates,
+    PeriodicPositions,
+)
 from asebo.optimize.settings import TrustSettings
 from calculators import CountingCalculator, get_calculator
 
@@ -182,13 +186,15 @@ def test_fixed_atoms_do_not_move():
     assert np.linalg.norm(atoms.get_forces(), axis=1).max() < 0.02
 
 
-def test_periodic_cells_use_the_cartesian_kernel():
+def test_periodic_cells_use_the_periodic_kernel_and_keep_the_cartesian_one():
     atoms = bulk("Cu", "fcc", a=3.6, cubic=True)
     atoms.rattle(0.05, seed=1)
     atoms.calc = get_calculator("emt")
     opt = BOOptimizer(atoms, logfile=None)
-    assert isinstance(opt.representation, CartesianPositions)
+    assert isinstance(opt.representation, PeriodicPositions)
     assert opt.run(fmax=0.05, steps=60)
+    cartesian = BOOptimizer(atoms, kernel="cartesian", logfile=None)
+    assert isinstance(cartesian.representation, CartesianPositions)
     with pytest.raises(ValueError, match="periodic"):
         BOOptimizer(atoms, kernel="svd", logfile=None)
 
@@ -227,10 +233,10 @@ def test_nan_forces_stop_with_a_clear_error_and_keep_the_observations(tmp_path):
 def test_bad_setups_are_refused_clearly(tmp_path):
     with pytest.raises(ValueError, match="needs a calculator"):
         BOOptimizer(molecule("H2O"))
-    single = Atoms("Ar", positions=[[0, 0, 0]])
-    single.calc = LennardJones()
-    with pytest.raises(ValueError, match="1 atom.*give two atoms or more"):
-        BOOptimizer(single)
+    empty = Atoms()
+    empty.calc = LennardJones()
+    with pytest.raises(ValueError, match="no atoms.*give one atom or more"):
+        BOOptimizer(empty)
 
     corrupt = tmp_path / "corrupt.json"
     corrupt.write_text('{"version": 1, "positions": [[[0, 0')

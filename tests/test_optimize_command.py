@@ -23,13 +23,17 @@ def one_line_exit(argv, match):
     return message
 
 
-@pytest.mark.parametrize("count", [0, 1])
-def test_files_with_fewer_than_two_atoms_are_refused(tmp_path, count):
-    path = argon_file(tmp_path, count)
-    one_line_exit(
-        ["optimize", str(path), "--calc", "lj"], f"{count} atom\\(s\\).*give two atoms or more"
-    )
+def test_a_file_without_atoms_is_refused(tmp_path):
+    path = argon_file(tmp_path, 0)
+    one_line_exit(["optimize", str(path), "--calc", "lj"], "no atoms: .*give one atom or more")
     assert not (tmp_path / "argon_relaxed.xyz").exists()
+
+
+def test_one_atom_converges_with_one_call_and_no_step(tmp_path, capsys):
+    path = argon_file(tmp_path, 1)
+    assert main(["optimize", str(path), "--calc", "lj"]) == 0
+    relaxed = read(tmp_path / "argon_relaxed.xyz")
+    assert np.array_equal(relaxed.positions, read(path).positions)
 
 
 def test_corrupt_restart_is_refused_and_kept(tmp_path):

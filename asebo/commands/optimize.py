@@ -4,7 +4,7 @@ Logs, for every step, the time, the energy, the largest force and the energy the
 GP predicted for that configuration. Writes the relaxed structure to ``--output``
 (default: FILE's stem with ``_relaxed.xyz``; an existing file is kept unless
 ``--force``) and returns 0 when converged, 1 when not. Problems with the input (a
-file ASE cannot read, fewer than two atoms, an unusable restart file, an element
+file ASE cannot read, no atoms, an unusable restart file, an element
 the calculator does not know) stop it with a one-line message.
 """
 

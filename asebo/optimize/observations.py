@@ -205,7 +205,6 @@ class TrajectoryFrames:
                     traj.write(frame)
         self.written = len(observations)
 
-
     def _frame(self, positions, energy, forces):
         """The atoms (n) at ``positions`` (N, 3) with ``energy`` and ``forces`` (N, 3)."""
         frame = self.atoms.copy()

@@ -155,7 +155,7 @@ class BOOptimizer(Optimizer):
         Exploration weight of the lower confidence bound, >= 0; 0 minimises the mean.
         Default ``search.kappa`` (0.1).
     recentre : float
-        With the ``'lindh'`` prior: when the model puts the lowest-energy
+        With the ``'lindh'`` and ``'springs'`` priors: when the model puts the lowest-energy
         configuration more than ``recentre`` eV above its minimum, the model is
         rebuilt around that configuration. By default ``model.recentre``, else the
         representation's (2 eV with the ``'internal'`` kernel, whose linear trend
@@ -471,10 +471,13 @@ class BOOptimizer(Optimizer):
         self.atoms.set_positions(proposal.positions)
         self.predicted_energy, self.trust = proposal.predicted_energy, proposal.trust
         self.proposals.append(proposal.record())
+        # a filter's positions come back from its cell through expm and logm, a few
+        # ulps off: the proposal itself is set again on resuming
+        pending = proposal.positions if self.coordinates.has_cell else self.atoms.get_positions()
         self.observations.save(
             trust_radius=self.trust.radius,
             predicted_energy=self.predicted_energy,
-            pending=self.atoms.get_positions(),
+            pending=pending,
             proposals=self.proposals,
         )
 

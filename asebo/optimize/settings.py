@@ -87,15 +87,16 @@ class ModelSettings:
     trend : float or None
         Slope variance of the GP's linear trend over a gradient's variance
         (:class:`asebo.kernels.trend.LinearTrend`); None takes the representation's
-        default (30 with internal coordinates, 0 otherwise).
+        default (30 with internal coordinates and the periodic kernel, 0 otherwise).
     prior_curvature : float
         Variance of the GP's random scale on a prior calculator's curvature
         (:class:`asebo.kernels.prior_scale.PriorCurvature`); only under a prior
         calculator.
     recentre : float or None
-        eV: the Lindh prior is rebuilt around the lowest configuration when it puts
-        that configuration this far above its minimum; None takes the
-        representation's default (2 eV with internal coordinates, 0.3 otherwise).
+        eV: the Lindh prior (the pair springs for periodic cells) is rebuilt around
+        the lowest configuration when it puts that configuration this far above its
+        minimum; None takes the representation's default (2 eV with internal
+        coordinates, 0.3 otherwise).
     lindh_stiffness : float
         The Lindh prior's force constants relative to Lindh's model
         (:class:`asebo.model.priors.RecentredLindh`).
