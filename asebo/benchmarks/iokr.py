@@ -22,7 +22,7 @@ fold, with IOKR's leave-one-out error. Methods:
 * ``IOKR, pool as training data``: IOKR (ranking CV) trained on the training molecules
   and the pool below, whose spectra it then uses as labelled data: the fair baseline
   of MP-IOKR with known candidate inputs.
-* ``MP-IOKR``: :class:`asebo.learn.iokr.MPIOKRCV` on the combined kernel, with candidate
+* ``MP-IOKR``: :class:`asebo.learn.mpiokr.MPIOKRCV` on the combined kernel, with candidate
   inputs known (Prop. 3: QM9 has the spectra of all candidates), approximated with one
   gamma (Prop. 4, "joint") and with one gamma per kernel (Prop. 5, "separate"), and the
   joint approximation without test-time centring (the paper's h(x)). The candidate
