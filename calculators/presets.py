@@ -59,62 +59,21 @@ def gfn1(**kw):
     return _tblite("GFN1-xTB", kw)
 
 
-def gpaw(
-    mode=None,
-    h=0.2,
-    xc="PBE",
-    basis="dzp",
-    ecut=400.0,
-    kpts=None,
-    kdensity=3.5,
-    width=None,
-    vacuum=4.0,
-    align=False,
-    **kw,
-):
+def gpaw(**kw):
     """GPAW for molecules in a vacuum box and for periodic Atoms: a :class:`CellAwareGPAW`.
 
-    A molecule (``pbc`` all False) runs in a :class:`MoleculeBoxCalculator` with
-    ``vacuum`` Å around it, in ``'fd'`` mode by default; periodic Atoms (bulk, slabs
-    with ``pbc=(True, True, False)``) run in their own cell, in ``'lcao'`` mode by
-    default, with k-points along the periodic directions and Fermi-Dirac smearing
-    (see :class:`CellAwareGPAW`). The user's Atoms are never changed.
+    A molecule (``pbc`` all False) runs in a :class:`MoleculeBoxCalculator` in ``'fd'``
+    mode by default; periodic Atoms (bulk, slabs with ``pbc=(True, True, False)``) run
+    in their own cell, in ``'lcao'`` mode by default, with k-points along the periodic
+    directions and Fermi-Dirac smearing. The user's Atoms are never changed.
 
     Parameters
     ----------
-    mode : {'fd', 'lcao', 'pw'}, optional
-        Real-space finite differences, an atomic-orbital basis or plane waves
-        (``'pw'`` gives the stress of a cell relaxation); default ``'fd'`` for
-        molecules and ``'lcao'`` for periodic Atoms.
-    h : float
-        Grid spacing in Å in the ``'fd'`` and ``'lcao'`` modes (0.2 is converged
-        enough for geometries; 0.25 is a coarse, fast grid).
-    xc : str
-        Exchange-correlation functional.
-    basis : str
-        Basis set in LCAO mode; ``dzp`` ships with gpaw-data (``'sz(dzp)'`` is its
-        single-zeta part, a fast basis for tests).
-    ecut : float
-        Plane-wave cutoff in eV in ``'pw'`` mode.
-    kpts : int or tuple of 3 int, optional
-        Periodic Atoms: k-points along each periodic direction (``'gpaw:kpts=4'``), or
-        three numbers with 1 along non-periodic directions.
-    kdensity : float
-        Periodic Atoms without ``kpts``: k-points per Å⁻¹ of reciprocal length
-        (:func:`calculators.kpoints.kpoint_grid`).
-    width : float, optional
-        Fermi-Dirac smearing in eV; default 0.1 for periodic Atoms, integer
-        occupations for molecules.
-    vacuum : float
-        Molecules: vacuum in Å between the atoms and the box walls.
-    align : bool
-        Molecules: rotate each configuration onto the first one's orientation, which
-        makes the energy invariant under rotations and takes the grid's torque out of
-        the forces (``'gpaw:align=True'``; :class:`MoleculeBoxCalculator`).
     **kw
-        Passed to ``gpaw.GPAW``; they override the preset's ``txt=None`` (quiet) and
-        ``symmetry`` (``'off'`` for molecules, time reversal only for periodic Atoms:
-        a relaxation breaks point-group symmetry, which GPAW otherwise refuses).
+        The options of :class:`CellAwareGPAW` (``mode``, ``h``, ``xc``, ``basis``,
+        ``ecut``, ``kpts``, ``kdensity``, ``width``, ``vacuum``, ``align``), and any
+        other keyword of ``gpaw.GPAW``, which overrides the preset's ``txt=None``
+        (quiet) and ``symmetry``.
 
     References
     ----------
@@ -122,19 +81,7 @@ def gpaw(
     """
     _import("gpaw", "GPAW", GPAW_INSTALL)
     _import("gpaw_data", "gpaw-data (the PAW setups)", GPAW_INSTALL)
-    return CellAwareGPAW(
-        mode=mode,
-        h=h,
-        xc=xc,
-        basis=basis,
-        ecut=ecut,
-        kpts=kpts,
-        kdensity=kdensity,
-        width=width,
-        vacuum=vacuum,
-        align=align,
-        **kw,
-    )
+    return CellAwareGPAW(**kw)
 
 
 def emt(**kw):
