@@ -153,8 +153,10 @@ def test_wrong_kernel_arguments_are_refused_with_what_to_pass():
         configuration_kernel(GaussianKernel())
     with pytest.raises(ValueError, match=r"radial belong to the kernel object: pass SVDKernel"):
         configuration_kernel(SVDKernel(), radial="se")
-    with pytest.raises(TypeError, match="proper"):
+    with pytest.raises(ValueError, match="the 'cartesian' kernel takes no proper: its options"):
         configuration_kernel("cartesian", proper=False)
+    with pytest.raises(ValueError, match="proper must be True or False"):
+        configuration_kernel("svd", proper="nonsense")
     with pytest.raises(ValueError, match="radial must be one of"):
         SVDKernel(radial="rbf")
     P = configurations("H2O", 2)

@@ -201,7 +201,7 @@ def test_the_kernel_is_an_object_or_the_name_of_one_with_its_options():
         EnergyForceGP(kernel=kernel, radial="se")
     with pytest.raises(ValueError, match=r"proper belong to the kernel object: pass SVDKernel"):
         EnergyForceGP(kernel=SVDKernel(), proper=False)
-    with pytest.raises(TypeError, match="proper"):  # the Cartesian kernel aligns nothing
+    with pytest.raises(ValueError, match="takes no proper"):  # the Cartesian kernel aligns nothing
         EnergyForceGP(kernel="cartesian", proper=True)
     with pytest.raises(TypeError, match=r"SVDKernel\(proper=True\) or CartesianKernel"):
         EnergyForceGP(kernel=GaussianKernel())

@@ -18,7 +18,7 @@ from asebo.model.internals import (
     PrimitiveInternals,
     bend_angles,
     dihedral_angles,
-    faded_twist,
+    faded_torsions,
     out_of_plane,
 )
 from asebo.model.lindh import LindhModel, lindh_weights, out_of_plane_quadruples
@@ -64,11 +64,20 @@ def test_transpose_product_is_b_transpose_times_the_weights():
     )
 
 
+QUADRUPLE = torch.tensor([[0, 1, 2, 3]])
+
+
+def faded_twist(points, reference):
+    """``g * twist`` (scalar) of the one quadruple ``points`` (4, 3) from ``reference``."""
+    twist, fade, _, _ = faded_torsions(points, QUADRUPLE, reference.reshape(1))
+    return (fade * twist)[0]
+
+
 def test_bond_angle_and_twist_are_the_geometric_values():
     # a right angle, and a dihedral of 60 degrees with both bends at 90 degrees
     points = torch.tensor([[1.0, 0, 0], [0, 0, 0], [0, 1, 0], [0.5, 1, 3**0.5 / 2]]).double()
     assert bend_angles(points, torch.tensor([[0, 1, 2]]))[0].item() == pytest.approx(np.pi / 2)
-    dihedral = dihedral_angles(points, torch.tensor([[0, 1, 2, 3]])).item()
+    dihedral = dihedral_angles(points, QUADRUPLE)[0].item()
     assert abs(dihedral) == pytest.approx(np.pi / 3)
     assert faded_twist(points, torch.tensor(0.0, dtype=torch.float64)).item() == pytest.approx(
         dihedral
@@ -78,6 +87,24 @@ def test_bond_angle_and_twist_are_the_geometric_values():
     assert faded_twist(points, reference).item() == pytest.approx(np.radians(-170.0))
     reference = torch.tensor(np.radians(-170.0) + dihedral, dtype=torch.float64)
     assert faded_twist(points, reference).item() == pytest.approx(np.radians(170.0))
+
+
+def test_dihedral_and_fade_derivatives_match_autograd():
+    # the closed forms (Blondel and Karplus; the quintic switch) against automatic
+    # differentiation of the same values, inside the fade of the bend at atom 1
+    angle = np.radians(150.0)
+    points = torch.tensor(
+        [[np.cos(angle), np.sin(angle), 0.0], [0, 0, 0], [-1.0, 0, 0], [-1.5, 0.5, 0.7]],
+        dtype=torch.float64,
+    )
+    reference = torch.tensor([0.3], dtype=torch.float64)
+    _, fade, d_twist, d_fade = faded_torsions(points, QUADRUPLE, reference)
+    assert 0.0 < fade.item() < 1.0
+    for index, derivative in enumerate((d_twist, d_fade)):
+        automatic = torch.func.grad(
+            lambda p, i=index: faded_torsions(p, QUADRUPLE, reference)[i][0]
+        )(points)
+        torch.testing.assert_close(derivative[0], automatic, rtol=1e-10, atol=1e-12)
 
 
 def test_faded_twist_is_smooth_where_the_dihedral_is_undefined():
@@ -95,12 +122,14 @@ def test_faded_twist_is_smooth_where_the_dihedral_is_undefined():
         )
 
     reference = torch.tensor(0.3, dtype=torch.float64)
-    gradient = torch.func.grad(faded_twist)
-    norms = [gradient(points(a), reference).norm().item() for a in np.radians([150, 170, 179])]
+    norms = []
+    for angle in np.radians([150, 170, 179]):
+        twist, fade, d_twist, d_fade = faded_torsions(points(angle), QUADRUPLE, reference)
+        norms.append((fade[0] * d_twist[0] + twist[0] * d_fade[0]).norm().item())
     assert max(norms) < 20.0
     assert faded_twist(points(np.radians(179.0)), reference).item() == 0.0
-    bare = torch.func.grad(lambda p: dihedral_angles(p, torch.tensor([[0, 1, 2, 3]]))[0])
-    assert bare(points(np.radians(179.9))).norm().item() > 100.0
+    _, bare = dihedral_angles(points(np.radians(179.9)), QUADRUPLE)
+    assert bare.norm().item() > 100.0
 
 
 def test_out_of_plane_is_the_sine_of_the_angle_to_the_plane():

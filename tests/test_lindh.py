@@ -9,7 +9,8 @@ from ase.optimize import BFGS
 from ase.units import Bohr, Hartree
 from scipy.spatial.transform import Rotation
 
-from asebo.model.lindh import TORSION_FADE, LindhModel, lindh_weights
+from asebo.model.internals import TORSION_FADE
+from asebo.model.lindh import LindhModel, lindh_weights
 from asebo.model.periodic import RecentredSprings
 from asebo.model.priors import RecentredLindh
 from asebo.optimize.optimizer import BOOptimizer

@@ -11,6 +11,7 @@ from ase.constraints import FixAtoms
 from ase.filters import FrechetCellFilter, StrainFilter, UnitCellFilter
 
 from asebo.model.cell_coordinates import GeneralizedCoordinates
+from asebo.model.lindh import STRETCH_CONSTANT, lindh_weights
 from asebo.model.periodic import (
     PeriodicMetric,
     RecentredSprings,
@@ -268,7 +269,10 @@ def test_pullback_and_feature_gradients_agree_with_autograd(build):
     metric, reference = metric_of(system)
     rng = np.random.default_rng(3)
     q = torch.as_tensor(reference + 0.05 * rng.normal(size=(2, *reference.shape)))
-    weights = torch.as_tensor(rng.normal(size=q.shape))
+    # the features: the described coordinates in rows of three
+    assert metric.features(q).shape == (2, metric.feature_rows, 3)
+    assert 3 * metric.feature_rows - 3 < len(metric.jacobian) <= 3 * metric.feature_rows
+    weights = torch.as_tensor(rng.normal(size=(2, metric.feature_rows, 3)))
     x = q.clone().requires_grad_(True)
     function = (torch.sin(metric.features(x)) * weights).sum()
     (expected,) = torch.autograd.grad(function, x)
@@ -293,7 +297,7 @@ def test_metric_dimension_counts_the_free_coordinates():
     one_atom = FrechetCellFilter(bulk("Cu"))
     metric, reference = metric_of(one_atom)
     assert len(metric.jacobian) == 6
-    assert metric.features(reference[None]).shape == (1, 4, 3)
+    assert metric.features(reference[None]).shape == (1, 2, 3)  # the cell's strain only
 
 
 def test_metric_ignores_fixed_atoms_translations_and_wraps():
@@ -409,7 +413,8 @@ def test_recentred_springs_under_a_filter_give_generalized_forces():
     prior = rule.for_observations(q[None], np.array([0.0]))
     energy, forces = prior.energy_and_forces(q + 0.01)
     assert forces.shape == q.shape
-    assert rule.metric().features(q[None]).shape == (1, len(q), 3)
+    # 4 atoms less 3 translations, and 6 strains: 15 features in 5 rows
+    assert rule.metric().features(q[None]).shape == (1, 5, 3)
     assert rule.metric_reference() == (0, rule.springs)
 
 
@@ -449,3 +454,39 @@ def test_emt_prior_under_a_filter_matches_the_filter():
     expected = FrechetCellFilter(target)
     np.testing.assert_allclose(forces, expected.get_forces(), atol=1e-12)
     assert energy == pytest.approx(expected.get_potential_energy())
+
+
+def test_covalent_pairs_of_an_adsorbate_take_lindhs_stretch_constant_where_larger():
+    from asebo.benchmarks.adsorbates import adsorbate_on_copper
+
+    atoms = adsorbate_on_copper("CO", "111")  # C at 12, O at 13
+    springs, exp_only = ExpSprings(atoms), ExpSprings(atoms, covalent=False)
+    i, j = springs.i.numpy(), springs.j.numpy()
+    carbon_oxygen = (i == 12) & (j == 13)
+    rho = lindh_weights(atoms.positions[12:], atoms.numbers[12:])[0, 1]
+    lindh = STRETCH_CONSTANT * rho
+    assert lindh > 10 * float(exp_only.constants[carbon_oxygen][0])  # Exp: far too soft
+    np.testing.assert_allclose(springs.constants[carbon_oxygen].numpy(), lindh, rtol=1e-12)
+    # every pair with a copper atom keeps Exp's constant, as do the metals alone
+    metal = (atoms.numbers[i] == 29) | (atoms.numbers[j] == 29)
+    assert torch.equal(springs.constants[metal], exp_only.constants[metal])
+    copper = bulk("Cu", cubic=True)
+    assert torch.equal(ExpSprings(copper).constants, ExpSprings(copper, covalent=False).constants)
+    # still one energy: forces are minus its gradient
+    moved = atoms.copy()
+    moved.rattle(0.03, seed=4)
+    moved.calc = springs
+    forces = moved.get_forces(apply_constraint=False)
+    h = 1e-5
+    for atom in (12, 13, 3):
+        for axis in range(3):
+            shifted = [moved.copy() for _ in range(2)]
+            shifted[0].positions[atom, axis] += h
+            shifted[1].positions[atom, axis] -= h
+            energies = []
+            for configuration in shifted:
+                configuration.calc = springs
+                energies.append(configuration.get_potential_energy())
+            assert forces[atom, axis] == pytest.approx(
+                -(energies[0] - energies[1]) / (2 * h), abs=1e-6
+            )

@@ -5,7 +5,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from asebo.model import lindh, metric
+from asebo.model import internals, metric
 from asebo.model.straightness import NEARLY_STRAIGHT, NearlyStraight, is_near_linear
 
 
@@ -45,7 +45,7 @@ def test_thresholds_out_of_order_are_refused(field, degrees):
 
 
 def test_the_model_takes_its_thresholds_from_the_one_definition():
-    assert lindh.TORSION_FADE == (
+    assert internals.TORSION_FADE == (
         NEARLY_STRAIGHT.torsion_fade_start,
         NEARLY_STRAIGHT.torsion_fade_end,
     )

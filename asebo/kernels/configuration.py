@@ -20,6 +20,8 @@ of a metric). :func:`configuration_kernel` turns the names of :data:`KERNELS` in
 these objects.
 """
 
+import inspect
+
 import numpy as np
 import torch
 
@@ -126,6 +128,8 @@ class SVDKernel(ConfigurationKernel):
 
     def __init__(self, gamma=1.0, proper=True, radial="se"):
         super().__init__(gamma, radial)
+        if not isinstance(proper, bool):
+            raise ValueError(f"proper must be True or False, got {proper!r}")
         self.proper = proper
 
     def pair_geometry(self, X, Z):
@@ -215,6 +219,13 @@ def configuration_kernel(kernel, **options):
             raise ValueError(
                 f"kernel must be one of {sorted(KERNELS)} or a configuration kernel such as "
                 f"SVDKernel(), got {kernel!r}"
+            )
+        accepted = set(inspect.signature(KERNELS[kernel]).parameters) - {"gamma"}
+        unknown = sorted(set(options) - accepted)
+        if unknown:
+            raise ValueError(
+                f"the {kernel!r} kernel takes no {' or '.join(unknown)}: its options are "
+                f"{', '.join(sorted(accepted))}"
             )
         return KERNELS[kernel](**options)
     check_kernel(kernel)

@@ -35,11 +35,12 @@ import numpy as np
 import torch
 from scipy.optimize import minimize_scalar
 
+from asebo.kernels.added_terms import CurvatureTerm, TrendTerm
 from asebo.kernels.configuration import configuration_kernel
 from asebo.kernels.joint import block_jacobi, energy_rows, joint_matmul
 from asebo.kernels.operators import JointStructure, solve_joint
 from asebo.kernels.prior_scale import PriorCurvature
-from asebo.kernels.trend import CovarianceWithTerm, LinearTrend
+from asebo.kernels.trend import LinearTrend
 from asebo.model.priors import (  # noqa: F401  CalculatorPrior and the error: public here too
     CalculatorPrior,
     PriorCalculationError,
@@ -173,9 +174,33 @@ class EnergyForceGP:
                 f"a metric gives the kernel features, not positions, which {kernel!r} would "
                 "centre and align like atoms: use kernel='cartesian' (CartesianKernel)"
             )
-        for name, value in (("trend", trend), ("prior_curvature", prior_curvature)):
-            if isinstance(value, bool) or not (isinstance(value, (int, float)) and value >= 0):
-                raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+        for name, value in (
+            ("trend", trend),
+            ("prior_curvature", prior_curvature),
+            ("energy_noise", energy_noise),
+            ("gradient_noise", gradient_noise),
+        ):
+            _check_number(name, value, minimum=0.0)
+        _check_number("gamma", gamma, minimum=0.0, inclusive=False)
+        _check_number("cg_tolerance", cg_tolerance, minimum=0.0, inclusive=False)
+        if not (
+            isinstance(gamma_bounds, (tuple, list))
+            and len(gamma_bounds) == 2
+            and all(_is_number(b) and np.isfinite(b) and b > 0 for b in gamma_bounds)
+            and gamma_bounds[0] < gamma_bounds[1]
+        ):
+            raise ValueError(
+                f"gamma_bounds must be two increasing positive numbers (low, high), got "
+                f"{gamma_bounds!r}"
+            )
+        for name, value, minimum in (
+            ("hyper_window", hyper_window, 2),
+            ("max_size", max_size, 1),
+            ("cg_max_iter", cg_max_iter, 0),
+        ):
+            whole = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+            if not whole or value < minimum:
+                raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
         if trend > 0 and kernel.centred:
             raise ValueError(
                 f"a linear trend in the positions would break the rotation invariance of "
@@ -231,34 +256,29 @@ class EnergyForceGP:
             )
         )
 
-    def _linear_trend(self, gamma):
-        """The :class:`LinearTrend` at ``gamma`` (its variance follows the radial
-        kernel's gradient variance), or None without a trend."""
-        if self.trend == 0:
-            return None
-        return LinearTrend(self.trend * self.kernel.radial.slope_at_zero(gamma))
+    def _added_terms(self, gamma):
+        """The terms added to the configuration kernel at ``gamma``, in order: the linear
+        trend and the prior's curvature, where they are on
+        (:mod:`asebo.kernels.added_terms`). Their variances follow the radial kernel's
+        gradient variance."""
+        terms = []
+        if self.trend != 0:
+            trend = LinearTrend(self.trend * self.kernel.radial.slope_at_zero(gamma))
+            terms.append(TrendTerm(trend, self._trend_features))  # inputs (m, 3n)
+        if self._curvature is not None:
+            curvature = self._curvature.with_variance(
+                self.prior_curvature * self.kernel.radial.slope_at_zero(gamma)
+            )
+            terms.append(CurvatureTerm(curvature, self._curvature_rows))  # inputs (m, 3n+1)
+        return terms
 
     def _dense(self, gamma, select):
-        """Joint covariance (N', N') of the ``select``-ed configurations, trend included."""
+        """Joint covariance (N', N') of the ``select``-ed configurations, added terms
+        included."""
         K = self._structure.dense(gamma, select)
-        trend = self._linear_trend(gamma)
-        if trend is not None:
-            features = self._trend_features[select]  # (m', 3n)
-            K.add_(trend.dense(features, features))
-        curvature = self._prior_curvature(gamma)
-        if curvature is not None:
-            rows = self._curvature_rows[select]  # (m', 3n+1)
-            K.add_(curvature.dense(rows, rows))
+        for term in self._added_terms(gamma):
+            K.add_(term.dense(select))
         return K
-
-    def _prior_curvature(self, gamma):
-        """The :class:`PriorCurvature` at ``gamma`` (its variance follows the radial
-        kernel's gradient variance), or None without one."""
-        if self._curvature is None:
-            return None
-        return self._curvature.with_variance(
-            self.prior_curvature * self.kernel.radial.slope_at_zero(gamma)
-        )
 
     # ---- marginal likelihood --------------------------------------------------------
     def _profile_nll(self, log_gamma, select, y):
@@ -370,6 +390,7 @@ class EnergyForceGP:
             prior_g = self.metric.feature_gradients(positions, prior_g).numpy()
             gradients = self.metric.feature_gradients(positions, gradients).numpy()
             positions = self.metric.features(positions).numpy()
+            n = positions.shape[1]  # rows of three features (a periodic metric's are fewer)
         y = self._targets(energies, gradients, prior_e, prior_g)  # (m (3n+1),)
         flat = torch.as_tensor(positions).reshape(m, 3 * n)
         self._trend_origin = flat[int(np.argmin(energies))].clone()  # (3n,)
@@ -420,12 +441,8 @@ class EnergyForceGP:
             self.solve_info_ = None
             return subset
         operator = self._structure.operator(gamma)
-        trend = self._linear_trend(gamma)
-        if trend is not None:
-            operator = CovarianceWithTerm(operator, trend, self._trend_features)
-        curvature = self._prior_curvature(gamma)
-        if curvature is not None:
-            operator = CovarianceWithTerm(operator, curvature, self._curvature_rows)
+        for term in self._added_terms(gamma):
+            operator = term.around(operator)
         noise = self._noise(m, n_atoms, gamma) + self._jitter_absolute
         # the trend adds c I to every gradient block: a preconditioner without it
         # still takes care of the rigid motions and the diagonal
@@ -494,23 +511,19 @@ class EnergyForceGP:
         b, n, _ = x.shape
         gamma, s2 = self.gamma_, self.outputscale_
         prior, prior_gradient = self._prior_mean_and_gradient(x)
-        curvature = self._prior_curvature(gamma)
+        terms = self._added_terms(gamma)
         pullback = None
         if self.metric is not None:
             x, pullback = self.metric.features_and_pullback(x)
+            n = x.shape[1]
         geometry = self._structure.cross(x)  # (b, m) pairs
         values = geometry.profile(gamma)  # (k, a, c), each (b, m)
         weights = self._alpha[:, None]
         mean_rows = joint_matmul(geometry, gamma, weights, values)
-        trend = self._linear_trend(gamma)
         u = x.reshape(b, 3 * n) - self._trend_origin  # (b, 3n)
-        if trend is not None:
-            mean_rows = mean_rows + trend.matmul(u, self._trend_features, weights)
-        if curvature is not None:
-            # grad_x h = grad_x E_p - J^T grad E_p(u_o): the features' rows carry the
-            # second part, the prior's own gradient is added in x after the pullback
-            phi = curvature.rows(u, prior, torch.zeros_like(u))  # (b, 3n+1)
-            mean_rows = mean_rows + curvature.matmul(phi, self._curvature_rows, weights)
+        queries = [term.query(u, prior) for term in terms]  # each (b, k)
+        for term, query in zip(terms, queries):
+            mean_rows = mean_rows + term.kernel.matmul(query, term.inputs, weights)
         mean_rows = mean_rows.reshape(b, 3 * n + 1)
         mean = prior + mean_rows[:, 0]
         grad_mean = mean_rows[:, 1:].reshape(b, n, 3)
@@ -519,38 +532,33 @@ class EnergyForceGP:
         near_values = tuple(value[:, self.selected_] for value in values)
         c = energy_rows(near, gamma, near_values)  # (b, N')
         prior_variance, grad_prior_variance = torch.ones(b, dtype=c.dtype), 0.0
-        if trend is not None:
-            near_features = self._trend_features[self.selected_]  # (m', 3n)
-            c = c + trend.energy_rows(u, near_features)
-            prior_variance, grad_prior_variance = trend.prior_variance(u)
-            prior_variance = prior_variance + 1.0
-        if curvature is not None:
-            near_phi = self._curvature_rows[self.selected_]  # (m', 3n+1)
-            c = c + curvature.energy_rows(phi, near_phi)
-            variance_h, grad_variance_h = curvature.prior_variance(phi)
-            prior_variance = prior_variance + variance_h
-            grad_prior_variance = grad_prior_variance + grad_variance_h
+        near_inputs = [term.inputs[self.selected_] for term in terms]  # each (m', k)
+        for term, query, near_input in zip(terms, queries, near_inputs):
+            c = c + term.kernel.energy_rows(query, near_input)
+            term_variance, grad_term_variance = term.kernel.prior_variance(query)
+            prior_variance = prior_variance + term_variance
+            grad_prior_variance = grad_prior_variance + grad_term_variance
         w = _cholesky_solve(self._factor, c.T)  # (N', b)
         variance = s2 * (prior_variance - (c * w.T).sum(dim=1))
         # d(c_i . K^{-1} c_i)/dx_i = 2 (dc_i/dx_i) w_i: the gradient rows of the product
         rows = joint_matmul(near, gamma, w, near_values)  # (b (3n+1), b)
-        if trend is not None:
-            rows = rows + trend.matmul(u, near_features, w)
-        if curvature is not None:
-            rows = rows + curvature.matmul(phi, near_phi, w)
+        for term, query, near_input in zip(terms, queries, near_inputs):
+            rows = rows + term.kernel.matmul(query, near_input, w)
         rows = rows.reshape(b, 3 * n + 1, b)[torch.arange(b), 1:, torch.arange(b)]  # (b, 3n)
         grad_variance = s2 * (grad_prior_variance - 2.0 * rows).reshape(b, n, 3)
         floor = 1e-12 * s2
         grad_variance = torch.where((variance > floor)[:, None, None], grad_variance, 0.0)
         if pullback is not None:
             grad_mean, grad_variance = pullback(grad_mean, grad_variance)
-        if curvature is not None:
-            # the rows' grad h enter the mean's gradient through the weights' product
-            # and the variance's through 2 s^2 (c h - c phi_near . w)
-            prior_h = prior_gradient / curvature.scale  # (b, n, 3)
-            mean_weight = curvature.gradient_weights(self._curvature_rows, weights)  # (1,)
-            residual_h = curvature.variance * phi[:, 0] - curvature.gradient_weights(near_phi, w)
-            variance_weight = 2.0 * s2 * residual_h  # (b,)
+        for term, query in zip(terms, queries):
+            beyond = term.gradient_beyond_features(query, weights, w, self.selected_)
+            if beyond is None:
+                continue
+            # the prior curvature's grad h enters the mean's gradient through the
+            # weights' product and the variance's through 2 s^2 (c h - c phi_near . w)
+            mean_weight, residual = beyond  # (1,), (b,)
+            prior_h = prior_gradient / term.kernel.scale  # (b, n, 3)
+            variance_weight = 2.0 * s2 * residual  # (b,)
             variance_weight = torch.where(variance > floor, variance_weight, 0.0)
             grad_mean = grad_mean + mean_weight * prior_h
             grad_variance = grad_variance + variance_weight[:, None, None] * prior_h
@@ -608,6 +616,18 @@ class _Posterior(torch.autograd.Function):
             grad_mean_out[:, None, None] * grad_mean
             + grad_variance_out[:, None, None] * grad_variance
         ), None
+
+
+def _is_number(value):
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
+def _check_number(name, value, minimum, inclusive=True):
+    """Refuse ``value`` unless it is a finite number at least (or above) ``minimum``."""
+    finite = _is_number(value) and np.isfinite(value)
+    if not (finite and (value >= minimum if inclusive else value > minimum)):
+        bound = f"{'>=' if inclusive else '>'} {minimum:g}"
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
 
 
 def _cholesky_solve(factor, rhs):

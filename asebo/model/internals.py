@@ -4,17 +4,26 @@ Bond lengths, bend angles, torsions and out-of-plane angles of configurations ``
 (b, n, 3), with their derivatives with respect to the positions of the two, three or
 four atoms each involves (Wilson, Decius and Cross, *Molecular Vibrations*,
 McGraw-Hill (1955), ch. 4): the first two in closed form, the four-atom terms by
-automatic differentiation of each quadruple. A torsion enters as its twist from a
-reference value, wrapped to (-pi, pi] and faded to zero as one of its bends
-straightens or folds, where the dihedral is undefined (the switch of
-:class:`asebo.model.lindh.LindhModel`): smooth everywhere, where the bare dihedral's
-derivative diverges.
-:class:`asebo.model.metric.InternalMetric` builds its curvilinear features from them.
+closed form for stretches, bends and dihedrals (Blondel and Karplus, J. Comput. Chem.
+17, 1132 (1996)), the out-of-plane angle by automatic differentiation of each
+quadruple. A torsion enters as its twist from a reference value, wrapped to (-pi, pi]
+and faded to zero as one of its bends straightens or folds, where the dihedral is
+undefined: smooth everywhere, where the bare dihedral's derivative diverges.
+
+This is the one implementation of the internal-coordinate geometry:
+:class:`asebo.model.metric.InternalMetric` builds its curvilinear features from it,
+and :class:`asebo.model.lindh.LindhModel` its energy and forces (on one configuration,
+through NumPy arrays).
 """
+
+import math
 
 import torch
 
-from asebo.model.lindh import TORSION_FADE
+from asebo.model.straightness import NEARLY_STRAIGHT
+
+TORSION_FADE = (NEARLY_STRAIGHT.torsion_fade_start, NEARLY_STRAIGHT.torsion_fade_end)
+"""Torsions fade out as one of their bends opens or folds: full before, none after (rad)."""
 
 
 def _norm(v):
@@ -50,45 +59,83 @@ def bend_angles(x, triples):
     return angle, torch.stack([d_i, -d_i - d_k, d_k], dim=-2)
 
 
-def _dihedral(f, g, h):
-    """Dihedral angle (...) of the bond vectors ``f = x_i - x_j``, ``g = x_j - x_k`` and
-    ``h = x_l - x_k`` (..., 3), in (-pi, pi]."""
-    a, b = torch.cross(f, g, dim=-1), torch.cross(h, g, dim=-1)
-    return torch.atan2(_dot(torch.cross(b, a, dim=-1), g) / _norm(g), _dot(a, b))
-
-
 def dihedral_angles(x, quadruples):
-    """Dihedral angles (b, q) about ``j-k`` of ``quadruples`` (q, 4), in (-pi, pi]."""
+    """Dihedral angles (b, q) about ``j-k`` of ``quadruples`` (q, 4), in (-pi, pi], and
+    their derivatives (b, q, 4, 3) with respect to the four atoms (Blondel and Karplus,
+    1996). The derivative is zero where ``i-j-k`` or ``j-k-l`` is straight and the
+    angle undefined."""
     f = x[..., quadruples[:, 0], :] - x[..., quadruples[:, 1], :]
     g = x[..., quadruples[:, 1], :] - x[..., quadruples[:, 2], :]
     h = x[..., quadruples[:, 3], :] - x[..., quadruples[:, 2], :]
-    return _dihedral(f, g, h)
+    a, b = torch.cross(f, g, dim=-1), torch.cross(h, g, dim=-1)  # normals of the two planes
+    aa, bb, lg = _dot(a, a), _dot(b, b), _norm(g)
+    angle = torch.atan2(_dot(torch.cross(b, a, dim=-1), g) / lg, _dot(a, b))
+    defined = (aa > 1e-20) & (bb > 1e-20)
+    inv_aa = torch.where(defined, 1.0 / torch.where(defined, aa, 1.0), 0.0)[..., None]
+    inv_bb = torch.where(defined, 1.0 / torch.where(defined, bb, 1.0), 0.0)[..., None]
+    fg = (_dot(f, g) / lg)[..., None]
+    hg = (_dot(h, g) / lg)[..., None]
+    d_i = -lg[..., None] * inv_aa * a
+    d_l = lg[..., None] * inv_bb * b
+    d_j = -d_i + fg * inv_aa * a - hg * inv_bb * b
+    d_k = -d_l - fg * inv_aa * a + hg * inv_bb * b
+    return angle, torch.stack([d_i, d_j, d_k, d_l], dim=-2)
 
 
-def _fade(angle):
-    """The switch ``g`` of :func:`asebo.model.lindh.LindhModel`'s torsions at a bend angle: 1
-    away from 0° and 180°, 0 close to either, a quintic step between (torch)."""
-    on, off = TORSION_FADE
-    folded = torch.where(angle >= 0.5 * torch.pi, angle, torch.pi - angle)
-    t = ((off - folded) / (off - on)).clamp(0.0, 1.0)
-    return t**3 * (10 - 15 * t + 6 * t**2)
+def wrap(angle):
+    """Angles wrapped to (-pi, pi]."""
+    return angle - 2 * math.pi * torch.ceil((angle - math.pi) / (2 * math.pi))
 
 
-def _angle(u, v):
-    return torch.atan2(_norm(torch.cross(u, v, dim=-1)), _dot(u, v))
+def torsion_fade(angle):
+    """The switch ``g`` of torsions at bend angles (...) and its derivative ``dg/dtheta``.
 
-
-def faded_twist(points, reference):
-    """``g(theta_ijk) g(theta_jkl) wrap(tau - tau_ref)`` of one quadruple ``points`` (4, 3).
-
-    The dihedral ``tau`` is undefined where one of its bends is straight or folded;
-    faded by the same switch as the Lindh model's torsion energy it is smooth
-    everywhere, and zero where the dihedral is undefined.
+    A dihedral is undefined where a bend is straight (180°) or folded (0°, as between
+    a bond and a 1-3 pair through the same atom): ``g`` is 1 while the bend is more
+    than ``pi - TORSION_FADE[0]`` from both, 0 within ``pi - TORSION_FADE[1]`` of
+    either, a quintic step (twice differentiable) between.
     """
-    f, g, h = points[0] - points[1], points[1] - points[2], points[3] - points[2]
-    tau = _dihedral(f, g, h) - reference
-    twist = torch.atan2(torch.sin(tau), torch.cos(tau))
-    return _fade(_angle(f, -g)) * _fade(_angle(g, h)) * twist
+    on, off = TORSION_FADE
+    straight = angle >= 0.5 * math.pi
+    folded = torch.where(straight, angle, math.pi - angle)  # angle from the nearer end
+    t = ((off - folded) / (off - on)).clamp(0.0, 1.0)  # 1 = full torsion
+    fade = t**3 * (10 - 15 * t + 6 * t**2)
+    slope = -30 * t**2 * (1 - t) ** 2 / (off - on) * torch.where(straight, 1.0, -1.0)
+    return fade, slope
+
+
+def faded_torsions(x, quadruples, reference):
+    """Twists and fades of torsions, with their derivatives.
+
+    The twist ``wrap(tau - tau_ref)`` of each dihedral from its reference, and the
+    fade ``g(theta_ijk) g(theta_jkl)`` of its two bends (:func:`torsion_fade`), which
+    is zero where the dihedral is undefined: a torsion enters the internal coordinates
+    as ``g * twist`` and the Lindh model's energy as ``k g twist^2 / 2``, both smooth.
+
+    Parameters
+    ----------
+    x : tensor (b, n, 3)
+    quadruples : tensor (q, 4)
+        Twisting about the middle two atoms.
+    reference : tensor (q,)
+        ``tau_ref``, rad.
+
+    Returns
+    -------
+    twist, fade : tensors (b, q)
+    d_twist, d_fade : tensors (b, q, 4, 3)
+        Their derivatives with respect to the four atoms.
+    """
+    angle, d_twist = dihedral_angles(x, quadruples)
+    twist = wrap(angle - reference)
+    theta_j, d_theta_j = bend_angles(x, quadruples[:, :3])
+    theta_k, d_theta_k = bend_angles(x, quadruples[:, 1:])
+    fade_j, slope_j = torsion_fade(theta_j)
+    fade_k, slope_k = torsion_fade(theta_k)
+    d_fade = torch.zeros_like(d_twist)
+    d_fade[..., :3, :] += (slope_j * fade_k)[..., None, None] * d_theta_j
+    d_fade[..., 1:, :] += (fade_j * slope_k)[..., None, None] * d_theta_k
+    return twist, fade_j * fade_k, d_twist, d_fade
 
 
 def out_of_plane(points):
@@ -99,15 +146,13 @@ def out_of_plane(points):
     return _dot(normal, w) / (_norm(normal) * _norm(w))
 
 
-def _local(function, x, quadruples, *extra):
+def _local(function, x, quadruples):
     """Values (b, q) of ``function`` of the four atoms of each quadruple, and their
     derivatives (b, q, 4, 3) by automatic differentiation of the one quadruple."""
     points = x[..., quadruples, :]  # (b, q, 4, 3)
     b, q = points.shape[:2]
-    flat = points.reshape(b * q, 4, 3)
-    extra = [e.expand(b, q).reshape(-1) for e in extra]
     grad_and_value = torch.func.vmap(torch.func.grad_and_value(function))
-    derivative, value = grad_and_value(flat, *extra)
+    derivative, value = grad_and_value(points.reshape(b * q, 4, 3))
     return value.reshape(b, q), derivative.reshape(b, q, 4, 3)
 
 
@@ -120,7 +165,8 @@ class PrimitiveInternals:
     bends : array (t, 3)
         Middle atom second.
     torsions : array (q, 4)
-        Twisting about the middle two atoms; each enters as :func:`faded_twist`.
+        Twisting about the middle two atoms; each enters as its faded twist
+        (:func:`faded_torsions`).
     out_of_planes : array (o, 4)
         Centre second; each enters as :func:`out_of_plane`.
     reference : array (n, 3)
@@ -139,7 +185,7 @@ class PrimitiveInternals:
         self.torsions = torch.as_tensor(torsions, dtype=torch.long).reshape(-1, 4)
         self.out_of_planes = torch.as_tensor(out_of_planes, dtype=torch.long).reshape(-1, 4)
         reference = torch.as_tensor(reference, dtype=torch.float64)
-        self.reference_dihedrals = dihedral_angles(reference, self.torsions)
+        self.reference_dihedrals = dihedral_angles(reference, self.torsions)[0]
         self.atoms = torch.cat(
             [
                 self.stretches[:, [0, 1, 1, 1]],
@@ -159,7 +205,11 @@ class PrimitiveInternals:
         x = torch.as_tensor(x, dtype=torch.float64)
         parts = [bond_lengths(x, self.stretches), bend_angles(x, self.bends)]
         if len(self.torsions):
-            parts.append(_local(faded_twist, x, self.torsions, self.reference_dihedrals))
+            twist, fade, d_twist, d_fade = faded_torsions(
+                x, self.torsions, self.reference_dihedrals
+            )
+            faded = fade[..., None, None] * d_twist + twist[..., None, None] * d_fade
+            parts.append((fade * twist, faded))
         if len(self.out_of_planes):
             parts.append(_local(out_of_plane, x, self.out_of_planes))
         values, derivatives = [], []

@@ -34,10 +34,17 @@ it unchanged.
 from itertools import combinations
 
 import numpy as np
+import torch
 from ase.calculators.calculator import Calculator, all_changes
 from ase.units import Bohr, Hartree
 
-from asebo.model.straightness import NEARLY_STRAIGHT
+from asebo.model.internals import (
+    bend_angles,
+    bond_lengths,
+    dihedral_angles,
+    faded_torsions,
+    torsion_fade,
+)
 
 # Lindh et al. (1995), Table 1: alpha (bohr^-2) and r_ref (bohr) by the rows of two atoms
 _ALPHA = {
@@ -55,8 +62,6 @@ LINDH_TORSION_CONSTANT = 0.005 * Hartree  # Lindh's k_tau, eV/rad²
 # twice Lindh's: with the internal-coordinate kernel and its linear trend, as few force
 # calls as four times (the choice of the aligned kernel) and fewer higher minima (docs/lindh.md)
 TORSION_CONSTANT = 2 * LINDH_TORSION_CONSTANT  # k_tau, eV/rad²
-# torsions fade out as one of their bends straightens: full below, none above (rad)
-TORSION_FADE = (NEARLY_STRAIGHT.torsion_fade_start, NEARLY_STRAIGHT.torsion_fade_end)
 # a centre with three neighbours counts as planar within this angle of the plane (rad)
 PLANAR_TOLERANCE = np.radians(30.0)
 BONDED = 0.5  # Lindh weight rho_ij above which i and j are bonded (non-bonded pairs < 0.05)
@@ -67,79 +72,25 @@ def _row(number):
     return 1 if number <= 2 else 2 if number <= 10 else 3
 
 
+def pair_weights(first, second, distances):
+    """Weights ``rho`` of atom pairs of atomic numbers ``first`` and ``second`` at
+    ``distances`` (Å), all three arrays of one shape (or broadcast to one)."""
+    rows_first = np.vectorize(_row, otypes=[int])(first)
+    rows_second = np.vectorize(_row, otypes=[int])(second)
+    low, high = np.minimum(rows_first, rows_second), np.maximum(rows_first, rows_second)
+    alpha = np.vectorize(lambda a, b: _ALPHA[a, b], otypes=[float])(low, high)  # bohr^-2
+    r_ref = np.vectorize(lambda a, b: _R_REF[a, b], otypes=[float])(low, high)  # bohr
+    distance = distances / Bohr
+    return np.exp(alpha * (r_ref**2 - distance**2))
+
+
 def lindh_weights(positions, numbers):
     """Pair weights ``rho_ij`` (n, n) of Lindh et al. (1995), zero on the diagonal."""
-    rows = np.array([_row(z) for z in numbers])
-    low, high = np.minimum.outer(rows, rows), np.maximum.outer(rows, rows)
-    alpha = np.vectorize(lambda a, b: _ALPHA[a, b])(low, high)  # (n, n), bohr^-2
-    r_ref = np.vectorize(lambda a, b: _R_REF[a, b])(low, high)  # (n, n), bohr
-    distance = np.linalg.norm(positions[:, None] - positions[None], axis=-1) / Bohr
-    weights = np.exp(alpha * (r_ref**2 - distance**2))
+    numbers = np.asarray(numbers)
+    distance = np.linalg.norm(positions[:, None] - positions[None], axis=-1)  # (n, n), Å
+    weights = pair_weights(numbers[:, None], numbers[None, :], distance)
     np.fill_diagonal(weights, 0.0)
     return weights
-
-
-def _bend_angles(positions, bends):
-    """Angles (b,) at the middle atom of each ``(i, j, k)`` row of ``bends``, with
-    their gradients with respect to ``x_i`` and ``x_k`` (b, 3) each (Wilson's B matrix)."""
-    u = positions[bends[:, 0]] - positions[bends[:, 1]]  # (b, 3)
-    v = positions[bends[:, 2]] - positions[bends[:, 1]]  # (b, 3)
-    lu, lv = np.linalg.norm(u, axis=1), np.linalg.norm(v, axis=1)
-    eu, ev = u / lu[:, None], v / lv[:, None]
-    cos = np.clip(np.einsum("bi,bi->b", eu, ev), -1.0, 1.0)
-    sin = np.linalg.norm(np.cross(eu, ev), axis=1)
-    angle = np.arctan2(sin, cos)
-    # at a straight angle the direction of bending is undefined: no force from it
-    scale = np.where(sin > 1e-8, 1.0 / np.maximum(sin, 1e-8), 0.0)[:, None]
-    d_i = scale * (cos[:, None] * eu - ev) / lu[:, None]
-    d_k = scale * (cos[:, None] * ev - eu) / lv[:, None]
-    return angle, d_i, d_k
-
-
-def _dihedrals(positions, torsions):
-    """Dihedral angles (t,) about ``j-k`` of each ``(i, j, k, l)`` row of ``torsions``,
-    in (-pi, pi], with their gradients (t, 4, 3) with respect to ``x_i, x_j, x_k, x_l``
-    (Blondel and Karplus, J. Comput. Chem. 17, 1132 (1996)). Zero gradient where
-    ``i-j-k`` or ``j-k-l`` is straight and the angle undefined."""
-    f = positions[torsions[:, 0]] - positions[torsions[:, 1]]  # (t, 3)
-    g = positions[torsions[:, 1]] - positions[torsions[:, 2]]  # (t, 3)
-    h = positions[torsions[:, 3]] - positions[torsions[:, 2]]  # (t, 3)
-    a, b = np.cross(f, g), np.cross(h, g)  # (t, 3) normals of the two planes
-    aa, bb = np.einsum("ti,ti->t", a, a), np.einsum("ti,ti->t", b, b)
-    lg = np.linalg.norm(g, axis=1)
-    angle = np.arctan2(np.einsum("ti,ti->t", np.cross(b, a), g) / lg, np.einsum("ti,ti->t", a, b))
-    defined = (aa > 1e-20) & (bb > 1e-20)
-    inv_aa = np.where(defined, 1.0 / np.where(defined, aa, 1.0), 0.0)[:, None]
-    inv_bb = np.where(defined, 1.0 / np.where(defined, bb, 1.0), 0.0)[:, None]
-    fg = (np.einsum("ti,ti->t", f, g) / lg)[:, None]
-    hg = (np.einsum("ti,ti->t", h, g) / lg)[:, None]
-    d_i = -lg[:, None] * inv_aa * a
-    d_l = lg[:, None] * inv_bb * b
-    d_j = -d_i + fg * inv_aa * a - hg * inv_bb * b
-    d_k = -d_l - fg * inv_aa * a + hg * inv_bb * b
-    return angle, np.stack([d_i, d_j, d_k, d_l], axis=1)
-
-
-def _wrap(angle):
-    """Angles (...) wrapped to (-pi, pi]."""
-    return angle - 2 * np.pi * np.ceil((angle - np.pi) / (2 * np.pi))
-
-
-def _torsion_fade(angle):
-    """Switch ``g`` (b,) of bend angles (b,) and its derivative ``dg/dtheta`` (b,).
-
-    A dihedral is undefined where a bend is straight (180°) or folded (0°, as
-    between a bond and a 1-3 pair through the same atom): ``g`` is 1 while the bend
-    is more than ``pi - TORSION_FADE[0]`` from both, 0 within ``pi - TORSION_FADE[1]``
-    of either, a quintic step (twice differentiable) between.
-    """
-    on, off = TORSION_FADE
-    straight = angle >= 0.5 * np.pi
-    folded = np.where(straight, angle, np.pi - angle)  # (b,) angle from the nearer end
-    t = np.clip((off - folded) / (off - on), 0.0, 1.0)  # (b,) 1 = full torsion
-    fade = t**3 * (10 - 15 * t + 6 * t**2)
-    slope = -30 * t**2 * (1 - t) ** 2 / (off - on) * np.where(straight, 1.0, -1.0)
-    return fade, slope
 
 
 def _torsion_quadruples(rho, cutoff):
@@ -173,24 +124,41 @@ def out_of_plane_quadruples(rho, cutoff):
     return np.array(rows, dtype=int).reshape(-1, 4), np.array(weights)
 
 
-def _add_dihedral_terms(positions, quadruples, constants, reference, forces):
-    """Energy of harmonic dihedrals (t,) of ``quadruples`` (t, 4) around ``reference``
-    (t,), each faded by its two bends; adds their forces (n, 3) to ``forces``."""
-    angle, d_angle = _dihedrals(positions, quadruples)  # (t,), (t, 4, 3)
-    twist = _wrap(angle - reference)  # (t,)
-    fades = []
-    for bends in (quadruples[:, :3], quadruples[:, 1:]):
-        theta, d_i, d_k = _bend_angles(positions, bends)
-        fade, slope = _torsion_fade(theta)
-        fades.append((fade, slope, np.stack([d_i, -d_i - d_k, d_k], axis=1)))  # (t, 3, 3)
-    (g1, s1, b1), (g2, s2, b2) = fades
+def _add_forces(forces, atoms, weights, derivatives):
+    """Add ``-weights * derivatives`` of primitives on ``atoms`` (t, k) to ``forces`` (n, 3).
+
+    ``weights`` (t,) are ``dE/dq`` of each primitive ``q``, ``derivatives`` (t, k, 3)
+    (a tensor) its derivatives with respect to its ``k`` atoms.
+    """
+    gradient = weights[:, None, None] * np.asarray(derivatives)  # (t, k, 3)
+    for column in range(atoms.shape[1]):
+        np.add.at(forces, atoms[:, column], -gradient[:, column])
+
+
+def _add_dihedral_terms(x, quadruples, constants, reference, forces):
+    """Energy of harmonic dihedrals of ``quadruples`` (t, 4) around ``reference`` (t,),
+    each faded by its two bends (:func:`asebo.model.internals.faded_torsions`), at
+    positions ``x`` (n, 3); adds their forces (n, 3) to ``forces``."""
+    twist, fade, d_twist, d_fade = (
+        value.numpy()
+        for value in faded_torsions(x, torch.as_tensor(quadruples), torch.as_tensor(reference))
+    )
     half = 0.5 * constants * twist**2  # (t,)
-    gradient = (constants * twist * g1 * g2)[:, None, None] * d_angle  # (t, 4, 3)
-    gradient[:, :3] += (half * s1 * g2)[:, None, None] * b1
-    gradient[:, 1:] += (half * g1 * s2)[:, None, None] * b2
-    for column in range(4):
-        np.add.at(forces, quadruples[:, column], -gradient[:, column])
-    return np.sum(half * g1 * g2)
+    _add_forces(forces, quadruples, constants * twist * fade, d_twist)
+    _add_forces(forces, quadruples, half, d_fade)
+    return np.sum(half * fade)
+
+
+def _bend_angles(positions, bends):
+    """Angles (b,) at the middle atom of ``bends`` (b, 3) at ``positions`` (n, 3)."""
+    angles, _ = bend_angles(torch.as_tensor(positions), torch.as_tensor(bends))
+    return angles.numpy()
+
+
+def _dihedral_angles(positions, quadruples):
+    """Dihedral angles (t,) of ``quadruples`` (t, 4) at ``positions`` (n, 3)."""
+    angles, _ = dihedral_angles(torch.as_tensor(positions), torch.as_tensor(quadruples))
+    return angles.numpy()
 
 
 class LindhModel(Calculator):
@@ -277,14 +245,16 @@ class LindhModel(Calculator):
         self.numbers = numbers
         self.cutoff = cutoff
         self.torsion_constant = torsion_constant
-        self._reference_lengths = self._lengths(reference)[0]
-        self._reference_angles = _bend_angles(reference, self.bends)[0]  # (b,)
+        self._reference_lengths = bond_lengths(
+            torch.as_tensor(reference), torch.as_tensor(self.stretches)
+        )[0].numpy()
+        self._reference_angles = _bend_angles(reference, self.bends)  # (b,)
         if callable(reference_angles):
             reference_angles = reference_angles(self.bends, self._reference_angles)
         if reference_angles is not None:
             self._reference_angles = self._checked_angles(reference_angles)
-        self._reference_dihedrals = _dihedrals(reference, self.torsions)[0]
-        self._reference_out_of_plane = _dihedrals(reference, self.out_of_plane)[0]
+        self._reference_dihedrals = _dihedral_angles(reference, self.torsions)
+        self._reference_out_of_plane = _dihedral_angles(reference, self.out_of_plane)
 
     def _checked_angles(self, reference_angles):
         """``reference_angles`` as an array (b,) of the bends' reference angles."""
@@ -308,9 +278,9 @@ class LindhModel(Calculator):
         if torsion_constant == 0:
             return np.zeros((0, 4), dtype=int), np.zeros(0)
         torsions, weights = _torsion_quadruples(rho, cutoff)
-        first = _bend_angles(reference, torsions[:, :3])[0]  # (t,) angle at j
-        second = _bend_angles(reference, torsions[:, 1:])[0]  # (t,) angle at k
-        defined = (_torsion_fade(first)[0] > 0) & (_torsion_fade(second)[0] > 0)
+        first = torch.as_tensor(_bend_angles(reference, torsions[:, :3]))  # (t,) at j
+        second = torch.as_tensor(_bend_angles(reference, torsions[:, 1:]))  # (t,) at k
+        defined = ((torsion_fade(first)[0] > 0) & (torsion_fade(second)[0] > 0)).numpy()
         return torsions[defined], torsion_constant * weights[defined]
 
     @staticmethod
@@ -322,54 +292,30 @@ class LindhModel(Calculator):
         quadruples, weights = out_of_plane_quadruples(rho, cutoff)
         if len(quadruples) == 0:
             return quadruples, weights
-        angle = _dihedrals(reference, quadruples)[0]
+        angle = _dihedral_angles(reference, quadruples)
         planar = np.abs(np.sin(angle)) < np.sin(PLANAR_TOLERANCE)
         return quadruples[planar], out_of_plane_constant * weights[planar]
-
-    def _lengths(self, positions):
-        """Bond lengths (p,) and their unit vectors (p, 3) from atom j to atom i."""
-        d = positions[self.stretches[:, 0]] - positions[self.stretches[:, 1]]
-        length = np.linalg.norm(d, axis=1)
-        return length, d / length[:, None]
-
-    def _add_stretches(self, positions, forces):
-        """Stretch energy; adds its forces (n, 3) to ``forces``."""
-        length, unit = self._lengths(positions)
-        stretch = length - self._reference_lengths  # (p,)
-        pull = (self.stretch_constants * stretch)[:, None] * unit  # dE/dx_i, (p, 3)
-        np.add.at(forces, self.stretches[:, 0], -pull)
-        np.add.at(forces, self.stretches[:, 1], pull)
-        return 0.5 * np.sum(self.stretch_constants * stretch**2)
-
-    def _add_bends(self, positions, forces):
-        """Bend energy; adds its forces (n, 3) to ``forces``."""
-        angle, d_i, d_k = _bend_angles(positions, self.bends)
-        bend = angle - self._reference_angles  # (b,)
-        torque = (self.bend_constants * bend)[:, None]  # (b, 1)
-        np.add.at(forces, self.bends[:, 0], -torque * d_i)
-        np.add.at(forces, self.bends[:, 2], -torque * d_k)
-        np.add.at(forces, self.bends[:, 1], torque * (d_i + d_k))
-        return 0.5 * np.sum(self.bend_constants * bend**2)
 
     def energy_and_forces(self, positions):
         """Model energy (eV) and forces (n, 3) (eV/Å) at positions (n, 3)."""
         positions = np.asarray(positions, dtype=np.float64)
+        x = torch.as_tensor(positions)
         forces = np.zeros_like(positions)
-        energy = self._add_stretches(positions, forces)
+        length, d_length = bond_lengths(x, torch.as_tensor(self.stretches))
+        stretch = length.numpy() - self._reference_lengths  # (p,)
+        _add_forces(forces, self.stretches, self.stretch_constants * stretch, d_length)
+        energy = 0.5 * np.sum(self.stretch_constants * stretch**2)
         if len(self.bends):
-            energy += self._add_bends(positions, forces)
-        if len(self.torsions):
-            energy += _add_dihedral_terms(
-                positions, self.torsions, self.torsion_constants, self._reference_dihedrals, forces
-            )
-        if len(self.out_of_plane):
-            energy += _add_dihedral_terms(
-                positions,
-                self.out_of_plane,
-                self.out_of_plane_constants,
-                self._reference_out_of_plane,
-                forces,
-            )
+            angle, d_angle = bend_angles(x, torch.as_tensor(self.bends))
+            bend = angle.numpy() - self._reference_angles  # (b,)
+            _add_forces(forces, self.bends, self.bend_constants * bend, d_angle)
+            energy += 0.5 * np.sum(self.bend_constants * bend**2)
+        for quadruples, constants, reference in (
+            (self.torsions, self.torsion_constants, self._reference_dihedrals),
+            (self.out_of_plane, self.out_of_plane_constants, self._reference_out_of_plane),
+        ):
+            if len(quadruples):
+                energy += _add_dihedral_terms(x, quadruples, constants, reference, forces)
         return float(energy), forces
 
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):

@@ -37,11 +37,12 @@ from them.
 
 A metric, here or elsewhere (a periodic one, say), is any object with
 
-- ``features(positions)``: features (m, n, 3) of positions (m, n, 3);
-- ``feature_gradients(positions, gradients)``: gradients (m, n, 3) in the features
+- ``features(positions)``: features (m, k, 3) of positions (m, n, 3) (k = n here,
+  fewer for a periodic metric, which leaves out the fixed atoms);
+- ``feature_gradients(positions, gradients)``: gradients (m, k, 3) in the features
   of functions whose gradients in the positions (m, n, 3) are ``gradients``;
-- ``features_and_pullback(positions)``: features (b, n, 3) and a function that maps
-  any number of gradients in the features (b, n, 3) back to the positions;
+- ``features_and_pullback(positions)``: features (b, k, 3) and a function that maps
+  any number of gradients in the features (b, k, 3) back to the positions (b, n, 3);
 - ``invariant``: whether the features are invariant to rigid motions (translations
   and rotations of the whole), which decides whether the optimizer moves a
   converged shape rigidly (:mod:`asebo.optimize.stages`).

@@ -34,8 +34,9 @@ cell filter the cell's deformation).
 
 The features are linear in ``q`` between wraps, so the map of gradients is a constant
 matrix: ``\nabla_q = J^T \nabla_\psi`` with ``J = S^{1/2} V^T Q^T W``, and an observed
-gradient maps to ``\nabla_\psi = (J^T)^+ \nabla_q``. Features come padded with zeros
-to the ``(N, 3)`` shape of the positions.
+gradient maps to ``\nabla_\psi = (J^T)^+ \nabla_q``. Only the described coordinates
+enter: the ``r`` features come in rows of three, ``(ceil(r / 3), 3)``, the last one
+padded with at most two zeros, so that fixed atoms cost the GP nothing.
 
 The prior: :class:`RecentredSprings` (springs around the first configuration, rebuilt
 around the lowest-energy one when the model puts it ``recentre`` eV above its
@@ -205,31 +206,37 @@ class PeriodicMetric:
         atoms = u[:, :n] - image @ self._frame
         return torch.cat([atoms, u[:, n:]], dim=1)
 
-    def _pad(self, values, shape):
-        out = values.new_zeros(len(values), shape[1] * 3)
+    @property
+    def feature_rows(self):
+        """``ceil(r / 3)``: the rows of three of the features."""
+        return -(-len(self.jacobian) // 3)
+
+    def _in_rows(self, values):
+        """``values`` (m, r) padded to rows of three, (m, ceil(r / 3), 3)."""
+        out = values.new_zeros(len(values), 3 * self.feature_rows)
         out[:, : values.shape[1]] = values
-        return out.reshape(shape)
+        return out.reshape(len(values), self.feature_rows, 3)
 
     def features(self, positions):
-        """``psi`` (m, N, 3) of generalized positions (m, N, 3), zero beyond ``r``."""
+        """``psi`` (m, ceil(r / 3), 3) of generalized positions (m, N, 3)."""
         u = self.displacements(positions)
-        return self._pad(u.reshape(len(u), -1) @ self.jacobian.T, u.shape)
+        return self._in_rows(u.reshape(len(u), -1) @ self.jacobian.T)
 
     def feature_gradients(self, positions, gradients):
-        """Gradients (m, N, 3) in ``psi`` of functions of the features whose gradients
-        in the generalized positions (m, N, 3) are ``gradients`` (m, N, 3)."""
+        """Gradients (m, ceil(r / 3), 3) in ``psi`` of functions of the features whose
+        gradients in the generalized positions (m, N, 3) are ``gradients``."""
         g = torch.as_tensor(gradients, dtype=torch.float64)
-        return self._pad(g.reshape(len(g), -1) @ self._gradient_map.T, g.shape)
+        return self._in_rows(g.reshape(len(g), -1) @ self._gradient_map.T)
 
     def features_and_pullback(self, positions):
-        """``psi`` (b, N, 3) of positions (b, N, 3), and the map of gradients in
-        ``psi`` (b, N, 3) to gradients in the positions (b, N, 3)."""
+        """``psi`` (b, ceil(r / 3), 3) of positions (b, N, 3), and the map of gradients
+        in ``psi`` (b, ceil(r / 3), 3) to gradients in the positions (b, N, 3)."""
         features = self.features(positions)
-        r = len(self.jacobian)
+        r, rows = len(self.jacobian), self.coordinates.rows
 
         def pullback(*feature_gradients):
             return tuple(
-                (g.reshape(len(g), -1)[:, :r] @ self.jacobian).reshape(g.shape)
+                (g.reshape(len(g), -1)[:, :r] @ self.jacobian).reshape(len(g), rows, 3)
                 for g in feature_gradients
             )
 
