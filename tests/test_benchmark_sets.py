@@ -107,7 +107,7 @@ def test_druglike_table_marks_unconverged_runs(capsys):
     )
     printed = capsys.readouterr().out
     assert "| nicotine | 4* |" in printed  # 3 steps: 4 calls, not converged
-    assert "- bfgs failures: nicotine (not converged)" in printed
+    assert "- bfgs not converged: nicotine" in printed
 
 
 def test_relaxation_tables_refuse_unknown_optimizers_and_empty_selections():

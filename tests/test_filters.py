@@ -18,6 +18,7 @@ from ase.constraints import FixAtoms, FixCartesian
 from ase.filters import ExpCellFilter, FrechetCellFilter, StrainFilter, UnitCellFilter
 from ase.io import read
 from ase.optimize import BFGS
+from killed_calls import PREAMBLE
 
 from asebo import BOOptimizer
 from asebo.model.periodic import PeriodicMetric, RecentredSprings
@@ -128,29 +129,18 @@ def test_the_trajectory_of_a_filter_run_holds_the_atoms_in_their_cell(tmp_path):
     assert np.array(record.positions).shape == (len(frames), 7, 3)
 
 
-KILLED_FILTER_RUN = textwrap.dedent("""
-    import os, signal, sys
+KILLED_FILTER_RUN = PREAMBLE + textwrap.dedent("""
     import numpy as np
     from ase.build import bulk
     from ase.calculators.emt import EMT
     from ase.filters import FrechetCellFilter
+    from killed_calls import killed_at_call
     from asebo import BOOptimizer
-
-    class Killed(EMT):
-        # counts completed calculations in a file; kills its process at the start of
-        # call number KILL_AT (0 = never)
-        def calculate(self, atoms=None, properties=("energy",), system_changes=None):
-            calls = open(sys.argv[2]).read().count("\\n") if os.path.exists(sys.argv[2]) else 0
-            if calls + 1 == int(sys.argv[3]):
-                os.kill(os.getpid(), signal.SIGKILL)
-            super().calculate(atoms, properties, system_changes or ["positions"])
-            with open(sys.argv[2], "a") as fd:
-                fd.write("call\\n")
 
     atoms = bulk("Cu", cubic=True, a=3.6)
     atoms.rattle(0.05, seed=0)
     atoms.set_cell(atoms.cell @ np.diag([1.03, 0.99, 1.01]), scale_atoms=True)
-    atoms.calc = Killed()
+    atoms.calc = killed_at_call(EMT, sys.argv[2], int(sys.argv[3]), line=lambda a: "call")()
     BOOptimizer(FrechetCellFilter(atoms), restart=sys.argv[1], logfile=None).run(
         fmax=0.01, steps=int(sys.argv[4]))
 """)

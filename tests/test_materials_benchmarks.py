@@ -1,4 +1,4 @@
-"""The periodic benchmark sets (surfaces, bulk, cells) and their table."""
+"""The periodic benchmark sets (surfaces, bulk, cells, adsorbates) and their table."""
 
 import argparse
 
@@ -10,6 +10,7 @@ from ase.optimize import BFGS, FIRE
 from ase.optimize.precon import Exp, PreconLBFGS
 
 from asebo.benchmarks import _materials
+from asebo.benchmarks.adsorbates import ADSORBATES, adsorbate_systems
 from asebo.benchmarks.bulk import bulk_systems
 from asebo.benchmarks.cells import emt_cells, gpaw_cells
 from asebo.benchmarks.surfaces import surface_systems
@@ -19,6 +20,7 @@ SETS = {
     "bulk": bulk_systems,
     "cells": emt_cells,
     "gpaw cells": gpaw_cells,
+    "adsorbates": adsorbate_systems,
 }
 
 
@@ -72,7 +74,7 @@ def test_the_bottom_two_layers_of_every_slab_are_fixed_and_nothing_else():
         assert len(system.fixed()) == 0 and not system.atoms.constraints
 
 
-@pytest.mark.parametrize("name", ["surfaces", "bulk", "cells"])
+@pytest.mark.parametrize("name", ["surfaces", "bulk", "cells", "adsorbates"])
 def test_emt_energies_are_finite_and_starts_stay_within_their_amplitude(name):
     for system in SETS[name]():
         atoms = system.atoms.copy()
@@ -93,6 +95,23 @@ def test_emt_energies_are_finite_and_starts_stay_within_their_amplitude(name):
             assert np.array_equal(start.positions[fixed], system.atoms.positions[fixed])
             start.calc = EMT()
             assert np.isfinite(start.get_potential_energy()), system.name
+
+
+def test_each_adsorbate_sits_on_both_facets_above_a_slab_with_its_bottom_layer_fixed():
+    systems = adsorbate_systems()
+    assert len(systems) == 2 * len(ADSORBATES) == 8
+    for system in systems:
+        atoms = system.atoms
+        adsorbate = system.name.split("_")[0]
+        slab = np.flatnonzero(atoms.numbers == 29)  # (12,) Cu
+        assert len(slab) == 12 and len(atoms) == 12 + len(ADSORBATES[adsorbate])
+        assert tuple(atoms.pbc) == (True, True, False)
+        fixed, z = system.fixed(), atoms.positions[:, 2]
+        assert np.array_equal(fixed, np.flatnonzero(atoms.get_tags() == 3))  # one layer of 4
+        assert len(fixed) == 4 and z[fixed].max() < z[np.setdiff1d(slab, fixed)].min() - 0.5
+        bonding = len(slab)  # the adsorbate's bonding atom (H, O, O, C) comes first
+        assert z[bonding] > z[slab].max() + 0.9
+        assert atoms.cell[2, 2] - z.max() >= 4.9 and z.min() >= 4.9  # 5 Å vacuum each side
 
 
 def test_cells_are_strained_and_others_are_not():
@@ -155,6 +174,22 @@ def test_the_cell_table_counts_the_calls_of_a_direct_run_through_the_filter(tmp_
         system.start(0), lambda a: PreconLBFGS(a, precon=Exp(), logfile=None), FrechetCellFilter
     )
     assert _row(markdown, "Cu_fcc/1") == [str(bfgs), str(precon)]
+
+
+def test_the_adsorbate_table_counts_the_calls_of_a_direct_run_and_refuses_other_calculators(
+    tmp_path,
+):
+    from asebo.benchmarks import adsorbates
+
+    system = next(s for s in adsorbate_systems() if s.name == "CO_Cu100")
+    args = _args(tmp_path, ["CO_Cu100"], ["bfgs"])
+    args.calc = "emt"
+    adsorbates.run(args)
+    bfgs = _direct(system.start(0), lambda a: BFGS(a, logfile=None))
+    assert _row(args.markdown.read_text(), "CO_Cu100/1") == [str(bfgs)]
+    args.calc = "lj"
+    with pytest.raises(SystemExit, match="choose 'emt' or 'gpaw'"):
+        adsorbates.run(args)
 
 
 def test_the_table_flags_refusals_higher_minima_and_divides_by_gpmin_and_bfgs():

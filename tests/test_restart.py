@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from ase.build import molecule
 from ase.io import read
+from killed_calls import PREAMBLE
 
 from asebo import BOOptimizer
 from asebo.model.priors import RecentredLindh
@@ -143,26 +144,15 @@ def test_resumed_run_follows_the_uninterrupted_path_exactly(tmp_path, every):
     assert calls == uninterrupted.calc.ncalls == steps + 1
 
 
-KILLED_RUN = textwrap.dedent("""
-    import os, signal, sys
+KILLED_RUN = PREAMBLE + textwrap.dedent("""
     from ase.build import molecule
     from ase.calculators.emt import EMT
+    from killed_calls import killed_at_call
     from asebo import BOOptimizer
-
-    class Killed(EMT):
-        # appends every completed calculation to a file; kills its process at the
-        # start of call number KILL_AT (0 = never)
-        def calculate(self, atoms=None, properties=("energy",), system_changes=None):
-            calls = open(sys.argv[3]).read().count("\\n") if os.path.exists(sys.argv[3]) else 0
-            if calls + 1 == int(sys.argv[4]):
-                os.kill(os.getpid(), signal.SIGKILL)
-            super().calculate(atoms, properties, system_changes or ["positions"])
-            with open(sys.argv[3], "a") as fd:
-                fd.write(" ".join(f"{x:.12f}" for x in atoms.positions.ravel()) + "\\n")
 
     atoms = molecule("CH3CH2OH")
     atoms.rattle(0.1, seed=1)
-    atoms.calc = Killed()
+    atoms.calc = killed_at_call(EMT, sys.argv[3], int(sys.argv[4]))()
     BOOptimizer(atoms, restart=sys.argv[1], trajectory=sys.argv[2], logfile=None).run(
         fmax=0.01, steps=int(sys.argv[5]))
 """)

@@ -145,10 +145,22 @@ def select(systems, wanted):
     return chosen
 
 
-def _check(args):
-    from asebo.benchmarks._relaxation_table import _check_optimizers
+def check_optimizers(labels):
+    """Exit with a message for an unknown optimizer or one whose package is missing."""
+    from asebo.campaign.relax import OPTIMIZERS
+    from asebo.extras import missing_optimizer_package
 
-    _check_optimizers(args.optimizers)
+    for label in labels:
+        name = label.partition("+")[0]
+        if name not in OPTIMIZERS:
+            raise SystemExit(f"unknown optimizer {label!r}: choose among {', '.join(OPTIMIZERS)}")
+        missing = missing_optimizer_package(name)
+        if missing:
+            raise SystemExit(missing)
+
+
+def _check(args):
+    check_optimizers(args.optimizers)
     for name in ("starts", "steps", "jobs"):
         if getattr(args, name) < 1:
             raise SystemExit(f"--{name} must be 1 or more, got {getattr(args, name)}")
@@ -266,19 +278,22 @@ def run(args, systems, calc="emt", cell_filter=None):
 def _cell(result):
     """The table cell of one run: calls and marks, or ``refused``/``error``."""
     if "error" in result:
-        return "refused" if result["refused"] else "error"
+        return "refused" if result.get("refused") else "error"
     return f"{result['calls']}{'' if result['converged'] else '*'}"
 
 
-def table(results, labels):
-    """The markdown table of a materials benchmark.
+def table(results, labels, first_column="start"):
+    """The markdown table of a benchmark of relaxations.
 
     Parameters
     ----------
     results : dict
-        ``{row: {label: result}}`` as :func:`relax_start` gives them.
+        ``{row: {label: result}}`` as :func:`relax_start` gives them (or a result with
+        only ``error`` for a run that failed).
     labels : list of str
         The optimizers, in the order of the columns.
+    first_column : str
+        The header of the rows' names.
 
     Returns
     -------
@@ -289,7 +304,7 @@ def table(results, labels):
         the ratios of the totals to GPMin's and BFGS's, the mean time per step outside the
         calculator, and the failures and higher minima of each optimizer.
     """
-    lines = ["| start | " + " | ".join(labels) + " |", "|" + "---|" * (len(labels) + 1)]
+    lines = [f"| {first_column} | " + " | ".join(labels) + " |", "|" + "---|" * (len(labels) + 1)]
     totals = dict.fromkeys(labels, 0)
     converged = dict.fromkeys(labels, 0)
     errors = {label: {} for label in labels}

@@ -2,16 +2,18 @@
 
 The machinery of ``asebo bench baker`` and ``asebo bench druglike``: every molecule
 is relaxed with each optimizer to ``--fmax``, and one table gives the force calls per
-molecule, the totals, the ratio of each total to BFGS's, failures, and energies that
-end more than 0.01 eV above the best one found.
+molecule, the totals, the ratios of each total to GPMin's and BFGS's, failures, and
+energies that end more than 0.01 eV above the best one found
+(:func:`asebo.benchmarks._materials.table`, as for the periodic sets).
 """
 
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-import numpy as np
 from ase.io import read
+
+from asebo.benchmarks._materials import check_optimizers, table
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
@@ -57,19 +59,6 @@ def _files(folder, wanted):
     return files
 
 
-def _check_optimizers(labels):
-    from asebo.campaign.relax import OPTIMIZERS
-    from asebo.extras import missing_optimizer_package
-
-    for label in labels:
-        name = label.partition("+")[0]
-        if name not in OPTIMIZERS:
-            raise SystemExit(f"unknown optimizer {label!r}: choose among {', '.join(OPTIMIZERS)}")
-        missing = missing_optimizer_package(name)
-        if missing:
-            raise SystemExit(missing)
-
-
 def _run_one(task):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
@@ -90,7 +79,7 @@ def _run_one(task):
 
 def run(args):
     """Relax every molecule with every optimizer and print the table."""
-    _check_optimizers(args.optimizers)
+    check_optimizers(args.optimizers)
     files = _files(args.dir, args.molecules)
     tasks = [(f, o, args.calc, args.fmax, args.steps) for f in files for o in args.optimizers]
     results = {}
@@ -98,58 +87,7 @@ def run(args):
         for stem, label, result in pool.map(_run_one, tasks):
             results.setdefault(stem, {})[label] = result
     labels = list(next(iter(results.values())))
-    lines = [_table(results, labels)]
-    print(lines[0])
+    text = table(results, labels, first_column="molecule")
+    print(text)
     if args.markdown:
-        args.markdown.write_text(lines[0] + "\n")
-
-
-def _table(results, labels):
-    header = "| molecule | " + " | ".join(labels) + " |"
-    lines = [header, "|" + "---|" * (len(labels) + 1)]
-    totals = dict.fromkeys(labels, 0)
-    failures = {label: [] for label in labels}
-    high = {label: [] for label in labels}
-    outside = {label: [] for label in labels}
-    for stem, row in results.items():
-        finite = [r["energy"] for r in row.values() if "energy" in r]
-        best = min(finite) if finite else np.nan
-        cells = []
-        for label in labels:
-            r = row[label]
-            if "error" in r:
-                failures[label].append(f"{stem} ({r['error'][:60]})")
-                cells.append("error")
-                continue
-            totals[label] += r["calls"]
-            mark = "" if r["converged"] else "*"
-            if r["energy"] > best + 0.01:
-                high[label].append(f"{stem} (+{r['energy'] - best:.3f} eV)")
-                mark += "^"
-            if not r["converged"]:
-                failures[label].append(f"{stem} (not converged)")
-            outside[label].append(r["seconds_outside"] / max(r["steps"], 1))
-            cells.append(f"{r['calls']}{mark}")
-        lines.append(f"| {stem} | " + " | ".join(cells) + " |")
-    lines.append("| **total** | " + " | ".join(str(totals[label]) for label in labels) + " |")
-    if "bfgs" in totals and totals["bfgs"]:
-        lines.append(
-            "| **/ BFGS** | "
-            + " | ".join(f"{totals[label] / totals['bfgs']:.2f}" for label in labels)
-            + " |"
-        )
-    lines.append(
-        "| **s/step outside calc (mean)** | "
-        + " | ".join(
-            f"{np.mean(outside[label]):.3f}" if outside[label] else "-" for label in labels
-        )
-        + " |"
-    )
-    lines.append("")
-    lines.append("`*` not converged, `^` final energy more than 0.01 eV above the best found.")
-    for label in labels:
-        if failures[label]:
-            lines.append(f"- {label} failures: " + "; ".join(failures[label]))
-        if high[label]:
-            lines.append(f"- {label} higher minima: " + "; ".join(high[label]))
-    return "\n".join(lines)
+        args.markdown.write_text(text + "\n")

@@ -37,17 +37,35 @@ close pair no longer softens every other spring; on the EMT bulk interstitials o
 transverse springs each pair's Hessian block has
 trace ``k (1 + 2 tau)``, and the fitted constants follow ``1.4 / (1 + 2 tau)``
 (0.87 at ``tau = 0.3``, 0.46 at 1), the default scale.
+
+Molecules on surfaces are both: ``Exp`` knows one bond length, ``r_NN``, and gives a
+C-O or O-H bond of an adsorbate 2 to 5 times the metal's constant, where a covalent
+bond is 20 to 80 times stiffer. A pair of two atoms that bond covalently
+(:data:`COVALENT_ELEMENTS`) takes the larger of its ``Exp`` constant and the stretch
+constant of Lindh's model Hessian for molecules, ``k_r rho_ij``
+(:func:`asebo.model.lindh.pair_weights`; Lindh et al., Chem. Phys. Lett. 241, 423
+(1995)): bonded pairs take Lindh's, the 1-3 pairs that hold a molecule's bends keep
+``Exp``'s. Pairs with a metal atom keep ``Exp``'s.
 """
 
 import numpy as np
 import torch
 from ase.calculators.calculator import Calculator, all_changes
+from ase.data import atomic_numbers
 from ase.neighborlist import neighbor_list
+
+from asebo.model.lindh import STRETCH_CONSTANT, pair_weights
 
 EXP_A = 3.0  # Packwood's A in exp(-A (r / r_NN - 1))
 CUTOFF = 2.0  # Packwood's r_cut / r_NN
 SPRING_CONSTANT = 1.4  # mu, eV/Å², of central springs (tau = 0) at r_NN (module docstring)
 CLOSEST_APPROACH = 0.5  # Å: atoms closer than this are refused
+COVALENT_ELEMENTS = frozenset(
+    atomic_numbers[symbol]
+    for symbol in ("H", "B", "C", "N", "O", "F", "Si", "P", "S", "Cl", "As", "Se", "Br", "I")
+)
+"""Atomic numbers of the elements whose pairs take Lindh's stretch constant where it is
+larger (module docstring)."""
 
 
 def nearest_neighbour_distance(atoms):
@@ -115,6 +133,9 @@ class ExpSprings(Calculator):
         Pairs within ``cutoff * r_NN`` at the reference get a spring.
     transverse : float
         ``tau`` in [0, 1]: 0 central springs, 1 Packwood's isotropic ``mu L ⊗ I_3``.
+    covalent : bool
+        Pairs of two :data:`COVALENT_ELEMENTS` take the larger of their ``Exp``
+        constant and Lindh's stretch constant (module docstring).
 
     References
     ----------
@@ -132,6 +153,7 @@ class ExpSprings(Calculator):
         exponent=EXP_A,
         cutoff=CUTOFF,
         transverse=0.0,
+        covalent=True,
     ):
         super().__init__()
         if not 0.0 <= transverse <= 1.0:
@@ -156,6 +178,15 @@ class ExpSprings(Calculator):
         self.constants = spring_constant * torch.exp(
             -exponent * (self.reference_lengths / self.nearest_neighbour - 1.0)
         )  # (p,)
+        if covalent:
+            numbers = reference.numbers
+            pairs = np.flatnonzero(
+                np.isin(numbers[i], list(COVALENT_ELEMENTS))
+                & np.isin(numbers[j], list(COVALENT_ELEMENTS))
+            )
+            lengths = self.reference_lengths.numpy()[pairs]
+            bonds = STRETCH_CONSTANT * pair_weights(numbers[i[pairs]], numbers[j[pairs]], lengths)
+            self.constants[pairs] = torch.maximum(self.constants[pairs], torch.as_tensor(bonds))
 
     def atom_stiffness(self):
         """Each atom's mean stiffness (n,) against its neighbours held fixed, eV/Å²: a
