@@ -1,6 +1,7 @@
 """BOOptimizer behaves like an ASE optimizer and finds the minimum BFGS finds."""
 
 import io
+import json
 import os
 import signal
 import subprocess
@@ -19,6 +20,7 @@ from ase.calculators.lj import LennardJones
 from ase.constraints import FixAtoms
 from ase.io import read
 from ase.optimize import BFGS
+from killed_calls import PREAMBLE
 
 from asebo import BOOptimizer
 from asebo.model.metric import HessianMetric
@@ -123,28 +125,18 @@ def test_fragile_restart_follows_the_uninterrupted_path(tmp_path, start, prior, 
     assert len(stored.energies) == uninterrupted.calc.ncalls
 
 
-KILLED_RUN = textwrap.dedent("""
-    import os, signal, sys
+KILLED_RUN = PREAMBLE + textwrap.dedent("""
     import numpy as np
     from ase import Atoms
     from ase.calculators.lj import LennardJones
+    from killed_calls import killed_at_call
     from asebo import BOOptimizer
-
-    class Logged(LennardJones):
-        # appends every completed calculation to a file; kills its process at the
-        # start of call number KILL_AT (0 = never)
-        def calculate(self, atoms=None, properties=("energy",), system_changes=None):
-            calls = open(sys.argv[2]).read().count("\\n") if os.path.exists(sys.argv[2]) else 0
-            if calls + 1 == int(sys.argv[3]):
-                os.kill(os.getpid(), signal.SIGKILL)
-            super().calculate(atoms, properties, system_changes or ["positions"])
-            with open(sys.argv[2], "a") as fd:
-                fd.write(" ".join(f"{x:.12f}" for x in atoms.positions.ravel()) + "\\n")
 
     rng = np.random.default_rng(0)
     positions = np.array([[0, 0, 0], [1.1, 0, 0], [0.55, 0.95, 0], [0.55, 0.32, 0.9]])
     atoms = Atoms("Ar4", positions=positions + 0.05 * rng.normal(size=(4, 3)))
-    atoms.calc = Logged(sigma=1.0, epsilon=1.0, rc=4.0)
+    atoms.calc = killed_at_call(LennardJones, sys.argv[2], int(sys.argv[3]))(
+        sigma=1.0, epsilon=1.0, rc=4.0)
     print(BOOptimizer(atoms, restart=sys.argv[1], logfile=None, prior="max")
           .run(fmax=0.01, steps=40))
 """)
@@ -226,8 +218,62 @@ def test_nan_forces_stop_with_a_clear_error_and_keep_the_observations(tmp_path):
     restart = tmp_path / "bo.json"
     with pytest.raises(FloatingPointError, match="NaN or inf.*3 earlier observations"):
         BOOptimizer(atoms, restart=str(restart), logfile=None).run(fmax=0.01, steps=20)
-    kept = BOOptimizer(lj_cluster(4), restart=str(restart), logfile=None)
+    resumed = lj_cluster(4)
+    resumed.calc = NaNAfter(bad=100)  # the same calculator, to resume from the file
+    kept = BOOptimizer(resumed, restart=str(restart), logfile=None)
     assert len(kept.energies) == 3 and np.isfinite(kept.forces).all()
+
+
+@pytest.mark.parametrize(
+    "key, value, match",
+    [
+        ("trust_radius", float("nan"), "trust_radius nan, not a positive length"),
+        ("trust_radius", -0.1, "trust_radius -0.1, not a positive length"),
+        ("trust_radius", "wide", "trust_radius 'wide', not a positive length"),
+        ("predicted_energy", "low", "predicted_energy 'low', not a finite energy"),
+        ("energies", [float("inf")], "energies that are not finite"),
+    ],
+)
+def test_bad_values_inside_a_restart_file_are_refused_and_the_file_kept(
+    tmp_path, key, value, match
+):
+    restart = tmp_path / "bo.json"
+    atoms = lj_cluster()
+    BOOptimizer(atoms, restart=str(restart), logfile=None, prior="max").run(fmax=0.05, steps=0)
+    content = json.loads(restart.read_text())
+    content[key] = value
+    damaged = json.dumps(content)
+    restart.write_text(damaged)
+    with pytest.raises(RestartError, match=f"cannot be read .*{match}.*left untouched"):
+        BOOptimizer(lj_cluster(), restart=str(restart), logfile=None, prior="max")
+    assert restart.read_text() == damaged
+
+
+def test_a_garbage_restart_file_is_refused_first_with_ases_own_error(tmp_path):
+    from ase.optimize.optimize import RestartError as ASERestartError
+
+    garbage = tmp_path / "garbage"
+    garbage.write_text("garbage")
+    with pytest.raises(ASERestartError, match="cannot be read"):
+        BOOptimizer(Atoms(), restart=str(garbage))  # no atoms and no calculator either
+    assert garbage.read_text() == "garbage"
+
+
+def test_a_restart_file_of_another_calculator_is_refused_and_kept(tmp_path):
+    restart = tmp_path / "bo.json"
+    first = lj_cluster()
+    BOOptimizer(first, restart=str(restart), logfile=None, prior="max").run(fmax=0.05, steps=2)
+    saved = restart.read_text()
+    other = lj_cluster()
+    other.calc = LennardJones(sigma=1.1, epsilon=1.0, rc=4.0)  # another sigma
+    with pytest.raises(RestartError, match="another calculator .*sigma.*left untouched"):
+        BOOptimizer(other, restart=str(restart), logfile=None, prior="max")
+    assert restart.read_text() == saved
+    # the same calculator behind a counting wrapper resumes, with no call repeated
+    same = lj_cluster()
+    same.calc = CountingCalculator(same.calc)
+    BOOptimizer(same, restart=str(restart), logfile=None, prior="max").run(fmax=0.05, steps=0)
+    assert same.calc.ncalls == 0
 
 
 def test_bad_setups_are_refused_clearly(tmp_path):

@@ -89,3 +89,23 @@ def test_an_existing_output_is_kept_unless_forced(tmp_path, capsys):
     )
     assert len(read(output)) == 4
     assert "converged after" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        (["--fmax", "-1"], "--fmax must be a positive force"),
+        (["--fmax", "nan"], "--fmax must be a positive force"),
+        (["--steps", "-5"], "--steps must be 0 or more"),
+        (["--output", "missing/out.xyz"], "--output .*out.xyz: the folder .* does not exist"),
+        (["--logfile", "missing/log"], "--logfile .*: the folder .* does not exist"),
+        (["--trajectory", "missing/bo.traj"], "--trajectory .*: the folder .* does not exist"),
+        (["--restart", "missing/bo.json"], "--restart .*: the folder .* does not exist"),
+    ],
+)
+def test_options_the_run_could_not_use_are_refused_before_any_call(tmp_path, options, match):
+    path = argon_file(tmp_path)
+    options = [str(tmp_path / o) if o.startswith("missing") else o for o in options]
+    one_line_exit(["optimize", str(path), "--calc", "lj", *options], match)
+    assert not (tmp_path / "argon_relaxed.xyz").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["argon.xyz"]

@@ -284,8 +284,33 @@ def test_the_optimizer_kernels_map_to_gp_kernel_objects():
     own = CartesianKernel(radial="matern52")
     opt = BOOptimizer(water, logfile=None, kernel="svd", gp_options={"kernel": own})
     assert opt.gp_options["kernel"] is own
-    with pytest.raises(TypeError, match="proper"):  # the internal kernel's GP kernel is Cartesian
+    with pytest.raises(ValueError, match="'cartesian' kernel takes no proper"):
         BOOptimizer(water, logfile=None, kernel="internal", gp_options={"proper": False})
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"gamma": -1.0}, "gamma must be a finite number > 0"),
+        ({"gamma": float("nan")}, "gamma must be a finite number > 0"),
+        ({"gamma": 0}, "gamma must be a finite number > 0"),
+        ({"energy_noise": -2e-3}, "energy_noise must be a finite number >= 0"),
+        ({"gradient_noise": "small"}, "gradient_noise must be a finite number >= 0"),
+        ({"gamma_bounds": (5.0, 1.0)}, "gamma_bounds must be two increasing positive"),
+        ({"max_size": 0}, "max_size must be a whole number >= 1"),
+        ({"hyper_window": 2.5}, "hyper_window must be a whole number >= 2"),
+        ({"cg_tolerance": 0.0}, "cg_tolerance must be a finite number > 0"),
+        ({"nonsense": 1}, "'nonsense' not an option of EnergyForceGP; its options are"),
+        ({"prior": "max"}, "pass prior= to BOOptimizer"),
+        ({"proper": "nonsense"}, "proper must be True or False"),
+    ],
+)
+def test_gp_options_that_cannot_be_are_refused_before_any_call(options, match):
+    water = rattled("H2O")
+    kernel = "svd" if "proper" in options else "internal"
+    with pytest.raises(ValueError, match=match):
+        BOOptimizer(water, logfile=None, kernel=kernel, gp_options=options)
+    assert water.calc.ncalls == 0
 
 
 def test_lindh_prior_is_smooth_across_the_straight_geometry_of_a_near_linear_bend():

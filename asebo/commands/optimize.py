@@ -5,12 +5,15 @@ GP predicted for that configuration. Writes the relaxed structure to ``--output`
 (default: FILE's stem with ``_relaxed.xyz``; an existing file is kept unless
 ``--force``) and returns 0 when converged, 1 when not. Problems with the input (a
 file ASE cannot read, no atoms, an unusable restart file, an element
-the calculator does not know) stop it with a one-line message.
+the calculator does not know, an ``--fmax`` or ``--steps`` that cannot be, an output,
+log, trajectory or restart file in a folder that does not exist) stop it with a
+one-line message, the last two before any calculator call.
 """
 
+import math
 from pathlib import Path
 
-from asebo.model.priors import AUTO, MODEL_PRIORS, resolve_prior
+from asebo.model.prior_names import AUTO, MODEL_PRIORS
 from calculators import available, get_calculator
 
 
@@ -53,15 +56,34 @@ def _one_line(error):
     return " ".join(str(error).split())
 
 
+def _check_options(args, output):
+    """Refuse a threshold, step count or file the run could not use, before any call."""
+    if not (math.isfinite(args.fmax) and args.fmax > 0):
+        raise SystemExit(f"--fmax must be a positive force in eV/Å, got {args.fmax}")
+    if args.steps < 0:
+        raise SystemExit(f"--steps must be 0 or more, got {args.steps}")
+    if output.exists() and not args.force:
+        raise SystemExit(f"{output} exists: pass --force to overwrite it, or --output another name")
+    files = {"--output": output, "--trajectory": args.trajectory, "--restart": args.restart}
+    if args.logfile != "-":
+        files["--logfile"] = Path(args.logfile)
+    for option, path in files.items():
+        if path is not None and not path.absolute().parent.is_dir():
+            raise SystemExit(
+                f"{option} {path}: the folder {path.absolute().parent} does not exist; create it "
+                "first"
+            )
+
+
 def run(args):
     # the optimizer brings PyTorch and BoTorch, ase.io a second: imported here, not for --help
     import ase.io
 
+    from asebo.model.priors import resolve_prior
     from asebo.optimize.optimizer import BOOptimizer, RestartError
 
     output = args.output or args.file.with_name(f"{args.file.stem}_relaxed.xyz")
-    if output.exists() and not args.force:
-        raise SystemExit(f"{output} exists: pass --force to overwrite it, or --output another name")
+    _check_options(args, output)
     try:
         atoms = ase.io.read(args.file)
     except Exception as error:  # any reader's error, in one line

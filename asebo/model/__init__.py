@@ -6,5 +6,6 @@
   aligned positions);
 - :mod:`asebo.model.internals`: primitive internal coordinates;
 - :mod:`asebo.model.lindh`: Lindh's model Hessian;
-- :mod:`asebo.model.priors`, :mod:`asebo.model.lindh_prior`: the GP's prior means.
+- :mod:`asebo.model.priors`: the GP's prior means (their names for the command line in
+  :mod:`asebo.model.prior_names`).
 """

@@ -39,6 +39,7 @@ from asebo.model.lindh import (
     LindhModel,
     lindh_weights,
 )
+from asebo.model.prior_names import AUTO, MODEL_PRIORS
 from asebo.model.straightness import NEARLY_STRAIGHT
 
 
@@ -300,13 +301,6 @@ def _straightened(bonded, bends, angles):
     two_bonds = bonded[i, j] & bonded[j, k] & (bonded.sum(axis=1)[j] == 2)
     return np.where(two_bonds & (angles > NEARLY_STRAIGHT.straight_reference), np.pi, angles)
 
-
-MODEL_PRIORS = ("lindh", "max", "mean")
-"""Names of the priors that need no calculator: the Lindh model Hessian's harmonic energy, the
-highest energy seen, the mean energy seen."""
-
-AUTO = "auto"
-"""The prior chosen from the system and its calculator by :func:`automatic_prior`."""
 
 XTB_LAST_ELEMENT = 86  # GFN2-xTB is parametrised for H to Rn
 

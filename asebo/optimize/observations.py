@@ -8,6 +8,7 @@ broken one. :class:`TrajectoryFrames` writes each observation to an ASE trajecto
 exactly once, however many times the run is resumed.
 """
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -16,14 +17,16 @@ import numpy as np
 from ase.calculators.singlepoint import SinglePointCalculator
 from ase.io.jsonio import decode, encode
 from ase.io.trajectory import Trajectory
+from ase.optimize import optimize
 from ase.parallel import world
 
 RESTART_VERSION = 1
 SAME_POSITIONS = 1e-10  # Å: configurations closer than this in every coordinate are one
 
 
-class RestartError(RuntimeError):
-    """A restart file that cannot be used for these atoms."""
+class RestartError(optimize.RestartError):
+    """A restart file that cannot be used for these atoms (ASE's own ``RestartError``,
+    so that code written for ASE's optimizers catches it)."""
 
 
 class Observations:
@@ -220,6 +223,46 @@ class TrajectoryFrames:
         return frame
 
 
+def calculator_identity(calc):
+    """The name and parameters of the calculator that computes, as one canonical string.
+
+    Wrappers that keep the calculator they wrap as ``calc`` (counters, recorders) are
+    looked through: a run resumed with another wrapper resumes. Parameters are those
+    of ``todict()`` (what differs from the calculator's defaults).
+    """
+    while getattr(calc, "calc", None) is not None:
+        calc = calc.calc
+    try:
+        parameters = calc.todict()
+    except Exception:  # a calculator without todict(): its name alone
+        parameters = {}
+    identity = {"name": type(calc).__name__, "parameters": parameters}
+    return json.dumps(json.loads(encode(identity)), sort_keys=True)
+
+
+def check_calculator(path, stored, current):
+    """Raise :class:`RestartError` when a restart file's calculator is not ``current``.
+
+    Files written before the calculator was recorded (``stored`` None) pass.
+    """
+    if stored is not None and stored != current:
+        raise RestartError(
+            f"restart file {path} holds observations of another calculator ({stored}), "
+            f"not of this one ({current}): attach the same calculator to resume, or pass "
+            "another restart file name to start afresh; this one was left untouched"
+        )
+
+
+def check_restart(path):
+    """Raise :class:`RestartError` when ``path`` exists and cannot be resumed from.
+
+    For a check before anything else about the run (as ASE's optimizers read their
+    restart file first); the atoms are compared later, in :meth:`Observations.load`.
+    """
+    if path is not None and os.path.isfile(path):
+        _read_restart(path)
+
+
 def _read_restart(path):
     try:
         with open(path) as fd:
@@ -234,9 +277,33 @@ def _read_restart(path):
         m = len(state["energies"])
         if len(state["positions"]) != m or len(state["forces"]) != m:
             raise KeyError("positions, energies and forces differ in length")
+        _check_stored_values(state)
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise RestartError(
             f"restart file {path} cannot be read ({error}). It was left untouched: move it "
             "away (or pass another restart name) to start afresh"
         ) from error
     return state
+
+
+def _check_stored_values(state):
+    """Raise ValueError for a stored value the optimizer could not resume from."""
+    n = len(state["numbers"])
+    for name in ("positions", "forces"):
+        values = np.asarray(state[name], dtype=float)
+        if len(values) and values.shape[1:] != (n, 3):
+            raise ValueError(f"{name} of shape {values.shape[1:]}, not ({n}, 3) per observation")
+        if not np.isfinite(values).all():
+            raise ValueError(f"{name} that are not finite")
+    if not np.isfinite(np.asarray(state["energies"], dtype=float)).all():
+        raise ValueError("energies that are not finite")
+    radius = state["trust_radius"]
+    if not (_is_real(radius) and np.isfinite(radius) and radius > 0):
+        raise ValueError(f"trust_radius {radius!r}, not a positive length")
+    predicted = state.get("predicted_energy")
+    if predicted is not None and not (_is_real(predicted) and np.isfinite(predicted)):
+        raise ValueError(f"predicted_energy {predicted!r}, not a finite energy")
+
+
+def _is_real(value):
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)

@@ -27,6 +27,7 @@ filter's generalized positions and forces
 (:class:`asebo.model.cell_coordinates.GeneralizedCoordinates`).
 """
 
+import inspect
 import os
 import time
 from dataclasses import replace
@@ -57,6 +58,9 @@ from asebo.optimize.observations import (
     Observations,
     RestartError,  # noqa: F401  raised through BOOptimizer(restart=...)
     TrajectoryFrames,
+    calculator_identity,
+    check_calculator,
+    check_restart,
 )
 from asebo.optimize.proposal import StepContext
 from asebo.optimize.representations import make_representation
@@ -242,8 +246,9 @@ class BOOptimizer(Optimizer):
     uninterrupted run proposed: the observations, the trust region, the prior and
     the pending proposal are restored bit for bit, and the model is fitted to the
     same numbers. The paths agree to the last bit when the calculator does; an SCF
-    code started from another density (a fresh GFN2-xTB calculator) differs by about
-    1e-7 eV/Å in its forces, and the paths by as much.
+    code started from another density differs in its forces (a fresh GFN2-xTB
+    calculator by 2e-5 to 2e-4 eV/Å on small molecules, with tblite's default
+    convergence), and a resumed path can then differ by a call.
 
     References
     ----------
@@ -280,6 +285,7 @@ class BOOptimizer(Optimizer):
         special_cases=None,
         **kwargs,
     ):
+        check_restart(None if restart is None else os.fspath(restart))
         self.coordinates = _check_system(atoms)
         constrained = self.coordinates.atoms  # the atoms behind a filter, or atoms
         self.periodic = self.coordinates.has_cell or bool(np.any(constrained.pbc))
@@ -321,7 +327,7 @@ class BOOptimizer(Optimizer):
         self.numbers = np.concatenate(
             [constrained.get_atomic_numbers(), np.zeros(self.coordinates.rows - len(constrained))]
         ).astype(int)
-        self.gp = None
+        self.gp = _checked_gp(self.gp_options)  # bad options fail here, before any call
         self._metric = None  # (centre, metric) of the representation, from the last fit
         self._force_consistent = None  # whether the calculator gives free_energy
         super().__init__(
@@ -351,6 +357,7 @@ class BOOptimizer(Optimizer):
     # ---- state ----------------------------------------------------------------------
     def initialize(self):
         self.observations = Observations(self.numbers, self.restart, self.comm)
+        self.observations.state["calculator"] = self._calculator_identity()
         self.trust = TrustRegion(
             self.initial_trust_radius, self.maxstep, self.settings.trust_region
         )
@@ -360,6 +367,9 @@ class BOOptimizer(Optimizer):
     def read(self):
         self.observations = Observations.load(self.numbers, self.restart, self.comm)
         state = self.observations.state
+        identity = self._calculator_identity()
+        check_calculator(self.restart, state.get("calculator"), identity)
+        state["calculator"] = identity
         self.trust = TrustRegion(
             float(state["trust_radius"]), self.maxstep, self.settings.trust_region
         )
@@ -371,6 +381,10 @@ class BOOptimizer(Optimizer):
         self.atoms.set_positions(
             self.observations.positions[-1] if pending is None else np.asarray(pending, dtype=float)
         )
+
+    def _calculator_identity(self):
+        """The calculator's name and parameters, recorded in the restart file."""
+        return calculator_identity(self.coordinates.atoms.calc)
 
     def todict(self):
         description = super().todict()
@@ -535,8 +549,6 @@ class BOOptimizer(Optimizer):
         """
         positions, energies, forces = self.observations.arrays()
         prior = self.prior.for_observations(positions, energies)
-        if self.gp is None:
-            self.gp = EnergyForceGP(prior=prior, **self.gp_options)
         self.gp.prior = prior
         centre, model = self.prior.metric_reference()
         self._metric, notes = self.representation.metric(
@@ -619,6 +631,20 @@ def _gp_kernel_options(representation, gp_options):
         given = {name: options.pop(name) for name in ("proper", "radial") if name in options}
         options["kernel"] = representation.gp_kernel(**given)
     return options
+
+
+def _checked_gp(options):
+    """The GP of ``gp_options`` (its prior is set at each fit); unknown names and values
+    the GP refuses raise ValueError."""
+    accepted = set(inspect.signature(EnergyForceGP).parameters) - {"prior"}
+    unknown = sorted(set(options) - accepted)
+    if unknown:
+        where = " (pass prior= to BOOptimizer)" if "prior" in unknown else ""
+        raise ValueError(
+            f"gp_options: {', '.join(map(repr, unknown))} not an option of EnergyForceGP"
+            f"{where}; its options are {', '.join(sorted(accepted))}"
+        )
+    return EnergyForceGP(**options)
 
 
 def _number(name, value, default, positive=True):
