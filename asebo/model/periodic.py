@@ -2,7 +2,7 @@ r"""A metric and a prior mean for periodic cells: slabs, bulk, and cells under a
 
 On molecules the GP wins with lengths per direction from a model Hessian and a
 harmonic prior mean around a reference (:mod:`asebo.model.metric`,
-:mod:`asebo.model.lindh_prior`). For solids and surfaces the model is
+:class:`asebo.model.priors.RecentredLindh`). For solids and surfaces the model is
 :class:`asebo.model.springs.ExpSprings`, pair springs with the force constants of
 Packwood et al.'s ``Exp`` preconditioner (J. Chem. Phys. 144, 164109 (2016)), taken
 in the coordinates the optimizer moves
@@ -40,7 +40,7 @@ padded with at most two zeros, so that fixed atoms cost the GP nothing.
 
 The prior: :class:`RecentredSprings` (springs around the first configuration, rebuilt
 around the lowest-energy one when the model puts it ``recentre`` eV above its
-minimum, as :class:`asebo.model.lindh_prior.RecentredLindh`) or a cheap calculator,
+minimum, as :class:`asebo.model.priors.RecentredLindh`) or a cheap calculator,
 :func:`calculator_prior`; :func:`automatic_periodic_prior` chooses between EMT and
 the springs.
 """
