@@ -36,7 +36,7 @@ CAMPAIGN = textwrap.dedent("""
 """)
 
 
-def quick(db, **kwargs):
+def quick(db, log=lambda line: None, **kwargs):
     return run_campaign(
         ["H2O", "NH3"],
         ["lbfgs", "bfgs"],
@@ -49,7 +49,7 @@ def quick(db, **kwargs):
         db=db,
         scheduler="serial",
         progress=False,
-        log=lambda line: None,
+        log=log,
         **kwargs,
     )
 
@@ -97,7 +97,7 @@ def test_a_claimed_run_is_neither_computed_nor_reported_twice(tmp_path):
     assert store.claim(runs[0], campaign) is None  # taken
     assert store.unfinished() == {runs[0].name: f"{socket.gethostname()}:{os.getpid()}"}
     assert store.records() == [] and store.stored() == set()
-    assert store.release() == 1 and store.unfinished() == {}
+    assert store.release() == [runs[0].name] and store.unfinished() == {}
 
 
 def test_claims_of_a_process_that_ended_are_run_again(tmp_path):
@@ -141,5 +141,27 @@ def test_a_run_claimed_by_a_live_process_is_waited_for_not_computed(tmp_path):
         holder.wait()
     waiting.join(timeout=10.0)
     assert not waiting.is_alive()
-    assert "ended without storing them" in lines[0]
+    assert "ended without storing them: this one runs them" in lines[0]
     assert store.unfinished() == {}
+
+
+def test_a_campaign_runs_what_a_process_it_waited_for_left_undone(tmp_path):
+    """The other process dies while this one waits for its run: this one computes it,
+    and the campaign ends complete."""
+    db = str(tmp_path / "runs.db")
+    store = CampaignStore(db)
+    campaign, runs = planned_runs()
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3)"])
+    threading.Thread(target=holder.wait).start()  # reaped as it ends: no zombie lives on
+    try:
+        row = store.claim(runs[0], campaign)
+        store.db.update(row, owner=f"{socket.gethostname()}:{holder.pid}")
+        lines = []
+        records = quick(db, log=lines.append)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert len(records) == 8 and not any(r.failed for r in records)
+    assert any("this one waits for them" in line for line in lines)
+    assert any("ended without storing them: this one runs them" in line for line in lines)
+    assert store.unfinished() == {} and ase.db.connect(db).count() == 8

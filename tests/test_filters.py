@@ -23,7 +23,7 @@ from killed_calls import PREAMBLE
 from asebo import BOOptimizer
 from asebo.model.periodic import PeriodicMetric, RecentredSprings
 from asebo.model.priors import CalculatorPrior, HighestEnergyPrior
-from asebo.optimize.observations import Observations
+from asebo.optimize.observations import Observations, RestartError
 from asebo.optimize.representations import CartesianPositions, PeriodicPositions
 from calculators import CountingCalculator
 
@@ -124,9 +124,54 @@ def test_the_trajectory_of_a_filter_run_holds_the_atoms_in_their_cell(tmp_path):
     probe.calc = EMT()
     np.testing.assert_allclose(last.get_forces(), probe.get_forces(), atol=1e-10)
     assert last.get_potential_energy() == pytest.approx(probe.get_potential_energy(), abs=1e-12)
+    for frame in frames:  # each frame carries the stress computed there
+        probe = frame.copy()
+        probe.calc = EMT()
+        np.testing.assert_allclose(frame.get_stress(), probe.get_stress(), atol=1e-12)
     # the restart file holds the filter's generalized positions: four atoms and the cell
     record = Observations.load(opt.numbers, restart)
     assert np.array(record.positions).shape == (len(frames), 7, 3)
+
+
+def test_a_filter_built_again_on_the_last_frame_resumes_in_the_runs_coordinates(tmp_path):
+    """The filter of a resumed run starts from the last frame's cell; it is given the
+    undeformed cell of the run it resumes, so that the observations stay where they
+    were (ASE's own restart test builds its filter in this way)."""
+    trajectory, restart = str(tmp_path / "cell.traj"), str(tmp_path / "cell.json")
+    atoms = cubic_cell()
+    first = BOOptimizer(FrechetCellFilter(atoms), trajectory=trajectory, restart=restart)
+    first.run(fmax=0.01, steps=3)
+    original_cell = np.array(first.atoms.orig_cell)
+    last = read(trajectory)
+    last.calc = CountingCalculator(EMT())
+    system = FrechetCellFilter(last)
+    assert not np.allclose(system.orig_cell, original_cell)
+    resumed = BOOptimizer(system, restart=restart, logfile=None)
+    np.testing.assert_array_equal(system.orig_cell, original_cell)
+    np.testing.assert_allclose(system.get_positions(), first.atoms.get_positions(), atol=1e-12)
+    assert resumed.run(fmax=0.01, steps=40)
+    assert last.calc.ncalls + 4 == len(resumed.observations)
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (
+            lambda atoms: UnitCellFilter(atoms),
+            "FrechetCellFilter whose filter, exp_cell_factor differ",
+        ),
+        (lambda atoms: FrechetCellFilter(atoms, scalar_pressure=0.01), "pressure differ"),
+    ],
+)
+def test_a_restart_file_of_another_filter_is_refused(tmp_path, make, match):
+    restart = str(tmp_path / "cell.json")
+    BOOptimizer(FrechetCellFilter(cubic_cell()), restart=restart, logfile=None).run(steps=1)
+    atoms = cubic_cell()
+    with pytest.raises(RestartError, match=match):
+        BOOptimizer(make(atoms), restart=restart, logfile=None)
+    with pytest.raises(RestartError, match="given without a filter"):
+        BOOptimizer(cubic_cell(), restart=restart, logfile=None)
+    assert atoms.calc.ncalls == 0
 
 
 KILLED_FILTER_RUN = PREAMBLE + textwrap.dedent("""

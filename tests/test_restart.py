@@ -158,6 +158,49 @@ KILLED_RUN = PREAMBLE + textwrap.dedent("""
 """)
 
 
+def test_a_damaged_trajectory_is_set_aside_and_written_afresh(tmp_path):
+    """A frame cut short (a write killed, a full disk) is not appended to: the file is
+    moved aside, and every observation is written again."""
+    restart, trajectory = str(tmp_path / "bo.json"), tmp_path / "bo.traj"
+    BOOptimizer(ethanol(), restart=restart, trajectory=str(trajectory), logfile=None).run(
+        fmax=0.01, steps=4
+    )
+    damaged = trajectory.read_bytes()[:-100]
+    trajectory.write_bytes(damaged)
+    log = tmp_path / "bo.log"
+    atoms = ethanol()
+    opt = BOOptimizer(atoms, restart=restart, trajectory=str(trajectory), logfile=str(log))
+    opt.run(fmax=0.01, steps=2)
+    assert "cannot be read to its end" in log.read_text()
+    assert (tmp_path / "bo.traj.damaged").read_bytes() == damaged  # nothing lost
+    assert assert_frames_are_the_observations(trajectory, restart, atoms.numbers) == len(
+        opt.observations
+    )
+
+
+def test_a_trajectory_longer_than_the_restart_record_is_set_aside(tmp_path):
+    """An older restart file beside a later trajectory: the frames would not be the
+    observations, so the trajectory is written afresh from the record."""
+    restart, trajectory = tmp_path / "bo.json", tmp_path / "bo.traj"
+    BOOptimizer(ethanol(), restart=str(restart), trajectory=str(trajectory), logfile=None).run(
+        fmax=0.01, steps=2
+    )
+    older = restart.read_text()
+    BOOptimizer(ethanol(), restart=str(restart), trajectory=str(trajectory), logfile=None).run(
+        fmax=0.01, steps=4
+    )
+    restart.write_text(older)
+    log = tmp_path / "bo.log"
+    atoms = ethanol()
+    opt = BOOptimizer(atoms, restart=str(restart), trajectory=str(trajectory), logfile=str(log))
+    opt.run(fmax=0.01, steps=1)
+    assert "holds 7 frames for 3 observations" in log.read_text()
+    assert len(read(tmp_path / "bo.traj.damaged", ":")) == 7
+    assert assert_frames_are_the_observations(trajectory, str(restart), atoms.numbers) == len(
+        opt.observations
+    )
+
+
 def test_kill_9_then_resume_keeps_every_frame_once(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(KILLED_RUN)

@@ -18,8 +18,9 @@ from asebo.benchmarks._materials import check_optimizers, table
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
 
-def add_arguments(parser, folder, optimizers):
-    """The options of a relaxation benchmark on the xyz files of ``folder``."""
+def add_arguments(parser, folder, optimizers=None):
+    """The options of a relaxation benchmark on the xyz files of ``folder``
+    (``--optimizers`` only with a default list of ``optimizers``)."""
     parser.add_argument(
         "--dir",
         type=Path,
@@ -32,15 +33,16 @@ def add_arguments(parser, folder, optimizers):
         default=None,
         help="file stems or substrings to run (default: all)",
     )
-    parser.add_argument(
-        "--optimizers",
-        nargs="+",
-        default=optimizers,
-        help="bo, bfgs, lbfgs, fire, gpmin, sella (pip install "
-        "'asebo[sella]'), geometric (pip install 'asebo[geometric]'); "
-        "'bo+gfn1' runs bo with a GFN1-xTB prior (any calculator preset after "
-        "the '+'), 'bo+max' with a constant prior instead of the Lindh model",
-    )
+    if optimizers is not None:
+        parser.add_argument(
+            "--optimizers",
+            nargs="+",
+            default=optimizers,
+            help="bo, bfgs, lbfgs, fire, gpmin, sella (pip install "
+            "'asebo[sella]'), geometric (pip install 'asebo[geometric]'); "
+            "'bo+gfn1' runs bo with a GFN1-xTB prior (any calculator preset after "
+            "the '+'), 'bo+max' with a constant prior instead of the Lindh model",
+        )
     parser.add_argument("--calc", default="gfn2")
     parser.add_argument("--fmax", type=float, default=0.05)
     parser.add_argument("--steps", type=int, default=300)
@@ -48,7 +50,8 @@ def add_arguments(parser, folder, optimizers):
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table here")
 
 
-def _files(folder, wanted):
+def molecule_files(folder, wanted):
+    """The xyz files of ``folder`` whose stems contain one of ``wanted`` (all: None)."""
     if not folder.is_dir():
         raise SystemExit(f"no folder {folder}: pass --dir with a folder of xyz files")
     files = sorted(folder.glob("*.xyz"))
@@ -80,7 +83,7 @@ def _run_one(task):
 def run(args):
     """Relax every molecule with every optimizer and print the table."""
     check_optimizers(args.optimizers)
-    files = _files(args.dir, args.molecules)
+    files = molecule_files(args.dir, args.molecules)
     tasks = [(f, o, args.calc, args.fmax, args.steps) for f in files for o in args.optimizers]
     results = {}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:

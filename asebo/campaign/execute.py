@@ -207,38 +207,59 @@ def execute_runs(
         return 0
     released = store.release(only_dead=True)
     if released:
-        log(f"{store.name}: {released} runs claimed by processes that ended are run again")
-    mine = [run for run in runs if store.claim(run, campaign) is not None]
-    claimed = {run.name for run in mine}
-    others = [run for run in runs if run.name not in claimed]
-    if others:
-        log(
-            f"{store.name}: {len(others)} runs are being computed by another process; "
-            "this one waits for them"
-        )
-    try:
-        written = _run_claimed(
-            mine, campaign, store, scheduler, workers, progress, log, done + len(others)
-        )
-    finally:
-        store.release(claimed)  # those not finished, when interrupted
-    _wait_for({run.name for run in others}, store, log, poll)
+        log(f"{store.name}: {len(released)} runs claimed by processes that ended are run again")
+    planned, written = len(runs), 0
+    while runs:
+        mine = [run for run in runs if store.claim(run, campaign) is not None]
+        claimed = {run.name for run in mine}
+        others = [run for run in runs if run.name not in claimed]
+        if others:
+            log(
+                f"{store.name}: {len(others)} runs are being computed by another process; "
+                "this one waits for them"
+            )
+        try:
+            written += _run_claimed(
+                mine,
+                campaign,
+                store,
+                scheduler,
+                workers,
+                progress,
+                log,
+                done + planned - len(runs) + len(others),
+            )
+        finally:
+            store.release(claimed)  # those not finished, when interrupted
+        orphaned = _wait_for({run.name for run in others}, store, log, poll)
+        runs = [run for run in others if run.name in orphaned]
     return written
 
 
 def _wait_for(names, store, log, poll):
-    """Wait until the runs ``names`` claimed by other processes are finished."""
+    """Wait until the runs ``names`` claimed by other processes are finished, or their
+    processes have ended without storing them.
+
+    Returns
+    -------
+    set of (str, str, int)
+        The runs whose processes ended without storing them: their claims are
+        released, for this process to run them.
+    """
+    orphaned = set()
     while names:
-        unfinished = {name: holder for name, holder in store.unfinished().items() if name in names}
-        if not unfinished:
-            return
-        if store.release(set(unfinished), only_dead=True):
+        unfinished = {name for name in store.unfinished() if name in names}
+        released = store.release(unfinished, only_dead=True)
+        if released:
             log(
-                f"{store.name}: a process that claimed runs ended without storing them: "
-                "run the same command again to compute them"
+                f"{store.name}: a process that claimed {len(released)} runs ended without "
+                "storing them: this one runs them"
             )
-            return
+            orphaned.update(released)
+        if not unfinished - orphaned:
+            return orphaned
         time.sleep(poll)
+    return orphaned
 
 
 def _run_claimed(runs, campaign, store, scheduler, workers, progress, log, done):

@@ -208,7 +208,7 @@ class CampaignStore:
         }
 
     def release(self, names=None, only_dead=False):
-        """Delete the claims of unfinished runs; returns how many.
+        """Delete the claims of unfinished runs; returns the names of those deleted.
 
         Parameters
         ----------
@@ -218,7 +218,7 @@ class CampaignStore:
             Only the claims of processes of this host that have ended (a campaign
             killed mid-run).
         """
-        ids = []
+        ids, released = [], []
         for row in self._rows():
             name = (row.molecule, row.optimizer, row.start)
             if "calls" in row.key_value_pairs or (names is not None and name not in names):
@@ -226,9 +226,10 @@ class CampaignStore:
             holder = row.get("owner", "")
             if _is_dead(holder) if only_dead else (names is not None or holder == owner()):
                 ids.append(row.id)
+                released.append(name)
         if ids:
             self.db.delete(ids)
-        return len(ids)
+        return released
 
     def delete_failed(self):
         """Delete the rows of failed runs so they run again; returns how many."""

@@ -141,6 +141,21 @@ class GeneralizedCoordinates:
             free[self.n_atoms :] = self.mask != 0
         return free
 
+    def record(self):
+        """What a restart file keeps of a cell filter's coordinates, None for atoms: the
+        filter's kind, undeformed cell, factors, mask and pressure
+        (:func:`resume_filter`)."""
+        if not self.has_cell:
+            return None
+        return {
+            "filter": type(self.filter_object).__name__,
+            "reference_cell": np.array(self.filter_object.orig_cell, dtype=np.float64),
+            "cell_factor": self.cell_factor,
+            "exp_cell_factor": self.exp_cell_factor,
+            "mask": self.mask,
+            "pressure": self.pressure,
+        }
+
     def new_filter(self, atoms):
         """``atoms`` under a filter of the same kind and undeformed cell as this one's
         (or ``atoms`` itself without a filter)."""
@@ -160,3 +175,46 @@ class GeneralizedCoordinates:
         copy = type(source)(atoms, **options)
         copy.orig_cell = source.orig_cell
         return copy
+
+
+def resume_filter(system, record):
+    """Give the cell filter ``system`` the undeformed cell of ``record`` (of
+    :meth:`GeneralizedCoordinates.record`, read from a restart file).
+
+    A filter's positions are relative to its undeformed cell, and a filter built again
+    on the atoms of a later configuration (the last frame of a trajectory) starts from
+    that configuration's cell: given the cell of the run it resumes, its positions are
+    those of the observations it resumes from.
+
+    Parameters
+    ----------
+    system : ase.Atoms or cell filter
+    record : dict or None
+        None (a run of atoms, or a restart file that predates the record) changes
+        nothing.
+
+    Raises
+    ------
+    ValueError
+        Where ``system`` is not a filter of the same kind, factors, mask and pressure.
+    """
+    if record is None:
+        return
+    if not isinstance(system, UnitCellFilter):
+        raise ValueError(
+            f"its observations were made through a {record['filter']}, and these atoms are "
+            "given without a filter: pass them through the same filter to resume"
+        )
+    current = GeneralizedCoordinates.from_optimizable(system).record()
+    differ = [
+        name
+        for name in ("filter", "cell_factor", "exp_cell_factor", "mask", "pressure")
+        if not np.array_equal(np.asarray(current[name]), np.asarray(record[name]))
+    ]
+    if differ:
+        raise ValueError(
+            f"its observations were made through a {record['filter']} whose "
+            f"{', '.join(differ)} differ from this {current['filter']}'s: pass the same "
+            "filter options to resume"
+        )
+    system.orig_cell = np.array(record["reference_cell"], dtype=np.float64)

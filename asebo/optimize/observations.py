@@ -46,6 +46,9 @@ class Observations:
     positions, forces : list of arrays (n, 3)
         Forces unconstrained, as the calculator returned them.
     energies : list of float
+    stresses : list of arrays (6,) or None
+        The calculator's stress (Voigt order, eV/Å³) where it was observed (under a
+        cell filter), None elsewhere.
     state : dict
         The optimizer's state saved with the observations (JSON-encodable values).
     """
@@ -57,6 +60,7 @@ class Observations:
         self.positions = []
         self.energies = []
         self.forces = []
+        self.stresses = []
         self.state = {}
 
     def __len__(self):
@@ -80,15 +84,22 @@ class Observations:
         record.positions = [np.asarray(p, dtype=float) for p in stored.pop("positions")]
         record.energies = [float(e) for e in stored.pop("energies")]
         record.forces = [np.asarray(f, dtype=float) for f in stored.pop("forces")]
+        stresses = stored.pop("stresses", None)  # absent without a cell filter
+        record.stresses = (
+            [None] * len(record.energies)
+            if stresses is None
+            else [np.asarray(s, dtype=float) for s in stresses]
+        )
         stored.pop("version")
         record.state = stored
         return record
 
-    def append(self, positions, energy, forces):
+    def append(self, positions, energy, forces, stress=None):
         """Add an evaluation and return its index; the caller then :meth:`save` s."""
         self.positions.append(np.array(positions, dtype=float))  # (n, 3)
         self.energies.append(float(energy))
         self.forces.append(np.array(forces, dtype=float))  # (n, 3)
+        self.stresses.append(None if stress is None else np.array(stress, dtype=float))  # (6,)
         return len(self.energies) - 1
 
     def find(self, positions, tolerance=SAME_POSITIONS):
@@ -124,6 +135,8 @@ class Observations:
             "forces": np.array(self.forces),
             **self.state,
         }
+        if self.stresses and all(stress is not None for stress in self.stresses):
+            content["stresses"] = np.array(self.stresses)
         folder, name = os.path.split(os.path.abspath(self.path))
         descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
         try:
@@ -150,19 +163,35 @@ class TrajectoryFrames:
     keep : bool
         Keep the frames already in the file: those of the observations read from a
         restart file are not written again. Otherwise the file is started afresh.
-    observed : int
-        Observations made before this run (read from a restart file).
+    observations : Observations
+        The record at the start of this run (read from a restart file). A kept file
+        whose frames are not its first observations (a frame that cannot be read, as
+        after a write cut short; more frames than observations, as with an older
+        restart file; other positions) is moved aside (:attr:`note` says where) and
+        the trajectory is written afresh.
     comm : communicator
     description : dict
         Written in the trajectory's header.
     coordinates : asebo.model.cell_coordinates.GeneralizedCoordinates, optional
         Of a cell filter: the observations are its generalized positions and forces,
-        and each frame holds the atoms in their cell, with the atoms' forces and the
-        energy less the filter's ``p V`` term (no stress).
+        and each frame holds the atoms in their cell, with the atoms' forces, the
+        energy less the filter's ``p V`` term and the calculator's stress.
+
+    Attributes
+    ----------
+    note : str or None
+        What was done with a kept file that did not match the observations.
     """
 
     def __init__(
-        self, trajectory, atoms, keep, observed, comm=world, description=None, coordinates=None
+        self,
+        trajectory,
+        atoms,
+        keep,
+        observations,
+        comm=world,
+        description=None,
+        coordinates=None,
     ):
         self.atoms = atoms
         self.coordinates = coordinates
@@ -170,20 +199,44 @@ class TrajectoryFrames:
         self.description = description or {}
         self.trajectory = trajectory
         self.opened = hasattr(trajectory, "write")
+        self.note = None
+        self.written = 0
         if self.opened:
-            self.written = 0
             return
         self.trajectory = Path(trajectory)
         exists = self.trajectory.is_file() and self.trajectory.stat().st_size > 0
         if not keep:
             if comm.rank == 0:
                 self.trajectory.unlink(missing_ok=True)
-            self.written = 0
-        elif exists and observed:
+        elif exists and len(observations):
+            problem = self._mismatch(observations)
+            if problem is None:
+                with Trajectory(self.trajectory, "r") as traj:
+                    self.written = len(traj)
+            else:
+                aside = _set_aside(self.trajectory, comm)
+                self.note = (
+                    f"the trajectory {self.trajectory} {problem}: it was moved to {aside}, "
+                    f"and the {len(observations)} observations are written afresh"
+                )
+
+    def _mismatch(self, observations):
+        """Why the kept file's frames are not the first observations, or None."""
+        try:
             with Trajectory(self.trajectory, "r") as traj:
-                self.written = min(len(traj), observed)
-        else:
-            self.written = 0
+                frames = [traj[k] for k in range(len(traj))]
+        except Exception as error:  # any damage: ULM, JSON, Unicode, struct errors
+            return f"cannot be read to its end ({type(error).__name__}: {error})"
+        if len(frames) > len(observations):
+            return (
+                f"holds {len(frames)} frames for {len(observations)} observations in the "
+                "restart file"
+            )
+        for k, frame in enumerate(frames):
+            expected = self._frame(observations.positions[k], 0.0, observations.forces[k])
+            if not np.allclose(frame.positions, expected.positions, rtol=0, atol=1e-8):
+                return f"holds at frame {k} other positions than observation {k}"
+        return None
 
     def sync(self, observations):
         """Write the observations not yet in the trajectory."""
@@ -196,6 +249,7 @@ class TrajectoryFrames:
                     observations.positions[index],
                     observations.energies[index],
                     observations.forces[index],
+                    observations.stresses[index],
                 )
             )
         if self.opened:
@@ -208,8 +262,9 @@ class TrajectoryFrames:
                     traj.write(frame)
         self.written = len(observations)
 
-    def _frame(self, positions, energy, forces):
-        """The atoms (n) at ``positions`` (N, 3) with ``energy`` and ``forces`` (N, 3)."""
+    def _frame(self, positions, energy, forces, stress=None):
+        """The atoms (n) at ``positions`` (N, 3) with ``energy``, ``forces`` (N, 3) and
+        the ``stress`` (6,) where one was observed."""
         frame = self.atoms.copy()
         coordinates = self.coordinates
         if coordinates is not None and coordinates.has_cell:
@@ -219,8 +274,24 @@ class TrajectoryFrames:
             frame.set_cell(configuration.cell, scale_atoms=False)
             positions = configuration.positions
         frame.set_positions(positions, apply_constraint=False)
-        frame.calc = SinglePointCalculator(frame, energy=energy, forces=forces)
+        results = {"energy": energy, "forces": forces}
+        if stress is not None:
+            results["stress"] = stress
+        frame.calc = SinglePointCalculator(frame, **results)
         return frame
+
+
+def _set_aside(path, comm):
+    """Rename ``path`` to the first free ``<path>.damaged``, ``<path>.damaged.1``...;
+    return the new name."""
+    aside = path.with_name(path.name + ".damaged")
+    number = 0
+    while aside.exists():
+        number += 1
+        aside = path.with_name(f"{path.name}.damaged.{number}")
+    if comm.rank == 0:
+        os.replace(path, aside)
+    return aside
 
 
 def calculator_identity(calc):
@@ -254,19 +325,28 @@ def check_calculator(path, stored, current):
 
 
 def check_restart(path):
-    """Raise :class:`RestartError` when ``path`` exists and cannot be resumed from.
+    """The content of the restart file ``path`` (None where there is none);
+    :class:`RestartError` when it cannot be resumed from.
 
     For a check before anything else about the run (as ASE's optimizers read their
     restart file first); the atoms are compared later, in :meth:`Observations.load`.
     """
     if path is not None and os.path.isfile(path):
-        _read_restart(path)
+        return _read_restart(path)
+    return None
 
 
 def _read_restart(path):
     try:
         with open(path) as fd:
             state = decode(fd.read())
+    except (ValueError, UnicodeDecodeError) as error:
+        raise RestartError(
+            f"Could not decode restart file {path} as JSON, so it cannot be read ({error}). "
+            "It was left untouched: move it away (or pass another restart name) to start "
+            "afresh"
+        ) from error
+    try:
         if not isinstance(state, dict):
             raise TypeError("not a JSON object")
         missing = {"numbers", "positions", "energies", "forces", "trust_radius"} - set(state)
@@ -277,6 +357,8 @@ def _read_restart(path):
         m = len(state["energies"])
         if len(state["positions"]) != m or len(state["forces"]) != m:
             raise KeyError("positions, energies and forces differ in length")
+        if "stresses" in state and np.shape(state["stresses"]) != (m, 6):
+            raise ValueError(f"stresses of shape {np.shape(state['stresses'])}, not ({m}, 6)")
         _check_stored_values(state)
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise RestartError(

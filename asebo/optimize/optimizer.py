@@ -42,7 +42,7 @@ from ase.neighborlist import neighbor_list
 from ase.optimize.optimize import OptimizableAtoms, Optimizer
 from ase.parallel import broadcast, world
 
-from asebo.model.cell_coordinates import GeneralizedCoordinates
+from asebo.model.cell_coordinates import GeneralizedCoordinates, resume_filter
 from asebo.model.gp import EnergyForceGP
 from asebo.model.periodic import make_periodic_prior
 from asebo.model.priors import (
@@ -53,10 +53,11 @@ from asebo.model.priors import (
     resolve_prior,
 )
 from asebo.model.springs import CLOSEST_APPROACH
+from asebo.optimize.consistency import energy_force_mismatch
 from asebo.optimize.flat_centres import flat_centres
 from asebo.optimize.observations import (
     Observations,
-    RestartError,  # noqa: F401  raised through BOOptimizer(restart=...)
+    RestartError,
     TrajectoryFrames,
     calculator_identity,
     check_calculator,
@@ -74,6 +75,7 @@ from asebo.optimize.settings import (
 )
 from asebo.optimize.stages import STAGES, only_rigid_forces_left, search_starts
 from asebo.optimize.trust import TrustRegion
+from asebo.optimize.warm_start import observed_frames, read_frames
 
 SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian)
 FILTER_CONSTRAINTS = (FixAtoms,)  # those a cell filter's coordinates can honour
@@ -219,6 +221,13 @@ class BOOptimizer(Optimizer):
         Settings (:mod:`asebo.optimize.settings`): :class:`SearchSettings`,
         :class:`TrustSettings`, :class:`ModelSettings`, :class:`SpecialCases`. The
         arguments above, where given, take precedence over their fields.
+    observations : str, Path, Atoms or iterable, optional
+        A warm start: energies and forces computed before, taken as observations at
+        no cost (:meth:`replay_trajectory`): the trajectory of any optimizer, an
+        ``ase.db`` file or ``db.select(...)`` rows, Atoms with single-point results.
+        Frames of other atoms, without energy and forces (without a stress under a
+        cell filter) or in another periodic cell are refused before any call. A frame
+        at the atoms' positions makes the first call unnecessary.
     comm : communicator
         Ranks that take the same step: rank 0 computes it and broadcasts it.
 
@@ -283,10 +292,13 @@ class BOOptimizer(Optimizer):
         trust_region=None,
         model=None,
         special_cases=None,
+        observations=None,
         **kwargs,
     ):
-        check_restart(None if restart is None else os.fspath(restart))
+        stored = check_restart(None if restart is None else os.fspath(restart))
         self.coordinates = _check_system(atoms)
+        if stored is not None:
+            self.coordinates = _resume_filter(atoms, stored, restart)
         constrained = self.coordinates.atoms  # the atoms behind a filter, or atoms
         self.periodic = self.coordinates.has_cell or bool(np.any(constrained.pbc))
         search, trust_region = search or SearchSettings(), trust_region or TrustSettings()
@@ -330,6 +342,7 @@ class BOOptimizer(Optimizer):
         self.gp = _checked_gp(self.gp_options)  # bad options fail here, before any call
         self._metric = None  # (centre, metric) of the representation, from the last fit
         self._force_consistent = None  # whether the calculator gives free_energy
+        self._mismatch_noted = False  # energy_force_mismatch is written once a run
         super().__init__(
             atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
         )
@@ -347,17 +360,22 @@ class BOOptimizer(Optimizer):
                 trajectory,
                 constrained,
                 keep,
-                len(self.observations),
+                self.observations,
                 comm=comm,
                 description=self.todict(),
                 coordinates=self.coordinates,
             )
         )
+        if self.frames is not None and self.frames.note is not None:
+            self._write_notes([self.frames.note])
+        if observations is not None:
+            self._replay_trajectory(observations)
 
     # ---- state ----------------------------------------------------------------------
     def initialize(self):
         self.observations = Observations(self.numbers, self.restart, self.comm)
         self.observations.state["calculator"] = self._calculator_identity()
+        self.observations.state["cell_filter"] = self.coordinates.record()
         self.trust = TrustRegion(
             self.initial_trust_radius, self.maxstep, self.settings.trust_region
         )
@@ -432,6 +450,30 @@ class BOOptimizer(Optimizer):
         return self.prior.metric_reference()[1]
 
     # ---- observations ---------------------------------------------------------------
+    def _replay_trajectory(self, traj):
+        """Take every frame of ``traj`` not seen before as an observation.
+
+        Called by ASE's :meth:`ase.optimize.optimize.Optimizer.replay_trajectory` (which
+        opens a file name as a trajectory) and by the ``observations`` argument; ``traj``
+        is anything :func:`asebo.optimize.warm_start.read_frames` reads. The frames are
+        checked whole before any is taken, written to the restart file, and come first
+        in the trajectory. The next step is not judged against the last proposal's
+        prediction (the trust radius is kept).
+        """
+        frames = read_frames(traj)
+        observed = observed_frames(frames, self.coordinates)
+        added = 0
+        for frame in observed:
+            if self.observations.find(frame.positions) is None:
+                self.observations.append(frame.positions, frame.energy, frame.forces, frame.stress)
+                added += 1
+        self.predicted_energy = None
+        self.observations.save(trust_radius=self.trust.radius, predicted_energy=None)
+        known = f", {len(observed) - added} of them known already" if added < len(observed) else ""
+        self._write_notes(
+            [f"warm start: {added} observations taken from {len(frames)} frames{known}"]
+        )
+
     def _observe(self):
         """Energy and forces (N, 3) at the system's positions; computed if not seen before."""
         positions = self.atoms.get_positions()
@@ -451,7 +493,12 @@ class BOOptimizer(Optimizer):
                     f"{self.nsteps}{where}. Check the calculator (SCF convergence, "
                     "geometry) and run again."
                 )
-            index = self.observations.append(positions, energy, forces)
+            stress = (
+                self.coordinates.atoms.get_stress(apply_constraint=False)  # (6,), no call
+                if self.coordinates.has_cell
+                else None
+            )
+            index = self.observations.append(positions, energy, forces, stress)
             self.observations.save(
                 trust_radius=self.trust.radius, predicted_energy=self.predicted_energy, pending=None
             )
@@ -479,6 +526,11 @@ class BOOptimizer(Optimizer):
         energies = self.observations.energies
         if self.predicted_energy is not None and len(energies) > 1:
             self.trust = self.trust.after(min(energies[:-1]), self.predicted_energy, energies[-1])
+        if not self._mismatch_noted:
+            note = energy_force_mismatch(*self.observations.arrays())
+            if note is not None:
+                self._write_notes([f"{note} (said once)"])
+                self._mismatch_noted = True
         proposal = self._propose() if self.comm.rank == 0 else None
         proposal = broadcast(proposal, root=0, comm=self.comm)
         self._write_notes(proposal.notes)
@@ -699,6 +751,20 @@ def _periodic_note(coordinates, representation, prior):
         else "periodic cell"
     )
     return f"{what}: kernel '{representation.name}', prior {prior.label}"
+
+
+def _resume_filter(system, stored, restart):
+    """The coordinates of ``system``, a cell filter given the undeformed cell of the run
+    that the restart file's content ``stored`` holds
+    (:func:`asebo.model.cell_coordinates.resume_filter`)."""
+    try:
+        resume_filter(system, stored.get("cell_filter"))
+    except ValueError as error:
+        raise RestartError(
+            f"restart file {restart} cannot be resumed: {error}; or pass another restart "
+            "file name to start afresh (this one was left untouched)"
+        ) from error
+    return GeneralizedCoordinates.from_optimizable(system)
 
 
 def _check_system(system):

@@ -1,0 +1,176 @@
+"""Observations from calculations made before the run: a warm start.
+
+Every configuration an earlier run computed, whatever optimizer made it (an L-BFGS
+job cut short, a relaxation at a lower level of theory with the same calculator, an
+``ase.db`` of single points), is an energy and forces the GP can learn from at no
+cost. :func:`read_frames` takes what users hold such frames in; :func:`observed_frames`
+turns them into the positions, energies and forces an optimizer observes, refusing
+frames that are not observations of the same system.
+"""
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+from ase import Atoms
+from ase.calculators.singlepoint import SinglePointCalculator
+from ase.io import read
+
+
+@dataclass(frozen=True)
+class ObservedFrame:
+    """One earlier calculation, in the coordinates the optimizer moves.
+
+    Attributes
+    ----------
+    positions, forces : array (N, 3)
+        A cell filter's generalized positions and forces (N = n + 3), else the atoms'.
+    energy : float
+        The force-consistent energy where the frame holds it (with a filter's ``p V``).
+    stress : array (6,) or None
+        The frame's stress, under a cell filter.
+    """
+
+    positions: np.ndarray
+    energy: float
+    forces: np.ndarray
+    stress: np.ndarray | None
+
+
+def read_frames(source):
+    """The :class:`ase.Atoms` (with their results) of ``source``.
+
+    Parameters
+    ----------
+    source : str, Path, Atoms, or iterable
+        A file that :func:`ase.io.read` reads (every frame: an ASE trajectory, an
+        ``ase.db`` file, extended XYZ with forces), an open
+        :class:`ase.io.Trajectory`, one ``Atoms``, or an iterable of ``Atoms`` or of
+        ``ase.db`` rows (``db.select(...)``).
+
+    Returns
+    -------
+    list of ase.Atoms
+    """
+    if isinstance(source, (str, os.PathLike)):
+        if not os.path.isfile(source):
+            raise FileNotFoundError(f"observations: no file {os.fspath(source)!r}")
+        return list(read(source, index=":"))
+    if isinstance(source, Atoms):
+        return [source]
+    if not isinstance(source, Iterable):
+        raise TypeError(
+            f"observations: {type(source).__name__} is not a file name, a trajectory, "
+            "Atoms or an iterable of Atoms or ase.db rows"
+        )
+    return [item.toatoms() if hasattr(item, "toatoms") else item for item in source]
+
+
+def observed_frames(frames, coordinates):
+    """Each frame as an :class:`ObservedFrame` of the system of ``coordinates``.
+
+    Parameters
+    ----------
+    frames : list of ase.Atoms
+        With energy and forces (a single-point calculator, as trajectories and
+        ``ase.db`` rows give them; a live calculator's results for these positions).
+        The frames' constraints play no part: forces are read unconstrained.
+    coordinates : asebo.model.cell_coordinates.GeneralizedCoordinates
+        The optimizer's coordinates: the numbers to match, and under a cell filter
+        the filter that turns atoms, cell and stress into its generalized positions
+        and forces (frames need a stress there).
+
+    Returns
+    -------
+    list of ObservedFrame
+
+    Raises
+    ------
+    ValueError
+        For a frame of other atoms, without energy or forces (or stress under a
+        filter), with values that are not finite, or (without a filter) in another
+        periodic cell. Nothing is returned then: a warm start is taken whole or not.
+    """
+    return [_observed(k, frame, coordinates) for k, frame in enumerate(frames)]
+
+
+def _observed(k, frame, coordinates):
+    atoms = coordinates.atoms
+    if not isinstance(frame, Atoms):
+        raise TypeError(f"observations: item {k} is a {type(frame).__name__}, not Atoms")
+    if len(frame) != len(atoms) or (frame.numbers != atoms.numbers).any():
+        raise ValueError(
+            f"observations: frame {k} holds other atoms ({frame.get_chemical_formula()}, "
+            f"{len(frame)} atoms) than those optimized ({atoms.get_chemical_formula()}, "
+            f"{len(atoms)} atoms, in the same order)"
+        )
+    energy = _result(frame, "free_energy")
+    energy = _result(frame, "energy") if energy is None else energy
+    forces = _result(frame, "forces")
+    stress = _result(frame, "stress") if coordinates.has_cell else None
+    missing = [
+        name
+        for name, value in (("energy", energy), ("forces", forces), ("stress", stress))
+        if value is None and (name != "stress" or coordinates.has_cell)
+    ]
+    if missing:
+        what = (
+            "energy, forces and stress (a cell filter)"
+            if coordinates.has_cell
+            else "energy and forces"
+        )
+        raise ValueError(
+            f"observations: frame {k} has no {' or '.join(missing)}: a warm start needs "
+            f"frames with the {what} of a calculator, as an optimizer's trajectory or "
+            "ase.db rows of calculations hold them"
+        )
+    values = [np.atleast_1d(energy), np.ravel(forces), np.ravel(frame.positions)]
+    if stress is not None:
+        values.append(np.ravel(stress))
+    if not all(np.isfinite(value).all() for value in values):
+        raise ValueError(f"observations: frame {k} holds energy, forces or positions not finite")
+    if coordinates.has_cell:
+        return _through_filter(frame, energy, forces, stress, coordinates)
+    if atoms.pbc.any() and not _same_cell(frame, atoms):
+        raise ValueError(
+            f"observations: frame {k} is in another periodic cell than the atoms optimized: "
+            "pass the atoms through a cell filter to take frames of other cells"
+        )
+    return ObservedFrame(np.array(frame.positions, dtype=float), float(energy), forces, None)
+
+
+def _result(frame, name):
+    """The frame's result ``name`` without any calculation, or None."""
+    if frame.calc is None:
+        return None
+    try:
+        value = frame.calc.get_property(name, frame, allow_calculation=False)
+    except Exception:  # a calculator that cannot say without computing
+        return None
+    return None if value is None else np.array(value, dtype=float)
+
+
+def _same_cell(frame, atoms):
+    return (frame.pbc == atoms.pbc).all() and np.allclose(
+        frame.cell.array, atoms.cell.array, rtol=0, atol=1e-6
+    )
+
+
+def _through_filter(frame, energy, forces, stress, coordinates):
+    """The frame in a filter's generalized positions and forces, as the filter of
+    ``coordinates`` presents them."""
+    atoms = coordinates.atoms.copy()
+    atoms.constraints = []
+    atoms.set_cell(frame.cell, scale_atoms=False)
+    atoms.positions = frame.positions
+    atoms.calc = SinglePointCalculator(
+        atoms, energy=float(energy), free_energy=float(energy), forces=forces, stress=stress
+    )
+    system = coordinates.new_filter(atoms)
+    return ObservedFrame(
+        np.array(system.get_positions(), dtype=float),
+        float(system.get_potential_energy(force_consistent=True)),
+        np.array(system.get_forces(apply_constraint=False), dtype=float),
+        np.array(stress, dtype=float),
+    )

@@ -1,0 +1,75 @@
+"""The check that a calculator's energies agree with its forces."""
+
+import numpy as np
+from ase.build import molecule
+from ase.calculators.calculator import Calculator, all_changes
+from ase.calculators.emt import EMT
+
+from asebo import BOOptimizer
+from asebo.optimize.consistency import energy_force_mismatch
+
+
+def quadratic(x, hessian):
+    """Energy and forces of 0.5 x.H.x at configurations x (m, N, 3)."""
+    flat = x.reshape(len(x), -1)
+    return 0.5 * np.einsum("mi,ij,mj->m", flat, hessian, flat), -(flat @ hessian).reshape(x.shape)
+
+
+def test_a_quadratic_surface_agrees_for_any_step():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(12, 12))
+    hessian = a @ a.T
+    x = rng.normal(scale=0.5, size=(4, 4, 3))  # steps of an Å and more
+    energies, forces = quadratic(x, hessian)
+    assert energy_force_mismatch(x, energies, forces) is None
+
+
+def test_an_energy_that_jumps_is_reported_with_the_numbers():
+    rng = np.random.default_rng(1)
+    hessian = np.eye(6) * 5.0
+    x = rng.normal(scale=0.05, size=(3, 2, 3))
+    energies, forces = quadratic(x, hessian)
+    energies[-1] += 0.2  # the energy jumps; the forces do not say so
+    start = int(np.argmin(energies[:-1]))
+    note = energy_force_mismatch(x, energies, forces)
+    expected_work = -0.5 * np.sum((forces[start] + forces[-1]) * (x[-1] - x[start]))
+    assert note is not None
+    assert f"configuration {start} to 2" in note
+    assert f"gives {expected_work:+.3f} eV" in note
+    energies[-1] -= 0.2 - 0.01  # 0.01 eV: below what is reported
+    assert energy_force_mismatch(x, energies, forces) is None
+
+
+class ShiftedEMT(Calculator):
+    """EMT with an energy that steps by 0.3 eV between calls, forces unchanged."""
+
+    implemented_properties = ("energy", "forces")
+
+    def __init__(self):
+        super().__init__()
+        self.emt, self.calls = EMT(), 0
+
+    def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        super().calculate(atoms, properties, system_changes)
+        work = self.atoms.copy()
+        work.calc = self.emt
+        self.results = {
+            "energy": work.get_potential_energy() + 0.3 * (self.calls % 2),
+            "forces": work.get_forces(),
+        }
+        self.calls += 1
+
+
+def run_log(calc, tmp_path):
+    atoms = molecule("CH3CH2OH")
+    atoms.rattle(0.05, seed=2)
+    atoms.calc = calc
+    log = tmp_path / "bo.log"
+    BOOptimizer(atoms, logfile=str(log)).run(fmax=0.05, steps=4)
+    return log.read_text()
+
+
+def test_the_log_says_once_when_the_calculator_disagrees_with_itself(tmp_path):
+    assert "disagree" not in run_log(EMT(), tmp_path)
+    text = run_log(ShiftedEMT(), tmp_path)
+    assert text.count("the calculator's energies and forces disagree") == 1
