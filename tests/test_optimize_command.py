@@ -109,3 +109,47 @@ def test_options_the_run_could_not_use_are_refused_before_any_call(tmp_path, opt
     one_line_exit(["optimize", str(path), "--calc", "lj", *options], match)
     assert not (tmp_path / "argon_relaxed.xyz").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["argon.xyz"]
+
+
+def test_observations_warm_start_the_run_and_bad_ones_are_refused(tmp_path, capsys):
+    from ase.calculators.lj import LennardJones
+    from ase.optimize import BFGS
+
+    path = argon_file(tmp_path)
+    atoms = read(path)
+    atoms.calc = LennardJones()
+    trajectory = tmp_path / "bfgs.traj"
+    BFGS(atoms, trajectory=str(trajectory), logfile=None).run(fmax=0.05, steps=3)
+    log = tmp_path / "log"
+    main(
+        [
+            "optimize",
+            str(path),
+            "--calc",
+            "lj",
+            "--observations",
+            str(trajectory),
+            "--logfile",
+            str(log),
+        ]
+    )
+    assert "warm start: 4 observations taken from 4 frames" in log.read_text()
+    assert "converged after" in capsys.readouterr().out
+
+    plain = argon_file(tmp_path, name="plain.xyz")
+    one_line_exit(
+        ["optimize", str(path), "--calc", "lj", "--force", "--observations", str(plain)],
+        "frame 0 has no energy or forces",
+    )
+    one_line_exit(
+        [
+            "optimize",
+            str(path),
+            "--calc",
+            "lj",
+            "--force",
+            "--observations",
+            str(tmp_path / "none.traj"),
+        ],
+        "observations: no file",
+    )

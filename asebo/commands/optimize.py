@@ -6,8 +6,9 @@ GP predicted for that configuration. Writes the relaxed structure to ``--output`
 ``--force``) and returns 0 when converged, 1 when not. Problems with the input (a
 file ASE cannot read, no atoms, an unusable restart file, an element
 the calculator does not know, an ``--fmax`` or ``--steps`` that cannot be, an output,
-log, trajectory or restart file in a folder that does not exist) stop it with a
-one-line message, the last two before any calculator call.
+log, trajectory or restart file in a folder that does not exist, ``--observations``
+frames that are not of this molecule or hold no forces) stop it with a one-line
+message, the last three before any calculator call.
 """
 
 import math
@@ -46,6 +47,13 @@ def add_arguments(parser):
         type=Path,
         default=None,
         help="restart file: read if present, written every step",
+    )
+    parser.add_argument(
+        "--observations",
+        type=Path,
+        default=None,
+        help="a warm start: a trajectory (or ase.db, extended XYZ) of earlier calculations "
+        "of this molecule with the same calculator, taken as observations",
     )
     parser.add_argument("--logfile", default="-")
     parser.add_argument("--output", type=Path, default=None)
@@ -101,8 +109,9 @@ def run(args):
             kappa=args.kappa,
             maxstep=args.maxstep,
             trajectory=None if args.trajectory is None else str(args.trajectory),
+            observations=args.observations,
         )
-    except (ValueError, TypeError, PermissionError, RestartError) as error:
+    except (ValueError, TypeError, PermissionError, RestartError, FileNotFoundError) as error:
         raise SystemExit(f"{args.file}: {_one_line(error)}") from error
     try:
         converged = opt.run(fmax=args.fmax, steps=args.steps)
