@@ -73,3 +73,19 @@ def test_the_log_says_once_when_the_calculator_disagrees_with_itself(tmp_path):
     assert "disagree" not in run_log(EMT(), tmp_path)
     text = run_log(ShiftedEMT(), tmp_path)
     assert text.count("the calculator's energies and forces disagree") == 1
+
+
+def test_a_long_step_on_a_cubic_surface_is_not_reported():
+    """E = -a s + c s^3 along a step past the line's minimum: the trapezoid rule misses
+    by as much as the energy changes, a sixth of the forces' change along the step,
+    which is no disagreement of the calculator."""
+    a, c, length = 1.0, 0.5, 1.2
+    s = np.array([0.0, length])
+    direction = np.array([[1.0, 0.0, 0.0]])  # (1, 3)
+    x = s[:, None, None] * direction  # (2, 1, 3)
+    energies = -a * s + c * s**3
+    forces = -(-a + 3 * c * s**2)[:, None, None] * direction
+    work = -0.5 * np.sum((forces[0] + forces[1]) * (x[1] - x[0]))
+    mismatch = abs(energies[1] - energies[0] - work)
+    assert mismatch > 0.3 * (abs(energies[1] - energies[0]) + abs(work))  # large
+    assert energy_force_mismatch(x, energies, forces) is None
