@@ -39,8 +39,8 @@ def energy_force_mismatch(positions, energies, forces):
 
     Parameters
     ----------
-    positions, forces : array (m, N, 3)
-    energies : array (m,)
+    positions, forces : array (m, N, 3), or lists of m arrays (N, 3)
+    energies : array (m,) or list
 
     Returns
     -------

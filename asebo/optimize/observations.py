@@ -209,10 +209,9 @@ class TrajectoryFrames:
             if comm.rank == 0:
                 self.trajectory.unlink(missing_ok=True)
         elif exists and len(observations):
-            problem = self._mismatch(observations)
+            kept, problem = self._kept_frames(observations)
             if problem is None:
-                with Trajectory(self.trajectory, "r") as traj:
-                    self.written = len(traj)
+                self.written = kept
             else:
                 aside = _set_aside(self.trajectory, comm)
                 self.note = (
@@ -220,23 +219,24 @@ class TrajectoryFrames:
                     f"and the {len(observations)} observations are written afresh"
                 )
 
-    def _mismatch(self, observations):
-        """Why the kept file's frames are not the first observations, or None."""
+    def _kept_frames(self, observations):
+        """The number of frames in the kept file, and why they are not the first
+        observations (None where they are)."""
         try:
             with Trajectory(self.trajectory, "r") as traj:
                 frames = [traj[k] for k in range(len(traj))]
         except Exception as error:  # any damage: ULM, JSON, Unicode, struct errors
-            return f"cannot be read to its end ({type(error).__name__}: {error})"
+            return 0, f"cannot be read to its end ({type(error).__name__}: {error})"
         if len(frames) > len(observations):
-            return (
+            return len(frames), (
                 f"holds {len(frames)} frames for {len(observations)} observations in the "
                 "restart file"
             )
         for k, frame in enumerate(frames):
             expected = self._frame(observations.positions[k], 0.0, observations.forces[k])
             if not np.allclose(frame.positions, expected.positions, rtol=0, atol=1e-8):
-                return f"holds at frame {k} other positions than observation {k}"
-        return None
+                return len(frames), f"holds at frame {k} other positions than observation {k}"
+        return len(frames), None
 
     def sync(self, observations):
         """Write the observations not yet in the trajectory."""

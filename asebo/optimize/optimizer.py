@@ -527,7 +527,8 @@ class BOOptimizer(Optimizer):
         if self.predicted_energy is not None and len(energies) > 1:
             self.trust = self.trust.after(min(energies[:-1]), self.predicted_energy, energies[-1])
         if not self._mismatch_noted:
-            note = energy_force_mismatch(*self.observations.arrays())
+            record = self.observations  # its lists: no (m, N, 3) copy each step
+            note = energy_force_mismatch(record.positions, record.energies, record.forces)
             if note is not None:
                 self._write_notes([f"{note} (said once)"])
                 self._mismatch_noted = True
