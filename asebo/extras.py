@@ -12,6 +12,7 @@ EXTRAS = {
     "(scikit-learn, Matplotlib, RDKit, qm9pack, qmllib, tqdm)",
     "campaign": "comparison campaigns, 'asebo compare' (Dask, Matplotlib, RDKit, tqdm)",
     "gpaw": "the GPAW (DFT) calculator preset",
+    "ml": "the CHGNet calculator preset: a machine-learned prior for materials",
     "sella": "the Sella optimizer in comparisons",
     "geometric": "the geomeTRIC optimizer in comparisons",
     "cluster": "campaigns on a SLURM cluster (dask-jobqueue)",

@@ -1,7 +1,7 @@
 """Calculator presets and wrappers for asebo.
 
 ``get_calculator(name, **kw)`` builds a calculator from a preset name (``gfn2``,
-``gfn1``, ``gpaw``, ``emt``, ``lj``; see ``available()``);
+``gfn1``, ``gpaw``, ``chgnet``, ``emt``, ``lj``; see ``available()``);
 ``RecordingCalculator`` counts, stores and replays the calls of any ASE
 calculator; ``MoleculeBoxCalculator`` gives an isolated molecule the vacuum box
 a cell-based code needs; ``CellAwareGPAW`` (the ``gpaw`` preset) boxes molecules and

@@ -6,13 +6,16 @@ reported with the line that installs it.
 """
 
 import ast
+import contextlib
 import importlib
 import importlib.util
+import io
 
 from .cell_aware_gpaw import CellAwareGPAW
 
 TBLITE_INSTALL = "pip install tblite"
 GPAW_INSTALL = "apt-get install libxc-dev libopenblas-dev && CC=g++ pip install gpaw gpaw-data"
+CHGNET_INSTALL = "pip install 'asebo[ml]'"
 
 
 def _import(module, package, install):
@@ -84,6 +87,41 @@ def gpaw(**kw):
     return CellAwareGPAW(**kw)
 
 
+def chgnet(device="cpu", **kw):
+    """CHGNet, a universal machine-learned potential for materials, quiet.
+
+    Its pretrained weights (fitted to PBE and PBE+U energies, forces and stresses of
+    the Materials Project's relaxations, 89 elements) come with the package, so it
+    installs from the package index alone. It describes periodic cells; a molecule
+    needs a cell around it. Energies, forces and stresses are float32 inside the model:
+    a difference of about 1e-5 eV between two energies is noise.
+
+    Parameters
+    ----------
+    device : str
+        ``'cpu'`` (the default) or ``'cuda'``.
+    **kw
+        Passed to ``chgnet.model.dynamics.CHGNetCalculator`` (``stress_weight``,
+        ``on_isolated_atoms``, ...).
+
+    References
+    ----------
+    B. Deng, P. Zhong, K. Jun, J. Riebesell, K. Han, C. J. Bartel, G. Ceder,
+    "CHGNet as a pretrained universal neural network potential for charge-informed
+    atomistic modelling", Nat. Mach. Intell. 5, 1031 (2023).
+    """
+    dynamics = _import("chgnet.model.dynamics", "CHGNet", CHGNET_INSTALL)
+    model = _import("chgnet.model", "CHGNet", CHGNET_INSTALL)
+    with contextlib.redirect_stdout(io.StringIO()):  # it prints its version and device
+        calculator = dynamics.CHGNetCalculator(
+            model.CHGNet.load(verbose=False), use_device=device, **kw
+        )
+    # it stores its energy as the free energy too (no electronic entropy) without
+    # naming it, and ASE's cell filters ask for the free energy
+    calculator.implemented_properties = (*calculator.implemented_properties, "free_energy")
+    return calculator
+
+
 def emt(**kw):
     """ASE's effective-medium theory (metals; H, C, N, O for tests)."""
     from ase.calculators.emt import EMT
@@ -98,11 +136,12 @@ def lj(**kw):
     return LennardJones(**kw)
 
 
-PRESETS = {"gfn2": gfn2, "gfn1": gfn1, "gpaw": gpaw, "emt": emt, "lj": lj}
+PRESETS = {"gfn2": gfn2, "gfn1": gfn1, "gpaw": gpaw, "chgnet": chgnet, "emt": emt, "lj": lj}
 REQUIRED_MODULES = {
     "gfn2": ("tblite",),
     "gfn1": ("tblite",),
     "gpaw": ("gpaw", "gpaw_data"),
+    "chgnet": ("chgnet",),
     "emt": (),
     "lj": (),
 }
@@ -189,7 +228,8 @@ def get_calculator(name, **kw):
     ----------
     name : str
         One of :func:`available` (case-insensitive): ``gfn2`` (the default
-        cheap method), ``gfn1``, ``gpaw`` (the DFT target), ``emt``, ``lj``;
+        cheap method), ``gfn1``, ``gpaw`` (the DFT target), ``chgnet`` (a
+        machine-learned potential for materials), ``emt``, ``lj``;
         optionally with options, ``'gpaw:h=0.25,vacuum=3.5'`` (:func:`parse_preset`).
     **kw
         Passed to the preset (see :func:`gfn2`, :func:`gpaw`, ...), over the options

@@ -15,7 +15,7 @@ if ! dpkg -s $packages >/dev/null 2>&1; then
 fi
 python3 -m pip install -q torch==2.13.0
 GPAW_CONFIG="$PWD/scripts/gpaw-siteconfig.py" CC=g++ \
-    python3 -m pip install -q -e '.[test,learn,campaign,gpaw,sella,geometric]'
+    python3 -m pip install -q -e '.[test,learn,campaign,gpaw,ml,sella,geometric]'
 python3 -m ruff check .
 python3 -m ruff format --check .
 markers="not slow"

@@ -106,6 +106,39 @@ def test_gfn2_forces_are_minus_the_finite_difference_gradient():
     np.testing.assert_allclose(forces, -gradient, atol=2e-4)
 
 
+def test_chgnet_forces_and_stress_are_derivatives_of_its_energy():
+    pytest.importorskip("chgnet")
+    calculator = get_calculator("chgnet")
+    atoms = bulk("NaCl", "rocksalt", 5.7, cubic=True)
+    atoms.rattle(0.05, seed=2)
+    computed = atoms.copy()
+    computed.calc = calculator
+    forces = computed.get_forces()  # (n, 3)
+    stress = computed.get_stress(voigt=False)  # (3, 3), eV/Å³
+
+    def energy(cell, positions):
+        moved = atoms.copy()
+        moved.set_cell(cell)
+        moved.positions = positions
+        return energy_and_forces(moved, calculator)[0]
+
+    step = 1e-2  # Å; the model computes in float32
+    for i, k in [(0, 0), (3, 2), (6, 1)]:
+        shifted = [atoms.positions.copy(), atoms.positions.copy()]
+        shifted[0][i, k] += step
+        shifted[1][i, k] -= step
+        slope = (energy(atoms.cell, shifted[0]) - energy(atoms.cell, shifted[1])) / (2 * step)
+        assert forces[i, k] == pytest.approx(-slope, abs=5e-3)
+    strain = 1e-3  # isotropic: dE/dε = V tr(σ)
+    scaled = [(1 + sign * strain) for sign in (1, -1)]
+    ends = [energy(atoms.cell * f, atoms.positions * f) for f in scaled]
+    slope = (ends[0] - ends[1]) / (2 * strain)
+    assert atoms.get_volume() * np.trace(stress) == pytest.approx(slope, abs=0.02)
+    # ASE's cell filters take the free energy, which CHGNet stores as its energy
+    energy = computed.get_potential_energy()
+    assert FrechetCellFilter(computed).get_potential_energy() == pytest.approx(energy)
+
+
 def test_preset_keywords_reach_the_calculator():
     atoms = molecule("H2O")
     default = energy_and_forces(atoms, get_calculator("lj"))[0]
@@ -143,7 +176,7 @@ def test_unknown_name_lists_the_presets():
 
 
 def test_available_names_every_preset():
-    assert available() == ["gfn2", "gfn1", "gpaw", "emt", "lj"]
+    assert available() == ["gfn2", "gfn1", "gpaw", "chgnet", "emt", "lj"]
     assert {"emt", "lj"} <= set(available(installed=True)) <= set(available())
 
 
@@ -152,6 +185,7 @@ def test_available_names_every_preset():
     [
         ("gpaw", "gpaw", "CC=g++ pip install gpaw gpaw-data"),
         ("gfn2", "tblite", "pip install tblite"),
+        ("chgnet", "chgnet", "pip install 'asebo\\[ml\\]'"),
     ],
 )
 def test_missing_package_error_gives_the_install_line(monkeypatch, name, module, install):
@@ -627,3 +661,23 @@ def test_failing_calculation_propagates_and_stores_nothing(tmp_path):
         energy_and_forces(perturbed_water(), recorder)
     assert recorder.ncalls == 1
     assert ase.db.connect(db).count() == 0
+
+
+def test_a_torch_calculator_prior_gives_its_forces_where_gradients_are_off():
+    pytest.importorskip("chgnet")
+    import torch
+
+    from asebo.model.priors import CalculatorPrior
+
+    atoms = bulk("Cu", cubic=True)
+    atoms.rattle(0.05, seed=1)
+    prior = CalculatorPrior(get_calculator("chgnet"), atoms)
+    positions = atoms.positions[None] + 0.01  # (1, n, 3)
+    with torch.no_grad():  # as under a model's prediction
+        energies, gradients = prior.energies_and_gradients(positions)
+    computed = atoms.copy()
+    computed.positions = positions[0]
+    computed.calc = get_calculator("chgnet")
+    assert energies[0] == pytest.approx(computed.get_potential_energy(), abs=1e-5)
+    np.testing.assert_allclose(gradients[0], -computed.get_forces(), atol=1e-5)
+    assert gradients.dtype == np.float64

@@ -1,5 +1,8 @@
 """Pair springs, generalized cell coordinates, the periodic metric and prior."""
 
+import importlib.util
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -22,6 +25,7 @@ from asebo.model.periodic import (
 )
 from asebo.model.priors import CalculatorPrior
 from asebo.model.springs import ExpSprings, fitted_spring_constant, springs_hessian
+from calculators import get_calculator
 from calculators.counting import CountingCalculator
 
 STEP = 1e-5
@@ -435,11 +439,23 @@ def test_automatic_periodic_prior_chooses_emt_for_its_metals_only():
     assert prior.energy_and_forces(atoms.positions)[0] == pytest.approx(
         reference.get_potential_energy()
     )
-    oxide = atoms.copy()
+
+
+def test_automatic_periodic_prior_takes_chgnet_beyond_emts_metals(monkeypatch):
+    oxide = rattled_bulk()
     oxide.symbols[0] = "O"
     oxide.calc = LennardJones()
+    if importlib.util.find_spec("chgnet") is not None:
+        rule, reason = automatic_periodic_prior(oxide, recentre=0.3)
+        assert isinstance(rule, CalculatorPrior) and rule.label == "CHGNetCalculator"
+        assert "CHGNet as the prior" in reason and "'O'" in reason
+        oxide.calc = get_calculator("chgnet")
+        rule, reason = automatic_periodic_prior(oxide, recentre=0.3)
+        assert isinstance(rule, RecentredSprings) and "the target is CHGNet" in reason
+        oxide.calc = LennardJones()
+    monkeypatch.setitem(sys.modules, "chgnet", None)  # as where it is not installed
     rule, reason = automatic_periodic_prior(oxide, recentre=0.3)
-    assert isinstance(rule, RecentredSprings) and "'O'" in reason
+    assert isinstance(rule, RecentredSprings) and "pip install 'asebo[ml]'" in reason
 
 
 def test_emt_prior_under_a_filter_matches_the_filter():

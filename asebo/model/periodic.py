@@ -45,6 +45,8 @@ minimum, as :class:`asebo.model.priors.RecentredLindh`) or a cheap calculator,
 the springs.
 """
 
+import importlib.util
+
 import numpy as np
 import torch
 
@@ -326,13 +328,14 @@ class RecentredSprings(Prior):
         return PeriodicMetric.from_model(self.springs, self.coordinates, self._centre, power)
 
 
-def _is_emt(calculator):
-    """Whether ``calculator`` is an EMT (ASE's or ASAP's), or wraps one (a call counter,
-    say, that keeps the wrapped calculator as ``calc``)."""
+def _wraps(calculator, name):
+    """Whether ``calculator`` is one whose class or module names ``name`` (``'emt'``:
+    ASE's or ASAP's EMT), or wraps one (a call counter, say, that keeps the wrapped
+    calculator as ``calc``)."""
     for _ in range(8):  # wrappers of wrappers, never a cycle
         if calculator is None:
             return False
-        if "emt" in type(calculator).__name__.lower() or "emt" in type(calculator).__module__:
+        if name in type(calculator).__name__.lower() or name in type(calculator).__module__:
             return True
         calculator = getattr(calculator, "calc", None)
     return False
@@ -343,7 +346,9 @@ def automatic_periodic_prior(system, recentre):
 
     EMT (ASE's, K. W. Jacobsen, P. Stoltze, J. K. Nørskov, Surf. Sci. 366, 394 (1996))
     when every element is one of its metals (:data:`EMT_METALS`) and the target is
-    not EMT itself; otherwise the pair springs.
+    not EMT itself; otherwise CHGNet (B. Deng et al., Nat. Mach. Intell. 5, 1031
+    (2023); the ``chgnet`` calculator preset) where it is installed and is not the
+    target; otherwise the pair springs.
 
     Parameters
     ----------
@@ -355,7 +360,7 @@ def automatic_periodic_prior(system, recentre):
     Returns
     -------
     prior : asebo.model.priors.CalculatorPrior or RecentredSprings
-        EMT in the coordinates of ``system``, or the springs.
+        EMT or CHGNet in the coordinates of ``system``, or the springs.
     reason : str
         One line for the log.
     """
@@ -365,15 +370,26 @@ def automatic_periodic_prior(system, recentre):
     atoms = coordinates.atoms
     calculator = getattr(atoms, "calc", None)
     springs = RecentredSprings(system, recentre)
-    if calculator is not None and _is_emt(calculator):
+    if calculator is not None and _wraps(calculator, "emt"):
         return springs, "pair springs (Exp force constants): the target is EMT itself"
     others = sorted(set(atoms.get_chemical_symbols()) - set(EMT_METALS))
-    if others:
+    if not others:
+        return calculator_prior(EMT(), system), "EMT as the prior; the GP learns the difference"
+    beyond = f"EMT has no metal parameters for {others}"
+    if calculator is not None and _wraps(calculator, "chgnet"):
+        return springs, f"pair springs (Exp force constants): {beyond}, and the target is CHGNet"
+    if importlib.util.find_spec("chgnet") is None:
         return (
             springs,
-            f"pair springs (Exp force constants): EMT has no metal parameters for {others}",
+            f"pair springs (Exp force constants): {beyond}, and CHGNet is not installed "
+            "(pip install 'asebo[ml]')",
         )
-    return calculator_prior(EMT(), system), "EMT as the prior; the GP learns the difference"
+    from calculators import get_calculator
+
+    return (
+        calculator_prior(get_calculator("chgnet"), system),
+        f"CHGNet as the prior ({beyond}); the GP learns the difference",
+    )
 
 
 SPRINGS = "springs"

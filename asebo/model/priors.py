@@ -30,6 +30,7 @@ import importlib.util
 from numbers import Real
 
 import numpy as np
+import torch
 
 from asebo.model.lindh import (
     BEND_CONSTANT,
@@ -181,8 +182,11 @@ class CalculatorPrior(Prior):
     def _compute(self, positions):
         self.atoms.set_positions(positions)
         try:
-            energy = self.atoms.get_potential_energy()
-            forces = self.atoms.get_forces()
+            # a calculator built on PyTorch (CHGNet, say) takes its forces by autograd,
+            # which a model prediction under torch.no_grad would switch off
+            with torch.enable_grad():
+                energy = self.atoms.get_potential_energy()
+                forces = self.atoms.get_forces()
         except Exception as error:  # an SCF that does not converge, say
             raise PriorCalculationError(
                 f"the prior calculator failed: {type(error).__name__}: {error}"
@@ -191,7 +195,7 @@ class CalculatorPrior(Prior):
             self.ncalls += 1
         if not (np.isfinite(energy) and np.isfinite(forces).all()):
             raise PriorCalculationError("the prior calculator returned NaN or inf energy or forces")
-        return float(energy), np.array(forces)
+        return float(energy), np.array(forces, dtype=np.float64)
 
 
 class RecentredLindh(Prior):
