@@ -14,10 +14,11 @@ def test_names_are_the_g2_molecules_with_two_atoms_or_more():
 
 
 def test_one_molecule_is_relaxed_by_both_and_bo_within_its_budget():
-    name, result = compare_one(("HCN", "gfn2", None, 0.1, 0, 0.05, 3.0))
+    name, result = compare_one(("HCN", "gfn2", None, 0.1, 0, 0.05, 3.0, True))
     assert name == "HCN" and result["atoms"] == 3
     reference, bo = result["lbfgs"], result["bo"]
     assert reference["converged"] and bo["converged"]
+    assert reference["imaginary"] == [] and bo["imaginary"] == []  # audited: both minima
     assert bo["calls"] <= 3 * reference["calls"]
     assert len(bo["energies"]) == bo["calls"]
 

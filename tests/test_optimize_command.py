@@ -153,3 +153,30 @@ def test_observations_warm_start_the_run_and_bad_ones_are_refused(tmp_path, caps
         ],
         "observations: no file",
     )
+
+
+def test_hessian_writes_the_model_vibrations_and_is_not_overwritten(tmp_path, capsys):
+    from ase.vibrations import VibrationsData
+
+    path = argon_file(tmp_path)
+    hessian = tmp_path / "argon_vibrations.json"
+    assert main(["optimize", str(path), "--calc", "lj", "--hessian", str(hessian)]) == 0
+    out = capsys.readouterr().out
+    assert f"model vibrations written to {hessian}" in out
+    vibrations = VibrationsData.read(str(hessian))
+    found = vibrations.get_frequencies()
+    assert len(found) == 12 and np.abs(found[:6]).max() < 1.0  # rigid motions at zero
+    assert (found[6:].real > 1.0).all()  # the relaxed cluster is a minimum of the model
+    one_line_exit(
+        [
+            "optimize",
+            str(path),
+            "--calc",
+            "lj",
+            "--output",
+            str(tmp_path / "o.xyz"),
+            "--hessian",
+            str(hessian),
+        ],
+        "argon_vibrations.json exists: pass --force",
+    )

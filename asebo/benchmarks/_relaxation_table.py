@@ -4,7 +4,9 @@ The machinery of ``asebo bench baker`` and ``asebo bench druglike``: every molec
 is relaxed with each optimizer to ``--fmax``, and one table gives the force calls per
 molecule, the totals, the ratios of each total to GPMin's and BFGS's, failures, and
 energies that end more than 0.01 eV above the best one found
-(:func:`asebo.benchmarks._materials.table`, as for the periodic sets).
+(:func:`asebo.benchmarks._materials.table`, as for the periodic sets); with
+``--audit``, whether each endpoint is a minimum
+(:mod:`asebo.benchmarks._endpoint_audit`).
 """
 
 import os
@@ -48,6 +50,12 @@ def add_arguments(parser, folder, optimizers=None):
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table here")
+    parser.add_argument(
+        "--audit",
+        action="store_true",
+        help="also compute the target's finite-difference Hessian at every endpoint "
+        "(6n calls each, not counted) and count the saddle points per optimizer",
+    )
 
 
 def molecule_files(folder, wanted):
@@ -69,14 +77,20 @@ def _run_one(task):
     from asebo.campaign.relax import relax
 
     torch.set_num_threads(1)
-    path, label, calc, fmax, steps = task
+    path, label, calc, fmax, steps, audit = task
     optimizer, _, prior = label.partition("+")
     atoms = read(path)
     try:
         result = relax(atoms, optimizer, calc, fmax, steps, prior=prior or None)
     except Exception as error:  # a failed run is reported, the others go on
         return path.stem, label, {"error": f"{type(error).__name__}: {error}"}
-    result.pop("positions")
+    endpoint = atoms.copy()
+    endpoint.positions = result.pop("positions")
+    if audit:
+        from asebo.benchmarks._endpoint_audit import imaginary_modes
+        from calculators import get_calculator
+
+        result["imaginary"] = imaginary_modes(endpoint, get_calculator(calc))
     return path.stem, label, result
 
 
@@ -84,13 +98,20 @@ def run(args):
     """Relax every molecule with every optimizer and print the table."""
     check_optimizers(args.optimizers)
     files = molecule_files(args.dir, args.molecules)
-    tasks = [(f, o, args.calc, args.fmax, args.steps) for f in files for o in args.optimizers]
+    audit = getattr(args, "audit", False)
+    tasks = [
+        (f, o, args.calc, args.fmax, args.steps, audit) for f in files for o in args.optimizers
+    ]
     results = {}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for stem, label, result in pool.map(_run_one, tasks):
             results.setdefault(stem, {})[label] = result
     labels = list(next(iter(results.values())))
     text = table(results, labels, first_column="molecule")
+    if audit:
+        from asebo.benchmarks._endpoint_audit import audit_section
+
+        text = "\n".join([text, *audit_section(results, labels)])
     print(text)
     if args.markdown:
         args.markdown.write_text(text + "\n")

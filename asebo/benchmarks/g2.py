@@ -6,7 +6,8 @@ more is rattled (``atoms.rattle(--rattle, seed=--seed)``, 0.1 Å by default) and
 relaxed to ``--fmax`` with ASE's L-BFGS, then with BOOptimizer given at most
 ``--limit`` times L-BFGS's calls. Prints a row per molecule (calls of each, their
 ratio, the energy difference), the failures (not converged within the limit, an
-error, a higher minimum) and the total and median ratios.
+error, a higher minimum) and the total and median ratios; with ``--audit``, whether
+each endpoint is a minimum (:mod:`asebo.benchmarks._endpoint_audit`).
 """
 
 import os
@@ -43,6 +44,12 @@ def add_arguments(parser):
         "--limit", type=float, default=3.0, help="bo may take this many times L-BFGS's calls"
     )
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument(
+        "--audit",
+        action="store_true",
+        help="also compute the target's finite-difference Hessian at both endpoints "
+        "(6n calls each, not counted) and count the saddle points",
+    )
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table here")
 
 
@@ -87,7 +94,7 @@ def compare_one(task):
     from asebo.campaign.relax import relax
 
     torch.set_num_threads(1)
-    name, calc, prior, rattle, seed, fmax, limit = task
+    name, calc, prior, rattle, seed, fmax, limit, audit = task
     atoms = rattled(name, rattle, seed)
     try:
         reference = relax(atoms, "lbfgs", calc, fmax, steps=1000)
@@ -97,19 +104,30 @@ def compare_one(task):
     except Exception as error:  # noqa: BLE001  reported in the table; the sweep goes on
         return name, {"error": f"{type(error).__name__}: {error}"}
     for result in (reference, bo):
-        result.pop("positions")
+        endpoint = atoms.copy()
+        endpoint.positions = result.pop("positions")
+        if audit:
+            from asebo.benchmarks._endpoint_audit import imaginary_modes
+            from calculators import get_calculator
+
+            result["imaginary"] = imaginary_modes(endpoint, get_calculator(calc))
     return name, {"atoms": len(atoms), "lbfgs": reference, "bo": bo}
 
 
 def run(args):
     names = g2_names(args.molecules)
     tasks = [
-        (name, args.calc, args.prior, args.rattle, args.seed, args.fmax, args.limit)
+        (name, args.calc, args.prior, args.rattle, args.seed, args.fmax, args.limit, args.audit)
         for name in names
     ]
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         results = dict(pool.map(compare_one, tasks))
     text = table(results, args.limit)
+    if args.audit:
+        from asebo.benchmarks._endpoint_audit import audit_section
+
+        runs = {name: result for name, result in results.items() if "error" not in result}
+        text = "\n".join([text, *audit_section(runs, ["lbfgs", "bo"])])
     header = (
         f"G2 molecules rattled by {args.rattle} Å (seed {args.seed}), {args.calc}, "
         f"fmax {args.fmax} eV/Å, bo limited to {args.limit:g} x L-BFGS's calls\n\n"

@@ -8,11 +8,14 @@ file ASE cannot read, no atoms, an unusable restart file, an element
 the calculator does not know, an ``--fmax`` or ``--steps`` that cannot be, an output,
 log, trajectory or restart file in a folder that does not exist, ``--observations``
 frames that are not of this molecule or hold no forces) stop it with a one-line
-message, the last three before any calculator call.
+message, the last three before any calculator call. ``--hessian FILE`` also writes
+the model's vibrations at the end (:meth:`asebo.BOOptimizer.vibrations`).
 """
 
 import math
 from pathlib import Path
+
+from ase import units
 
 from asebo.model.prior_names import AUTO, MODEL_PRIORS
 from calculators import available, get_calculator
@@ -55,6 +58,13 @@ def add_arguments(parser):
         help="a warm start: a trajectory (or ase.db, extended XYZ) of earlier calculations "
         "of this molecule with the same calculator, taken as observations",
     )
+    parser.add_argument(
+        "--hessian",
+        type=Path,
+        default=None,
+        help="also write the model's Hessian at the end as ASE vibrations (JSON; "
+        "ase.vibrations.VibrationsData.read): frequencies and zero-point energy at no call",
+    )
     parser.add_argument("--logfile", default="-")
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument("--force", action="store_true", help="overwrite an existing output file")
@@ -70,9 +80,17 @@ def _check_options(args, output):
         raise SystemExit(f"--fmax must be a positive force in eV/Å, got {args.fmax}")
     if args.steps < 0:
         raise SystemExit(f"--steps must be 0 or more, got {args.steps}")
-    if output.exists() and not args.force:
-        raise SystemExit(f"{output} exists: pass --force to overwrite it, or --output another name")
-    files = {"--output": output, "--trajectory": args.trajectory, "--restart": args.restart}
+    for option, path in (("--output", output), ("--hessian", args.hessian)):
+        if path is not None and path.exists() and not args.force:
+            raise SystemExit(
+                f"{path} exists: pass --force to overwrite it, or {option} another name"
+            )
+    files = {
+        "--output": output,
+        "--trajectory": args.trajectory,
+        "--restart": args.restart,
+        "--hessian": args.hessian,
+    }
     if args.logfile != "-":
         files["--logfile"] = Path(args.logfile)
     for option, path in files.items():
@@ -132,4 +150,21 @@ def run(args):
         f"{'converged' if converged else 'not converged'} after {opt.nsteps} steps; "
         f"energy {energy:.6f} eV, fmax {fmax:.4f} eV/Å; written to {output}"
     )
+    if args.hessian is not None:
+        _write_vibrations(opt, args.hessian)
     return 0 if converged else 1
+
+
+def _write_vibrations(opt, path):
+    """Write the model's vibrations at the lowest configuration to ``path`` and say so."""
+    vibrations = opt.vibrations()
+    path.unlink(missing_ok=True)  # ASE's writer refuses an existing file
+    vibrations.write(str(path))
+    wavenumbers = vibrations.get_energies() / units.invcm
+    # the rigid motions, projected out, sit at zero
+    real = wavenumbers.real[(wavenumbers.imag == 0) & (wavenumbers.real > 1.0)]
+    lowest = f"{real.min():.0f} cm⁻¹" if len(real) else "none"
+    print(
+        f"model vibrations written to {path}: lowest real frequency {lowest}, zero-point "
+        f"energy {vibrations.get_zero_point_energy():.4f} eV ({opt.model_curvature().summary()})"
+    )

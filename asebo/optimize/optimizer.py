@@ -55,6 +55,13 @@ from asebo.model.priors import (
 from asebo.model.springs import CLOSEST_APPROACH
 from asebo.optimize.consistency import energy_force_mismatch
 from asebo.optimize.flat_centres import flat_centres
+from asebo.optimize.model_hessian import (
+    confident_descent,
+    evidence_of_descent,
+    internal_basis,
+    model_curvature,
+    without_rigid_motions,
+)
 from asebo.optimize.observations import (
     Observations,
     RestartError,
@@ -63,7 +70,7 @@ from asebo.optimize.observations import (
     check_calculator,
     check_restart,
 )
-from asebo.optimize.proposal import StepContext
+from asebo.optimize.proposal import CURVATURE, Proposal, StepContext
 from asebo.optimize.representations import make_representation
 from asebo.optimize.search import search
 from asebo.optimize.settings import (
@@ -153,7 +160,8 @@ class BOOptimizer(Optimizer):
         periodic cells and cell filters) is :class:`asebo.model.periodic.RecentredSprings`,
         pair springs with the force constants of Packwood et al.'s ``Exp``
         preconditioner, recentred in the same way; for them ``'auto'`` takes EMT where
-        it describes every element as a metal and the target is not EMT
+        it describes every element as a metal and the target is not EMT, CHGNet for
+        other elements where it is installed and not the target
         (:func:`asebo.model.periodic.automatic_periodic_prior`). A constant: the highest
         (``'max'``) or mean energy seen, or a number. A
         :class:`asebo.model.priors.Prior` object is taken as it is.
@@ -343,6 +351,9 @@ class BOOptimizer(Optimizer):
         self._metric = None  # (centre, metric) of the representation, from the last fit
         self._force_consistent = None  # whether the calculator gives free_energy
         self._mismatch_noted = False  # energy_force_mismatch is written once a run
+        self._curvature_checked = None  # observations counted when the curvature was checked
+        self._curvature_steps = 0  # steps taken along a negative curvature at convergence
+        self._descent = None  # positions (N, 3) of the next such step
         super().__init__(
             atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
         )
@@ -449,6 +460,136 @@ class BOOptimizer(Optimizer):
         a fit, and under another prior)."""
         return self.prior.metric_reference()[1]
 
+    # ---- the model's Hessian --------------------------------------------------------
+    def model_curvature(self, positions=None):
+        """The model's Hessian at a configuration computed, with its curvatures and
+        their uncertainty; no calculator call.
+
+        Parameters
+        ----------
+        positions : array (N, 3), optional
+            Default: the lowest-energy configuration computed.
+
+        Returns
+        -------
+        asebo.optimize.model_hessian.ModelCurvature
+            ``hessian`` (3N, 3N) in eV/Å², the prior's part included (rows and
+            columns of held coordinates zero); ``curvatures`` and ``modes`` in the free
+            coordinates less the rigid motions; ``uncertainties``, each curvature's
+            posterior standard deviation.
+
+        Raises
+        ------
+        RuntimeError
+            Before any configuration is computed.
+        ValueError
+            Under a cell filter, whose coordinates mix positions and strain.
+
+        Notes
+        -----
+        Under a calculator prior it costs about 8N calls of the prior calculator.
+        """
+        if self.coordinates.has_cell:
+            raise ValueError(
+                "the model's Hessian under a cell filter mixes positions and strain: relax "
+                "the cell, then run BOOptimizer on the atoms at that cell for their Hessian"
+            )
+        if not len(self.observations):
+            raise RuntimeError("no configuration computed yet: call run() first")
+        if positions is None:
+            positions = self.observations.positions[self.observations.best()]
+        return self._curvature_at(positions)[1]
+
+    def _curvature_at(self, positions):
+        """The GP fitted to every observation, and its curvature at ``positions``."""
+        gp, _ = self._fitted_model()
+        free = self._free_coordinates()
+        rotations = not self.periodic and bool(free.all())
+        return gp, model_curvature(gp, positions, free, rotations)
+
+    def _vibrates(self, positions):
+        """Whether ``positions`` (N, 3) have a free coordinate beyond the rigid motions
+        (not one atom alone, nor atoms all held)."""
+        free = self._free_coordinates()
+        rotations = not self.periodic and bool(free.all())
+        return internal_basis(positions, free, rotations).shape[1] > 0
+
+    def hessian(self):
+        """The model's Hessian (3N, 3N), eV/Å², at the lowest-energy configuration
+        computed (:meth:`model_curvature`); no calculator call."""
+        return self.model_curvature().hessian
+
+    def vibrations(self):
+        """Harmonic vibrations of the model's Hessian at the lowest-energy configuration.
+
+        The atoms with a free coordinate vibrate; for a molecule with no atom held the
+        rigid motions are projected out (exactly zero frequencies). The uncertainty of
+        each curvature is in :meth:`model_curvature`; the docs say where the model's
+        frequencies can be trusted.
+
+        Returns
+        -------
+        ase.vibrations.VibrationsData
+            Frequencies, zero-point energy, modes, as from ``ase.vibrations``.
+        """
+        from ase.vibrations import VibrationsData  # it brings Matplotlib: only when asked
+
+        curvature = self.model_curvature()
+        atoms = self.coordinates.atoms.copy()
+        atoms.positions = self.observations.positions[self.observations.best()]
+        free = self._free_coordinates()
+        indices = np.flatnonzero(free.any(axis=1))
+        hessian = curvature.hessian
+        if not self.periodic and free.all():
+            hessian = without_rigid_motions(hessian, atoms.positions, atoms.get_masses())
+        rows = (3 * indices[:, None] + np.arange(3)).ravel()  # (3f,)
+        return VibrationsData.from_2d(atoms, hessian[np.ix_(rows, rows)], indices=indices)
+
+    def gradient_converged(self, gradient):
+        """ASE's test of the forces, then the model's curvature where they are met.
+
+        Where the model's energy curves down beyond its doubt along a free mode
+        (:attr:`asebo.optimize.model_hessian.ModelCurvature.negative`), a step
+        along it drops the model's energy beyond its doubt there
+        (:func:`asebo.optimize.model_hessian.confident_descent`), and the prior or a
+        configuration computed says so too
+        (:func:`asebo.optimize.model_hessian.evidence_of_descent`), the forces vanish
+        on a saddle: the run goes on with that step (reason
+        ``'curvature'``), at most ``special_cases.curvature_steps`` times. Otherwise a
+        line in the log gives the lowest curvature. Skipped under a cell filter; under
+        a calculator prior the Hessian costs about 8N calls of the prior.
+        """
+        converged = super().gradient_converged(gradient)
+        seen = len(getattr(self, "observations", ()))
+        if not (converged and seen) or self._curvature_checked == seen:
+            return converged
+        self._curvature_checked = seen
+        here = self.atoms.get_positions()
+        if self.coordinates.has_cell or not self._vibrates(here):
+            return converged
+        gp, curvature = self._curvature_at(here)
+        downhill = curvature.negative
+        if len(downhill) and self._curvature_steps < self.settings.special_cases.curvature_steps:
+            mode = curvature.modes[downhill[0]]
+            radius = max(self.trust.radius, self.initial_trust_radius)
+            target = confident_descent(gp, here, mode, radius)
+            computed = (np.asarray(self.observations.positions), self.observations.energies)
+            calculator = gp.prior if self.prior.is_calculator else None
+            if target is not None and evidence_of_descent(calculator, computed, here, mode):
+                self._curvature_steps += 1
+                self._descent = target
+                lowest = curvature.curvatures[downhill[0]]
+                doubt = curvature.uncertainties[downhill[0]]
+                self._write_notes(
+                    [
+                        f"the forces are converged, but the model's energy curves down "
+                        f"({lowest:.3g} ± {doubt:.2g} eV/Å²) along a free mode: a step along it"
+                    ]
+                )
+                return False
+        self._write_notes([f"at convergence, {curvature.summary()}"])
+        return converged
+
     # ---- observations ---------------------------------------------------------------
     def _replay_trajectory(self, traj):
         """Take every frame of ``traj`` not seen before as an observation.
@@ -553,6 +694,9 @@ class BOOptimizer(Optimizer):
         the model's search, then the first stage of :data:`asebo.optimize.stages.STAGES`
         that replaces it. Writes nothing: the notes travel with the proposal."""
         context = self._step_context()
+        if self._descent is not None:
+            positions, self._descent = self._descent, None
+            return Proposal(positions, context.predicted(positions), context.trust, CURVATURE)
         starts, notes = search_starts(context)
         proposal = search(context, starts)
         proposal = replace(proposal, notes=(*context.notes, *notes, *proposal.notes))

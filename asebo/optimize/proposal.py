@@ -20,7 +20,8 @@ SEARCH_FAILED = "search_failed"  # every search failed: a stage must replace it
 TILT = "tilt"  # flat pyramidal centres of the start tilted out of plane
 FORCE_STEP = "force_step"  # a step along the forces: the model had nothing new to offer
 RIGID_MOVE = "rigid_move"  # the model's proposal moved rigidly along the net force and torque
-REASONS = (SEARCH, SEARCH_FAILED, TILT, FORCE_STEP, RIGID_MOVE)
+CURVATURE = "curvature"  # forces converged where the model's energy curves down: a step along it
+REASONS = (SEARCH, SEARCH_FAILED, TILT, FORCE_STEP, RIGID_MOVE, CURVATURE)
 """Every ``reason`` a :class:`Proposal` may give, as recorded in the log and restart file."""
 
 

@@ -119,10 +119,14 @@ class SpecialCases:
     rigid_shrink : float
         The rigid move's length is ``force_step`` times this for every call since
         the lowest energy was found.
+    curvature_steps : int
+        At most this many steps of a run along a negative curvature of the model
+        where the forces are converged (:meth:`asebo.BOOptimizer.gradient_converged`).
     """
 
     flat_centre_tilt: float = 0.1
     rigid_shrink: float = 0.5
+    curvature_steps: int = 2
 
 
 @dataclass(frozen=True)

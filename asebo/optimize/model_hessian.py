@@ -1,0 +1,268 @@
+"""The Hessian of the GP's posterior mean at a configuration, its curvatures and their
+uncertainty: the model's picture of the minimum, at no calculator call.
+
+The Hessian is the central difference of the posterior mean's analytic gradient
+(:meth:`asebo.model.gp.EnergyForceGP.predict`) over a step of
+:data:`STEP` Å, symmetrised; its error is of order ``STEP**2`` times the third
+derivative, far below the model's own uncertainty. The curvatures are its eigenvalues
+in the free coordinates less the rigid motions (translations and, for a molecule with
+no atom held, rotations about the centroid).
+
+The uncertainty of a curvature ``k`` along a unit mode ``v``: where the energy and
+forces of ``x`` are observed, the model's energy at ``x + d v`` is known to first
+order, and its variance grows as that of the second-order term, ``(d^2/2)^2
+Var(k)`` for small ``d``. So ``2 sqrt(Var E(x + d v) - Var E(x)) / d^2`` (the two
+signs of ``d`` averaged) is the posterior standard deviation of the curvature along
+``v``; at :data:`PROBE` Å it stands on a plateau between the energy's noise (below
+about 0.003 Å) and the quartic terms (above about 0.03 Å) (Rasmussen and Williams,
+*Gaussian Processes for Machine Learning*, MIT Press (2006), sec. 9.4, on the
+derivatives of a GP).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from asebo.optimize.rigid import RCOND, rigid_modes
+
+STEP = 1e-4  # Å, of the central difference of the posterior gradient
+PROBE = 0.01  # Å, where the posterior's std along a mode gives its curvature's
+BATCH = 64  # configurations per posterior evaluation: bounds the cross products' memory
+RESOLVED = 3.0  # a curvature is negative beyond doubt below -RESOLVED times its std
+ALONG = 0.7  # cosine: a configuration computed lies along a mode from a point
+
+
+@dataclass(frozen=True)
+class ModelCurvature:
+    """The model's Hessian at a configuration and its curvatures in the free coordinates.
+
+    Attributes
+    ----------
+    hessian : array (3n, 3n)
+        Of the posterior mean, eV/Å², in Cartesian coordinates (atom-major, as
+        :class:`ase.vibrations.VibrationsData` takes it); the prior's part included.
+    curvatures : array (k,)
+        Eigenvalues of the Hessian in the free coordinates less the rigid motions,
+        ascending, eV/Å².
+    modes : array (k, 3n)
+        The unit eigenvectors, one per row.
+    uncertainties : array (k,)
+        Posterior standard deviation of each curvature, eV/Å².
+    """
+
+    hessian: np.ndarray
+    curvatures: np.ndarray
+    modes: np.ndarray
+    uncertainties: np.ndarray
+
+    @property
+    def negative(self):
+        """Indices of the curvatures below ``-RESOLVED`` times their std: directions
+        that lead down beyond the model's doubt."""
+        return np.flatnonzero(self.curvatures < -RESOLVED * self.uncertainties)
+
+    def summary(self):
+        """One line: the lowest curvature, its std, and what the model makes of it.
+
+        The model's curvature along a mode the run never moved along is its prior's:
+        a saddle there (a methyl rotor left eclipsed, say) reads as positive.
+        """
+        if not len(self.curvatures):
+            return "no free coordinate beyond the rigid motions"
+        lowest, doubt = self.curvatures[0], self.uncertainties[0]
+        if len(self.negative):
+            verdict = "a saddle point by the model"
+        elif lowest > RESOLVED * doubt:
+            verdict = "no negative curvature in the model (unexplored modes keep the prior's)"
+        else:
+            verdict = "the model cannot tell the sign of the lowest curvature"
+        return f"lowest model curvature {lowest:.3g} ± {doubt:.2g} eV/Å²: {verdict}"
+
+
+def model_curvature(gp, positions, free, rotations=True):
+    """The :class:`ModelCurvature` of a fitted GP at ``positions``.
+
+    Parameters
+    ----------
+    gp : asebo.model.gp.EnergyForceGP
+        Fitted; its prior, metric and added terms are those of the last fit.
+    positions : array (n, 3)
+        Best where energy and forces are observed there (the uncertainty assumes it).
+    free : bool array (n, 3)
+        Coordinates no constraint holds; the others enter neither the curvatures nor
+        the Hessian's rows (left zero).
+    rotations : bool
+        Whether rotations about the centroid are rigid motions too (a molecule with
+        no atom held; not a periodic cell).
+
+    Returns
+    -------
+    ModelCurvature
+    """
+    positions = np.asarray(positions, dtype=np.float64)
+    n = len(positions)
+    hessian = posterior_hessian(gp, positions, free)  # (3n, 3n)
+    basis = internal_basis(positions, free, rotations)  # (3n, k)
+    curvatures, vectors = np.linalg.eigh(basis.T @ hessian @ basis)  # (k,), (k, k)
+    modes = (basis @ vectors).T  # (k, 3n)
+    offsets = PROBE * modes.reshape(-1, n, 3)  # (k, n, 3)
+    probes = np.concatenate([positions[None], positions + offsets, positions - offsets])
+    variances = np.concatenate([gp.predict(c, return_std=True)[1] for c in _chunks(probes)]) ** 2
+    k = len(curvatures)
+    excess = 0.5 * (variances[1 : 1 + k] + variances[1 + k :]) - variances[0]  # (k,)
+    return ModelCurvature(hessian, curvatures, modes, 2.0 * np.sqrt(excess.clip(0.0)) / PROBE**2)
+
+
+def confident_descent(gp, positions, mode, radius, points=41):
+    """The configuration of lowest model energy along ``±mode`` from ``positions``,
+    where the model's drop there is beyond its doubt; else None.
+
+    The step of a negative curvature: the posterior mean on ``points`` displacements
+    ``t mode``, the largest atomic displacement up to ``radius``, both signs tried.
+    The drop from ``positions`` must exceed :data:`RESOLVED` times the posterior
+    standard deviation there, as a proposal of the search must (Raggi et al., J.
+    Chem. Theory Comput. 16, 3989 (2020), restricted-variance steps): a curvature
+    only slightly negative over a short step promises nothing the model can tell.
+
+    Parameters
+    ----------
+    gp : asebo.model.gp.EnergyForceGP
+    positions : array (n, 3)
+    mode : array (3n,)
+        Unit direction.
+    radius : float
+        Å: the largest atomic displacement.
+
+    Returns
+    -------
+    array (n, 3) or None
+    """
+    positions = np.asarray(positions, dtype=np.float64)
+    direction = np.asarray(mode, dtype=np.float64).reshape(positions.shape)  # (n, 3)
+    scale = radius / np.linalg.norm(direction, axis=1).max()
+    steps = np.linspace(-scale, scale, points)
+    steps = steps[steps != 0.0]  # (points - 1,)
+    candidates = positions[None] + steps[:, None, None] * direction[None]  # (t, n, 3)
+    means = np.concatenate([gp.predict(chunk) for chunk in _chunks(candidates)])
+    lowest = candidates[int(np.argmin(means))]
+    mean, std = gp.predict(np.array([positions, lowest]), return_std=True)  # (2,) each
+    return lowest if mean[0] - mean[1] > RESOLVED * std[1] else None
+
+
+def evidence_of_descent(prior, observations, positions, mode):
+    """Whether the prior or an observation, not the GP's interpolation alone, says the
+    energy falls along ``mode`` from ``positions``.
+
+    The GP's curvature between few observations can turn negative by itself, where its
+    mean reverts towards the prior between them; a step along such a mode costs a call
+    and finds nothing. Evidence is a prior calculator's own curvature along the mode
+    being negative (a cheaper method that knows the saddle), or a configuration
+    computed lower than ``positions`` and displaced from it mostly along the mode
+    (cosine above :data:`ALONG`). A model prior (the Lindh model, the springs) is no
+    evidence: it is harmonic about another configuration, and its curvature away
+    from there is geometry, not chemistry.
+
+    Parameters
+    ----------
+    prior : asebo.model.priors.Prior or None
+        The GP's prior calculator for the current observations; None under a model
+        prior.
+    observations : tuple of arrays
+        Positions (m, n, 3) and energies (m,) computed.
+    positions : array (n, 3)
+    mode : array (3n,)
+        Unit direction.
+    """
+    positions = np.asarray(positions, dtype=np.float64)
+    direction = np.asarray(mode, dtype=np.float64).reshape(positions.shape)  # (n, 3)
+    if prior is not None:
+        ends = positions[None] + PROBE * np.array([1.0, -1.0])[:, None, None] * direction
+        gradients = prior.energies_and_gradients(ends)[1]  # (2, n, 3)
+        if np.sum((gradients[0] - gradients[1]) * direction) / (2 * PROBE) < 0.0:
+            return True
+    computed, energies = observations
+    here = np.argmin(np.abs(computed - positions).reshape(len(computed), -1).max(axis=1))
+    for configuration, energy in zip(computed, energies, strict=True):
+        displacement = (configuration - positions).ravel()  # (3n,)
+        length = np.linalg.norm(displacement)
+        if energy < energies[here] and length > 0:
+            if abs(displacement @ direction.ravel()) > ALONG * length:
+                return True
+    return False
+
+
+def posterior_hessian(gp, positions, free):
+    """Hessian (3n, 3n) of the posterior mean at ``positions`` (n, 3), eV/Å².
+
+    Central differences of the analytic posterior gradient along each free
+    coordinate of ``free`` (n, 3), symmetrised; the rows and columns of held
+    coordinates are zero.
+    """
+    positions = np.asarray(positions, dtype=np.float64)
+    n = len(positions)
+    columns = np.flatnonzero(np.asarray(free).ravel())  # (f,)
+    shifts = np.zeros((2 * len(columns), 3 * n))  # (2f, 3n)
+    shifts[np.arange(len(columns)), columns] = STEP
+    shifts[len(columns) + np.arange(len(columns)), columns] = -STEP
+    configurations = positions[None] + shifts.reshape(-1, n, 3)  # (2f, n, 3)
+    gradients = np.concatenate(
+        [gp.predict(chunk, return_gradient=True)[1] for chunk in _chunks(configurations)]
+    ).reshape(2 * len(columns), 3 * n)  # (2f, 3n)
+    hessian = np.zeros((3 * n, 3 * n))
+    hessian[columns] = (gradients[: len(columns)] - gradients[len(columns) :]) / (2 * STEP)
+    mask = np.zeros(3 * n, dtype=bool)
+    mask[columns] = True
+    hessian[:, ~mask] = 0.0
+    return 0.5 * (hessian + hessian.T)
+
+
+def internal_basis(positions, free, rotations=True):
+    """Orthonormal basis (3n, k) of the free coordinates less the rigid motions.
+
+    With every coordinate free, the translations are removed, and with
+    ``rotations`` the rotations about the centroid too; a molecule held anywhere has
+    no rigid motion left to remove.
+    """
+    free = np.asarray(free, dtype=bool).ravel()  # (3n,)
+    selector = np.eye(len(free))[:, free]  # (3n, f)
+    if not free.all():
+        return selector
+    rigid = rigid_modes(positions)  # (3n, 6)
+    rigid = rigid if rotations else rigid[:, :3]
+    left, values, _ = np.linalg.svd(rigid, full_matrices=False)
+    rigid = left[:, values > RCOND * values.max()]  # linear molecules: two rotations
+    complement = np.linalg.svd(np.eye(len(free)) - rigid @ rigid.T)[0]  # (3n, 3n)
+    return complement[:, : len(free) - rigid.shape[1]]
+
+
+def mass_weighted_internal_basis(positions, masses, rotations=True):
+    """Orthonormal basis (3n, k) of the mass-weighted coordinates ``sqrt(m) x`` less the
+    rigid motions: the vibrations of E. B. Wilson, J. C. Decius, P. C. Cross,
+    *Molecular Vibrations*, McGraw-Hill (1955), ch. 2.
+
+    The rigid motions in these coordinates are the Cartesian ones of
+    :func:`asebo.optimize.rigid.rigid_modes` times ``sqrt(m)``; ``rotations`` False
+    keeps the rotations (a periodic cell).
+    """
+    weights = np.repeat(np.sqrt(np.asarray(masses, dtype=np.float64)), 3)  # (3n,)
+    rigid = rigid_modes(positions) if rotations else rigid_modes(positions)[:, :3]  # (3n, r)
+    left, values, _ = np.linalg.svd(rigid * weights[:, None], full_matrices=False)
+    rigid = left[:, values > RCOND * values.max()]  # a linear molecule: two rotations
+    complement = np.linalg.svd(np.eye(len(weights)) - rigid @ rigid.T)[0]  # (3n, 3n)
+    return complement[:, : len(weights) - rigid.shape[1]]
+
+
+def without_rigid_motions(hessian, positions, masses, rotations=True):
+    """``hessian`` (3n, 3n) with the rigid motions projected out in mass-weighted
+    coordinates: their frequencies become exactly zero, the others unchanged where
+    the energy is invariant."""
+    weights = np.repeat(np.sqrt(np.asarray(masses, dtype=np.float64)), 3)  # (3n,)
+    basis = mass_weighted_internal_basis(positions, masses, rotations)  # (3n, k)
+    projector = basis @ basis.T  # (3n, 3n)
+    weighted = projector @ (hessian / np.outer(weights, weights)) @ projector
+    return weighted * np.outer(weights, weights)
+
+
+def _chunks(configurations):
+    """``configurations`` (b, n, 3) in slices of at most :data:`BATCH`."""
+    return [configurations[i : i + BATCH] for i in range(0, len(configurations), BATCH)]

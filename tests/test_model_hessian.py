@@ -1,0 +1,234 @@
+"""The model's Hessian at a configuration: its curvatures, their uncertainty, the
+vibrations it gives, and the line in the log at convergence."""
+
+import io
+
+import numpy as np
+import pytest
+from ase.build import bulk, molecule
+from ase.calculators.emt import EMT
+from ase.constraints import FixAtoms
+from ase.filters import FrechetCellFilter
+
+import asebo.optimize.model_hessian as model_hessian
+from asebo import BOOptimizer
+from asebo.benchmarks._endpoint_audit import finite_difference_hessian, frequencies, imaginary_modes
+from asebo.optimize.model_hessian import (
+    internal_basis,
+    mass_weighted_internal_basis,
+    model_curvature,
+    posterior_hessian,
+    without_rigid_motions,
+)
+from asebo.optimize.rigid import rigid_modes
+from calculators import get_calculator
+
+
+@pytest.fixture(scope="module")
+def water_run():
+    atoms = molecule("H2O")
+    atoms.rattle(0.05, seed=1)
+    atoms.calc = get_calculator("gfn2")
+    optimizer = BOOptimizer(atoms, logfile=None)
+    assert optimizer.run(fmax=0.01)
+    return optimizer
+
+
+def test_hessian_is_the_jacobian_of_the_posterior_gradient(water_run):
+    gp = water_run.fit_model()
+    x = water_run.observations.positions[water_run.observations.best()]
+    free = np.ones(x.shape, dtype=bool)
+    hessian = posterior_hessian(gp, x, free)  # (9, 9)
+    step = 1e-3  # ten times the module's: agreement shows the differences are converged
+    for index in (0, 4, 8):
+        moved = [x.copy(), x.copy()]
+        moved[0].flat[index] += step
+        moved[1].flat[index] -= step
+        column = (
+            gp.predict(moved[0], return_gradient=True)[1]
+            - gp.predict(moved[1], return_gradient=True)[1]
+        ).ravel() / (2 * step)
+        np.testing.assert_allclose(hessian[index], column, atol=1e-3 * np.abs(hessian).max())
+    np.testing.assert_allclose(hessian, hessian.T)
+
+
+def test_held_coordinates_have_no_rows_and_translations_no_curvature(water_run):
+    gp = water_run.fit_model()
+    x = water_run.observations.positions[water_run.observations.best()]
+    free = np.ones(x.shape, dtype=bool)
+    hessian = posterior_hessian(gp, x, free)
+    translations = rigid_modes(x)[:, :3]  # (9, 3): the invariant kernel cannot bend along them
+    assert np.abs(hessian @ translations).max() < 1e-4 * np.abs(hessian).max()
+    free[0] = False
+    held = posterior_hessian(gp, x, free)
+    assert not held[:3].any() and not held[:, :3].any()
+    np.testing.assert_allclose(held[3:, 3:], hessian[3:, 3:], atol=1e-10)
+
+
+def test_bases_are_orthonormal_and_orthogonal_to_the_rigid_motions():
+    x = molecule("CH3CH2OH").positions
+    basis = internal_basis(x, np.ones(x.shape, dtype=bool))
+    assert basis.shape == (27, 21)
+    np.testing.assert_allclose(basis.T @ basis, np.eye(21), atol=1e-12)
+    assert np.abs(basis.T @ rigid_modes(x)).max() < 1e-10
+    line = molecule("CO2").positions
+    assert internal_basis(line, np.ones(line.shape, dtype=bool)).shape == (9, 4)
+    masses = molecule("CH3CH2OH").get_masses()
+    weighted = mass_weighted_internal_basis(x, masses)
+    weights = np.repeat(np.sqrt(masses), 3)
+    assert np.abs(weighted.T @ (rigid_modes(x) * weights[:, None])).max() < 1e-10
+    held = np.ones(x.shape, dtype=bool)
+    held[0] = False  # an atom held: nothing rigid left to remove
+    assert internal_basis(x, held).shape == (27, 24)
+
+
+def test_rigid_projection_keeps_the_vibrations_of_an_invariant_energy():
+    water = molecule("H2O")
+    hessian = finite_difference_hessian(water, get_calculator("gfn2"))
+    projected = without_rigid_motions(hessian, water.positions, water.get_masses())
+    np.testing.assert_allclose(
+        frequencies(projected, water), frequencies(hessian, water), rtol=1e-6, atol=1e-3
+    )
+
+
+def test_curvature_uncertainty_does_not_depend_on_the_probe(water_run, monkeypatch):
+    # the std of E(x + d v) grows as d²/2 times the curvature's std: the ratio is the std
+    gp = water_run.fit_model()
+    x = water_run.observations.positions[water_run.observations.best()]
+    free = np.ones(x.shape, dtype=bool)
+    found = []
+    for probe in (0.005, 0.015):  # between the noise (below) and the quartic terms
+        monkeypatch.setattr(model_hessian, "PROBE", probe)
+        found.append(model_curvature(gp, x, free).uncertainties)
+    np.testing.assert_allclose(found[0], found[1], rtol=0.15)
+    assert (found[0] > 0).all()
+
+
+def test_water_vibrations_match_the_target_within_the_documented_tolerance(water_run):
+    vibrations = water_run.vibrations()
+    found = vibrations.get_frequencies()
+    assert np.abs(found[:6]).max() < 1e-3  # rigid motions projected out
+    endpoint = molecule("H2O")
+    endpoint.positions = water_run.observations.positions[water_run.observations.best()]
+    target = frequencies(finite_difference_hessian(endpoint, get_calculator("gfn2")), endpoint)
+    np.testing.assert_allclose(found[6:].real, target, rtol=0.05)
+    zero_point = 0.5 * target.sum() * 1.239842e-4  # cm⁻¹ to eV
+    assert vibrations.get_zero_point_energy() == pytest.approx(zero_point, rel=0.02)
+
+
+def test_converged_log_names_the_lowest_curvature_and_a_minimum():
+    atoms = molecule("H2O")
+    atoms.rattle(0.05, seed=1)
+    atoms.calc = get_calculator("gfn2")
+    log = io.StringIO()
+    BOOptimizer(atoms, logfile=log).run(fmax=0.01)
+    lines = [line for line in log.getvalue().splitlines() if "at convergence" in line]
+    assert len(lines) == 1 and "no negative curvature in the model" in lines[0]
+
+
+def test_slab_vibrations_take_the_free_atoms_only():
+    from ase.build import fcc111
+
+    slab = fcc111("Cu", (2, 2, 2), vacuum=5.0)
+    slab.set_constraint(FixAtoms(indices=range(4)))
+    slab.rattle(0.03, seed=0)
+    slab.calc = EMT()
+    optimizer = BOOptimizer(slab, logfile=None)
+    assert optimizer.run(fmax=0.02)
+    vibrations = optimizer.vibrations()
+    assert list(vibrations.get_indices()) == [4, 5, 6, 7]
+    assert optimizer.hessian().shape == (24, 24) and not optimizer.hessian()[:12].any()
+
+
+def test_hessian_is_refused_before_a_run_and_under_a_cell_filter():
+    atoms = bulk("Cu", cubic=True)
+    atoms.calc = EMT()
+    with pytest.raises(RuntimeError, match="no configuration computed yet"):
+        BOOptimizer(atoms, logfile=None).hessian()
+    with pytest.raises(ValueError, match="cell filter"):
+        BOOptimizer(FrechetCellFilter(atoms), logfile=None).hessian()
+
+
+def test_a_calculator_prior_enters_the_converged_curvature():
+    atoms = molecule("CH3OH")
+    atoms.rattle(0.05, seed=0)
+    atoms.calc = get_calculator("gfn2")
+    log = io.StringIO()
+    prior = get_calculator("gfn1")
+    optimizer = BOOptimizer(atoms, logfile=log, prior=prior)
+    assert optimizer.run(fmax=0.01)
+    assert "at convergence, lowest model curvature" in log.getvalue()
+    endpoint = atoms.copy()
+    found = frequencies(optimizer.hessian(), endpoint)
+    target = frequencies(finite_difference_hessian(endpoint, get_calculator("gfn2")), endpoint)
+    np.testing.assert_allclose(found[-6:], target[-6:], rtol=0.05)  # the stretches
+
+
+def planar_ammonia_and_two_pyramids():
+    """Planar NH3 at its stationary point (a saddle), and two frames with the nitrogen
+    0.1 Å out of plane on either side, each with GFN2-xTB's energy and forces."""
+    from ase.calculators.singlepoint import SinglePointCalculator
+    from ase.optimize import BFGS
+
+    planar = molecule("NH3")
+    planar.positions[:, 2] = 0.0
+    planar.calc = get_calculator("gfn2")
+    BFGS(planar, logfile=None).run(fmax=1e-3)  # the forces keep the plane
+    frames = []
+    for height in (0.1, -0.1):
+        frame = planar.copy()
+        frame.positions[0, 2] += height
+        frame.calc = get_calculator("gfn2")
+        energy, forces = frame.get_potential_energy(), frame.get_forces()
+        frame.calc = SinglePointCalculator(frame, energy=energy, forces=forces)
+        frames.append(frame)
+    planar = planar.copy()
+    planar.calc = get_calculator("gfn2")
+    return planar, frames
+
+
+def test_converged_forces_on_a_saddle_the_model_sees_lead_on_to_the_minimum():
+    planar, frames = planar_ammonia_and_two_pyramids()
+    assert np.abs(planar.get_forces()).max() < 1e-3  # converged where it starts
+    log = io.StringIO()
+    optimizer = BOOptimizer(planar, logfile=log, observations=frames)
+    assert optimizer.run(fmax=0.05)
+    assert optimizer.reasons[0] == "curvature"
+    assert "curves down" in log.getvalue()
+    assert abs(planar.positions[0, 2] - planar.positions[1:, 2].mean()) > 0.3  # pyramidal
+    assert imaginary_modes(planar, get_calculator("gfn2")) == []
+
+
+def test_curvature_steps_are_limited_by_the_setting():
+    from asebo.optimize.settings import SpecialCases
+
+    planar, frames = planar_ammonia_and_two_pyramids()
+    optimizer = BOOptimizer(
+        planar,
+        logfile=None,
+        observations=frames,
+        special_cases=SpecialCases(curvature_steps=0),
+    )
+    assert optimizer.run(fmax=0.05) and optimizer.nsteps == 0  # stops on the saddle
+
+
+def test_evidence_of_descent_comes_from_a_prior_calculator_or_a_lower_configuration():
+    from asebo.model.priors import CalculatorPrior
+    from asebo.optimize.model_hessian import evidence_of_descent
+
+    planar, frames = planar_ammonia_and_two_pyramids()
+    umbrella = np.zeros((4, 3))
+    umbrella[0, 2] = 1.0  # the nitrogen out of plane: down on both sides
+    sideways = np.zeros((4, 3))
+    sideways[1, 0] = 1.0  # a hydrogen moved in the plane: up
+    computed = (np.array([planar.positions]), np.array([planar.get_potential_energy()]))
+    prior = CalculatorPrior(get_calculator("gfn2"), planar)
+    assert evidence_of_descent(prior, computed, planar.positions, umbrella.ravel())
+    assert not evidence_of_descent(prior, computed, planar.positions, sideways.ravel())
+    assert not evidence_of_descent(None, computed, planar.positions, umbrella.ravel())
+    lower = (
+        np.array([planar.positions, frames[0].positions]),
+        np.array([planar.get_potential_energy(), frames[0].get_potential_energy()]),
+    )
+    assert evidence_of_descent(None, lower, planar.positions, umbrella.ravel())
+    assert not evidence_of_descent(None, lower, planar.positions, sideways.ravel())
