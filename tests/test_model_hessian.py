@@ -52,6 +52,52 @@ def test_hessian_is_the_jacobian_of_the_posterior_gradient(water_run):
     np.testing.assert_allclose(hessian, hessian.T)
 
 
+@pytest.mark.parametrize(
+    "kernel, prior",
+    [
+        ("internal", None),
+        ("anisotropic", None),
+        ("svd", None),
+        ("cartesian", None),
+        ("internal", "gfn1"),
+        ("periodic", None),
+    ],
+)
+def test_hessian_matches_the_posterior_gradient_for_every_kernel_and_prior(kernel, prior):
+    if kernel == "periodic":
+        from ase.build import fcc111
+
+        atoms = fcc111("Cu", (2, 2, 2), vacuum=5.0)
+        atoms.set_constraint(FixAtoms(indices=range(4)))
+        atoms.rattle(0.05, seed=0)
+        atoms.calc = EMT()
+    else:
+        atoms = molecule("H2O")
+        atoms.rattle(0.05, seed=2)
+        atoms.calc = get_calculator("gfn2")
+    optimizer = BOOptimizer(
+        atoms,
+        logfile=None,
+        kernel=kernel,
+        prior=None if prior is None else get_calculator(prior),
+    )
+    optimizer.run(fmax=0.05, steps=3)
+    gp = optimizer.fit_model()
+    x = optimizer.observations.positions[optimizer.observations.best()]
+    free = np.ones(x.shape, dtype=bool)
+    for constraint in atoms.constraints:
+        free[constraint.index] = False  # the slab's bottom layer
+    hessian = posterior_hessian(gp, x, free)
+    step = 1e-3
+    for index in np.flatnonzero(free.ravel())[[0, -1]]:
+        moved = [x.copy(), x.copy()]
+        moved[0].flat[index] += step
+        moved[1].flat[index] -= step
+        ends = [gp.predict(end, return_gradient=True)[1] for end in moved]
+        column = (ends[0] - ends[1]).ravel() / (2 * step) * free.ravel()
+        np.testing.assert_allclose(hessian[index], column, atol=2e-3 * np.abs(hessian).max())
+
+
 def test_held_coordinates_have_no_rows_and_translations_no_curvature(water_run):
     gp = water_run.fit_model()
     x = water_run.observations.positions[water_run.observations.best()]
