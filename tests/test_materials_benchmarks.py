@@ -248,3 +248,16 @@ def test_relax_refuses_an_unknown_cell_filter_before_any_call():
     with pytest.raises(ValueError, match="unknown cell filter 'frechett': choose among frechet"):
         relax(emt_cells()[0].start(0), "bfgs", calc, cell_filter="frechett")
     assert calc.ncalls == 0
+
+
+def test_a_system_keeps_its_own_calculator_options_under_those_of_the_preset_name():
+    pytest.importorskip("gpaw")
+    from asebo.benchmarks.cells import GPAW_PRESET
+
+    magnesia = next(s for s in gpaw_cells() if s.name == "MgO_rocksalt")
+    default = _materials.system_calculator(GPAW_PRESET, magnesia)
+    assert default.options["ecut"] == 600 and default.options["kpts"] == (2, 2, 2)
+    chosen = _materials.system_calculator("gpaw:mode=pw,ecut=450", magnesia)
+    assert chosen.options["ecut"] == 450 and chosen.options["kpts"] == (2, 2, 2)
+    silicon = next(s for s in gpaw_cells() if s.name == "Si_diamond")
+    assert _materials.system_calculator(GPAW_PRESET, silicon).options["ecut"] == 300

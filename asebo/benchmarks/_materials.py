@@ -47,7 +47,8 @@ class MaterialSystem:
         Every component of the symmetric strain applied to the cell in a start is drawn
         uniformly from ``[-strain, strain]`` (0: the cell is kept).
     calc_options : dict
-        Keyword arguments of the calculator preset for this system (k-points).
+        Keyword arguments of the calculator preset for this system (k-points, a cutoff);
+        options written in the preset's name (``--calc gpaw:ecut=500``) override them.
     """
 
     name: str
@@ -168,6 +169,15 @@ def _check(args):
         raise SystemExit(f"--fmax must be > 0, got {args.fmax}")
 
 
+def system_calculator(calc, system):
+    """A fresh calculator of the preset ``calc`` for ``system``: the system's own options
+    (:attr:`MaterialSystem.calc_options`) under those written in ``calc``."""
+    from calculators import get_calculator, parse_preset
+
+    name, options = parse_preset(calc)
+    return get_calculator(name, **{**system.calc_options, **options})
+
+
 def relax_start(task):
     """One relaxation of a benchmark: ``(row, label, result)``.
 
@@ -193,14 +203,12 @@ def relax_start(task):
     import torch
 
     from asebo.campaign.relax import EnergyRecorder, relax
-    from calculators import get_calculator
-
     torch.set_num_threads(1)
     system, start, label, calc, fmax, steps, cell_filter = task
     row = f"{system.name}/{start + 1}"
     optimizer, _, prior = label.partition("+")
     try:
-        counter = EnergyRecorder(get_calculator(calc, **system.calc_options))
+        counter = EnergyRecorder(system_calculator(calc, system))
     except Exception as error:  # e.g. a calculator package that is not installed
         return row, label, _failure(error, 0)
     try:
