@@ -135,8 +135,8 @@ def test_chgnet_forces_and_stress_are_derivatives_of_its_energy():
     slope = (ends[0] - ends[1]) / (2 * strain)
     assert atoms.get_volume() * np.trace(stress) == pytest.approx(slope, abs=0.02)
     # ASE's cell filters take the free energy, which CHGNet stores as its energy
-    energy = computed.get_potential_energy()
-    assert FrechetCellFilter(computed).get_potential_energy() == pytest.approx(energy)
+    own = computed.get_potential_energy()
+    assert FrechetCellFilter(computed).get_potential_energy() == pytest.approx(own)
 
 
 def test_preset_keywords_reach_the_calculator():

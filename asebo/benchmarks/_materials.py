@@ -203,6 +203,7 @@ def relax_start(task):
     import torch
 
     from asebo.campaign.relax import EnergyRecorder, relax
+
     torch.set_num_threads(1)
     system, start, label, calc, fmax, steps, cell_filter = task
     row = f"{system.name}/{start + 1}"

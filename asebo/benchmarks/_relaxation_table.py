@@ -84,12 +84,13 @@ def _run_one(task):
         result = relax(atoms, optimizer, calc, fmax, steps, prior=prior or None)
     except Exception as error:  # a failed run is reported, the others go on
         return path.stem, label, {"error": f"{type(error).__name__}: {error}"}
-    endpoint = atoms.copy()
-    endpoint.positions = result.pop("positions")
+    positions = result.pop("positions")
     if audit:
         from asebo.benchmarks._endpoint_audit import imaginary_modes
         from calculators import get_calculator
 
+        endpoint = atoms.copy()
+        endpoint.positions = positions
         result["imaginary"] = imaginary_modes(endpoint, get_calculator(calc))
     return path.stem, label, result
 

@@ -104,12 +104,13 @@ def compare_one(task):
     except Exception as error:  # noqa: BLE001  reported in the table; the sweep goes on
         return name, {"error": f"{type(error).__name__}: {error}"}
     for result in (reference, bo):
-        endpoint = atoms.copy()
-        endpoint.positions = result.pop("positions")
+        positions = result.pop("positions")
         if audit:
             from asebo.benchmarks._endpoint_audit import imaginary_modes
             from calculators import get_calculator
 
+            endpoint = atoms.copy()
+            endpoint.positions = positions
             result["imaginary"] = imaginary_modes(endpoint, get_calculator(calc))
     return name, {"atoms": len(atoms), "lbfgs": reference, "bo": bo}
 

@@ -14,6 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from ase import units
 
 from asebo.benchmarks._relaxation_table import DATA_DIR, molecule_files
 
@@ -83,8 +84,6 @@ def compare_one(task):
 
 def zero_point_energy(wavenumbers):
     """Zero-point energy, eV, of the real frequencies (k,) in cm⁻¹."""
-    from ase import units
-
     wavenumbers = np.asarray(wavenumbers)
     return 0.5 * wavenumbers[wavenumbers > 0].sum() * units.invcm
 

@@ -157,7 +157,8 @@ def run(args):
 
 def _write_vibrations(opt, path):
     """Write the model's vibrations at the lowest configuration to ``path`` and say so."""
-    vibrations = opt.vibrations()
+    curvature = opt.model_curvature()
+    vibrations = opt.vibrations(curvature)
     path.unlink(missing_ok=True)  # ASE's writer refuses an existing file
     vibrations.write(str(path))
     wavenumbers = vibrations.get_energies() / units.invcm
@@ -166,5 +167,5 @@ def _write_vibrations(opt, path):
     lowest = f"{real.min():.0f} cm⁻¹" if len(real) else "none"
     print(
         f"model vibrations written to {path}: lowest real frequency {lowest}, zero-point "
-        f"energy {vibrations.get_zero_point_energy():.4f} eV ({opt.model_curvature().summary()})"
+        f"energy {vibrations.get_zero_point_energy():.4f} eV ({curvature.summary()})"
     )

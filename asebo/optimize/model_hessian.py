@@ -180,15 +180,12 @@ def evidence_of_descent(prior, observations, positions, mode):
         gradients = prior.energies_and_gradients(ends)[1]  # (2, n, 3)
         if np.sum((gradients[0] - gradients[1]) * direction) / (2 * PROBE) < 0.0:
             return True
-    computed, energies = observations
+    computed, energies = (np.asarray(array) for array in observations)
     here = np.argmin(np.abs(computed - positions).reshape(len(computed), -1).max(axis=1))
-    for configuration, energy in zip(computed, energies, strict=True):
-        displacement = (configuration - positions).ravel()  # (3n,)
-        length = np.linalg.norm(displacement)
-        if energy < energies[here] and length > 0:
-            if abs(displacement @ direction.ravel()) > ALONG * length:
-                return True
-    return False
+    lower = computed[energies < energies[here]] - positions  # (l, n, 3)
+    displacements = lower.reshape(len(lower), positions.size)  # (l, 3n)
+    along = np.abs(displacements @ direction.ravel())  # (l,)
+    return bool(np.any(along > ALONG * np.linalg.norm(displacements, axis=1)))
 
 
 def posterior_hessian(gp, positions, free):
@@ -210,9 +207,7 @@ def posterior_hessian(gp, positions, free):
     ).reshape(2 * len(columns), 3 * n)  # (2f, 3n)
     hessian = np.zeros((3 * n, 3 * n))
     hessian[columns] = (gradients[: len(columns)] - gradients[len(columns) :]) / (2 * STEP)
-    mask = np.zeros(3 * n, dtype=bool)
-    mask[columns] = True
-    hessian[:, ~mask] = 0.0
+    hessian[:, ~np.asarray(free).ravel()] = 0.0
     return 0.5 * (hessian + hessian.T)
 
 
@@ -224,15 +219,9 @@ def internal_basis(positions, free, rotations=True):
     no rigid motion left to remove.
     """
     free = np.asarray(free, dtype=bool).ravel()  # (3n,)
-    selector = np.eye(len(free))[:, free]  # (3n, f)
     if not free.all():
-        return selector
-    rigid = rigid_modes(positions)  # (3n, 6)
-    rigid = rigid if rotations else rigid[:, :3]
-    left, values, _ = np.linalg.svd(rigid, full_matrices=False)
-    rigid = left[:, values > RCOND * values.max()]  # linear molecules: two rotations
-    complement = np.linalg.svd(np.eye(len(free)) - rigid @ rigid.T)[0]  # (3n, 3n)
-    return complement[:, : len(free) - rigid.shape[1]]
+        return np.eye(len(free))[:, free]  # (3n, f)
+    return _complement(_rigid(positions, rotations))
 
 
 def mass_weighted_internal_basis(positions, masses, rotations=True):
@@ -245,11 +234,22 @@ def mass_weighted_internal_basis(positions, masses, rotations=True):
     keeps the rotations (a periodic cell).
     """
     weights = np.repeat(np.sqrt(np.asarray(masses, dtype=np.float64)), 3)  # (3n,)
-    rigid = rigid_modes(positions) if rotations else rigid_modes(positions)[:, :3]  # (3n, r)
-    left, values, _ = np.linalg.svd(rigid * weights[:, None], full_matrices=False)
-    rigid = left[:, values > RCOND * values.max()]  # a linear molecule: two rotations
-    complement = np.linalg.svd(np.eye(len(weights)) - rigid @ rigid.T)[0]  # (3n, 3n)
-    return complement[:, : len(weights) - rigid.shape[1]]
+    return _complement(_rigid(positions, rotations) * weights[:, None])
+
+
+def _rigid(positions, rotations):
+    """Displacements (3n, 6) of the rigid motions, (3n, 3) of the translations alone."""
+    modes = rigid_modes(positions)
+    return modes if rotations else modes[:, :3]
+
+
+def _complement(rigid):
+    """Orthonormal basis (3n, k) of the complement of the span of ``rigid`` (3n, r);
+    a direction of relative size below ``RCOND`` (a linear molecule's axis) is none."""
+    left, values, _ = np.linalg.svd(rigid, full_matrices=False)
+    span = left[:, values > RCOND * values.max()]  # (3n, r')
+    complement = np.linalg.svd(np.eye(len(rigid)) - span @ span.T)[0]  # (3n, 3n)
+    return complement[:, : len(rigid) - span.shape[1]]
 
 
 def without_rigid_motions(hessian, positions, masses, rotations=True):

@@ -503,29 +503,36 @@ class BOOptimizer(Optimizer):
     def _curvature_at(self, positions):
         """The GP fitted to every observation, and its curvature at ``positions``."""
         gp, _ = self._fitted_model()
+        return gp, model_curvature(gp, positions, *self._free_and_rotations())
+
+    def _free_and_rotations(self):
+        """The free coordinates (N, 3), and whether rotations are rigid motions too (a
+        molecule with no coordinate held)."""
         free = self._free_coordinates()
-        rotations = not self.periodic and bool(free.all())
-        return gp, model_curvature(gp, positions, free, rotations)
+        return free, not self.periodic and bool(free.all())
 
     def _vibrates(self, positions):
         """Whether ``positions`` (N, 3) have a free coordinate beyond the rigid motions
         (not one atom alone, nor atoms all held)."""
-        free = self._free_coordinates()
-        rotations = not self.periodic and bool(free.all())
-        return internal_basis(positions, free, rotations).shape[1] > 0
+        return internal_basis(positions, *self._free_and_rotations()).shape[1] > 0
 
     def hessian(self):
         """The model's Hessian (3N, 3N), eV/Å², at the lowest-energy configuration
         computed (:meth:`model_curvature`); no calculator call."""
         return self.model_curvature().hessian
 
-    def vibrations(self):
+    def vibrations(self, curvature=None):
         """Harmonic vibrations of the model's Hessian at the lowest-energy configuration.
 
         The atoms with a free coordinate vibrate; for a molecule with no atom held the
         rigid motions are projected out (exactly zero frequencies). The uncertainty of
         each curvature is in :meth:`model_curvature`; the docs say where the model's
         frequencies can be trusted.
+
+        Parameters
+        ----------
+        curvature : asebo.optimize.model_hessian.ModelCurvature, optional
+            :meth:`model_curvature` at the lowest configuration, where already at hand.
 
         Returns
         -------
@@ -534,13 +541,13 @@ class BOOptimizer(Optimizer):
         """
         from ase.vibrations import VibrationsData  # it brings Matplotlib: only when asked
 
-        curvature = self.model_curvature()
+        curvature = self.model_curvature() if curvature is None else curvature
         atoms = self.coordinates.atoms.copy()
         atoms.positions = self.observations.positions[self.observations.best()]
-        free = self._free_coordinates()
+        free, rotations = self._free_and_rotations()
         indices = np.flatnonzero(free.any(axis=1))
         hessian = curvature.hessian
-        if not self.periodic and free.all():
+        if rotations:
             hessian = without_rigid_motions(hessian, atoms.positions, atoms.get_masses())
         rows = (3 * indices[:, None] + np.arange(3)).ravel()  # (3f,)
         return VibrationsData.from_2d(atoms, hessian[np.ix_(rows, rows)], indices=indices)
