@@ -4,7 +4,7 @@ import pytest
 from ase.calculators.emt import EMT
 from ase.io import read
 
-from asebo.benchmarks import baker, druglike, druglike2, druglike3, rough, s22
+from asebo.benchmarks import baker, druglike, druglike2, druglike3, large, rough, s22
 from asebo.campaign.relax import relax
 from asebo.cli import main
 
@@ -48,6 +48,24 @@ def test_the_check_sets_hold_other_molecules_rebuilt_from_their_smiles():
         assert abs(built.positions - read(f).positions).max() < 1e-4
     # rough starts: raw embeddings, no force field
     assert all("no force field" in f.read_text().splitlines()[1] for f in starts)
+
+
+def test_the_large_set_holds_flexible_molecules_of_50_to_150_atoms_from_their_smiles():
+    from asebo.smiles import molecule_from_smiles
+
+    files = sorted(large.DEFAULT_DIR.glob("*.xyz"))
+    assert len(files) >= 12
+    sizes = [len(read(f)) for f in files]
+    assert min(sizes) >= 50 and max(sizes) <= 150
+    shipped = {
+        f.stem for s in (baker, druglike, druglike2, druglike3) for f in s.DEFAULT_DIR.glob("*.xyz")
+    }
+    assert not {f.stem for f in files} & shipped
+    for f in files[:2]:
+        name, smiles = f.read_text().splitlines()[1].split()[:2]
+        assert name == f.stem
+        built = molecule_from_smiles(smiles, random_state=3)
+        assert abs(built.positions - read(f).positions).max() < 1e-4
 
 
 def test_the_s22_set_is_ases_collection():

@@ -19,7 +19,7 @@ from asebo.model.internals import (
     bend_angles,
     dihedral_angles,
     faded_torsions,
-    out_of_plane,
+    out_of_plane_angles,
 )
 from asebo.model.lindh import LindhModel, lindh_weights, out_of_plane_quadruples
 from asebo.model.metric import InternalMetric, model_hessian
@@ -138,7 +138,25 @@ def test_out_of_plane_is_the_sine_of_the_angle_to_the_plane():
         [[1.0, 0, 0], [0, 0, 0], [0, 1, 0], [-np.cos(angle), 0, np.sin(angle)]],
         dtype=torch.float64,
     )
-    assert out_of_plane(points).item() == pytest.approx(np.sin(angle))
+    sine, _ = out_of_plane_angles(points[None], torch.arange(4)[None])
+    assert sine.item() == pytest.approx(np.sin(angle))
+
+
+def test_out_of_plane_derivatives_match_finite_differences():
+    rng = np.random.default_rng(4)
+    x = torch.as_tensor(rng.normal(size=(2, 6, 3)))  # two configurations of six atoms
+    quadruples = torch.tensor([[0, 1, 2, 3], [4, 1, 5, 0], [2, 3, 4, 5]])
+    _, derivatives = out_of_plane_angles(x, quadruples)  # (2, 3, 4, 3)
+    h = 1e-6
+    for q, quadruple in enumerate(quadruples):
+        for slot, atom in enumerate(quadruple):
+            for axis in range(3):
+                shift = torch.zeros_like(x)
+                shift[:, atom, axis] = h
+                up, _ = out_of_plane_angles(x + shift, quadruple[None])
+                down, _ = out_of_plane_angles(x - shift, quadruple[None])
+                numeric = (up - down)[:, 0] / (2 * h)  # (2,)
+                assert torch.allclose(derivatives[:, q, slot, axis], numeric, atol=1e-7)
 
 
 @pytest.fixture(scope="module")

@@ -42,6 +42,20 @@ def test_forces_are_minus_the_gradient(name):
     np.testing.assert_allclose(forces, numerical_forces(model, moved), atol=1e-6)
 
 
+def test_a_batch_of_configurations_gives_each_ones_energy_and_forces():
+    atoms = molecule("CH3CH2OH")
+    model = LindhModel(atoms.positions, atoms.numbers, out_of_plane_constant=0.1)
+    rng = np.random.default_rng(5)
+    batch = atoms.positions + 0.1 * rng.normal(size=(4, *atoms.positions.shape))  # (4, n, 3)
+    energies, gradients = model.energies_and_gradients(batch)
+    assert energies.shape == (4,) and gradients.shape == batch.shape
+    for configuration, energy, gradient in zip(batch, energies, gradients):
+        alone, forces = model.energy_and_forces(configuration)
+        assert energy == pytest.approx(alone, rel=1e-13)
+        np.testing.assert_allclose(gradient, -forces, atol=1e-12)
+        np.testing.assert_allclose(-gradient, numerical_forces(model, configuration), atol=1e-6)
+
+
 def test_minimum_at_the_reference_and_invariant_to_rigid_motion():
     atoms = molecule("CH3CH2OH")
     model = LindhModel(atoms.positions, atoms.numbers)

@@ -150,6 +150,21 @@ def test_curvature_uncertainty_does_not_depend_on_the_probe(water_run, monkeypat
     assert (found[0] > 0).all()
 
 
+def test_the_convergence_check_probes_the_lowest_and_non_positive_curvatures_only(water_run):
+    gp = water_run.fit_model()
+    x = water_run.observations.positions[water_run.observations.best()]
+    free = np.ones(x.shape, dtype=bool)
+    every = model_curvature(gp, x, free)
+    few = model_curvature(gp, x, free, every_uncertainty=False)
+    np.testing.assert_array_equal(few.curvatures, every.curvatures)
+    probed = (every.curvatures <= 0) | (np.arange(len(every.curvatures)) == 0)
+    # the probes come in other batches: the variances differ in their last digits
+    np.testing.assert_allclose(few.uncertainties[probed], every.uncertainties[probed], rtol=1e-6)
+    assert np.isnan(few.uncertainties[~probed]).all() and probed.sum() < len(probed)
+    assert few.summary() == every.summary()
+    np.testing.assert_array_equal(few.negative, every.negative)
+
+
 def test_water_vibrations_match_the_target_within_the_documented_tolerance(water_run):
     vibrations = water_run.vibrations()
     found = vibrations.get_frequencies()
@@ -278,3 +293,38 @@ def test_evidence_of_descent_comes_from_a_prior_calculator_or_a_lower_configurat
     )
     assert evidence_of_descent(None, lower, planar.positions, umbrella.ravel())
     assert not evidence_of_descent(None, lower, planar.positions, sideways.ravel())
+
+
+def test_quadratic_drop_is_the_drop_to_the_minimum_of_a_quadratic():
+    rng = np.random.default_rng(2)
+    basis, _ = np.linalg.qr(rng.normal(size=(6, 6)))
+    curvatures = np.array([-0.5, 0.1, 0.4, 1.0, 3.0, 8.0])  # one negative: skipped
+    hessian = basis @ np.diag(curvatures) @ basis.T
+    x = rng.normal(size=6)
+    gradient = hessian @ x  # E = x^T H x / 2 about the origin
+    curvature = model_hessian.ModelCurvature(hessian, curvatures, basis.T, np.zeros(6))
+    up = basis[:, 1:]  # the modes of positive curvature
+    # on those modes the minimum of the quadratic is their own origin
+    expected = 0.5 * (up.T @ x) @ np.diag(curvatures[1:]) @ (up.T @ x)
+    assert curvature.quadratic_drop(gradient) == pytest.approx(expected, rel=1e-12)
+    assert curvature.quadratic_drop(gradient.reshape(2, 3)) == pytest.approx(expected)
+
+
+def test_a_run_goes_on_while_the_models_quadratic_leaves_a_drop_above_the_setting():
+    from asebo.optimize.settings import SpecialCases
+
+    def relaxed(special_cases):
+        atoms = molecule("CH3CH2OH")
+        atoms.rattle(0.05, seed=3)
+        atoms.calc = get_calculator("gfn2")
+        log = io.StringIO()
+        optimizer = BOOptimizer(atoms, logfile=log, special_cases=special_cases)
+        assert optimizer.run(fmax=0.3)
+        drop = optimizer.model_curvature().quadratic_drop(-atoms.get_forces())
+        return atoms.get_potential_energy(), drop, log.getvalue()
+
+    loose, loose_drop, _ = relaxed(SpecialCases())
+    assert loose_drop > 1e-3  # stopped by the loose forces well above the model's minimum
+    tight, tight_drop, log = relaxed(SpecialCases(quadratic_drop=1e-3))
+    assert "quadratic puts its minimum" in log
+    assert tight_drop <= 1e-3 and tight < loose - 1e-3

@@ -652,3 +652,24 @@ def test_a_planar_centre_relaxed_from_a_pyramidal_start_converges(folded, tmp_pa
     assert isinstance(opt.gp.metric, HessianMetric)
     resumed = BOOptimizer(pyramidal_formaldehyde(), logfile=None, restart=restart)
     assert isinstance(resumed.fit_model().metric, HessianMetric)
+
+
+def test_the_search_keeps_botorchs_warnings_out_of_the_users_way():
+    import warnings
+
+    from ase.build import bulk
+    from ase.calculators.emt import EMT
+    from ase.filters import FrechetCellFilter
+    from botorch.exceptions.warnings import BotorchWarning
+    from gpytorch.utils.warnings import NumericalWarning
+
+    atoms = bulk("Au") * 2
+    atoms.rattle(stdev=0.005, seed=1)
+    atoms.calc = EMT()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # a cell near its minimum: searches start where the model's variance is below
+        # GPyTorch's floor, which it raises with a NumericalWarning
+        BOOptimizer(FrechetCellFilter(atoms, exp_cell_factor=1.0), logfile=None).run(fmax=0.005)
+    noise = (BotorchWarning, NumericalWarning)
+    assert not [w for w in caught if issubclass(w.category, noise)]

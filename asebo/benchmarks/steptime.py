@@ -11,6 +11,10 @@ figure does not depend on the load of a shared machine. Prints, for each value o
 ``--observations``, the time per step over the window centred on it, and the peak
 resident memory of the process (which includes the roughly 0.3 GB of the loaded
 libraries).
+
+With ``--fmax`` the run is a relaxation as a user runs it instead: to that force
+threshold (at most ``--steps`` steps), and the table gives the time per step averaged
+over the whole run, first steps included, and over its first ten steps.
 """
 
 import json
@@ -43,6 +47,13 @@ def add_arguments(parser):
     )
     parser.add_argument("--calc", default="gfn2")
     parser.add_argument(
+        "--fmax",
+        type=float,
+        default=None,
+        help="relax to this force threshold and average over the whole run instead",
+    )
+    parser.add_argument("--steps", type=int, default=300, help="most steps with --fmax")
+    parser.add_argument(
         "--json",
         default=None,
         help="also write every step's time and peak memory to this file "
@@ -50,8 +61,8 @@ def add_arguments(parser):
     )
 
 
-def step_times(atoms, calc, steps, marks=None):
-    """Processor seconds outside the calculator of each of ``steps`` BOOptimizer steps.
+def step_times(atoms, calc, steps, marks=None, fmax=1e-8):
+    """Processor seconds outside the calculator of each BOOptimizer step of a run.
 
     Parameters
     ----------
@@ -60,13 +71,16 @@ def step_times(atoms, calc, steps, marks=None):
     calc : str or ase calculator
         Calculator preset, or a calculator.
     steps : int
+        Steps to run: all of them at the default ``fmax``, which no run reaches.
     marks : list, optional
         Receives ``(processor time, calculator time, peak resident bytes)`` after
         every step.
+    fmax : float
+        Force threshold of the run, eV/Å.
 
     Returns
     -------
-    ndarray of shape (steps,)
+    ndarray of shape (steps taken,)
         Entry ``i`` is the step that follows observation ``i + 1``.
     """
     from asebo import BOOptimizer
@@ -80,7 +94,7 @@ def step_times(atoms, calc, steps, marks=None):
     optimizer.attach(
         lambda: marks.append((time.process_time(), counter.cpu_time, peak_resident_bytes()))
     )
-    optimizer.run(fmax=1e-8, steps=steps)
+    optimizer.run(fmax=fmax, steps=steps)
     times = np.array([m[:2] for m in marks])  # (steps + 1, 2)
     return np.diff(times[:, 0]) - np.diff(times[:, 1])
 
@@ -104,6 +118,9 @@ def run(args):
 
     torch.set_num_threads(1)
     atoms, name = _structure(args)
+    if args.fmax is not None:
+        _whole_run(atoms, name, args)
+        return
     firsts = [max(1, centre - args.window // 2) for centre in sorted(args.observations)]
     windows = [(first, first + args.window) for first in firsts]
     marks = []
@@ -134,3 +151,23 @@ def run(args):
             f"| {first}-{last - 1} | {window.mean():.3f}, {np.median(window):.3f}, "
             f"{window.max():.3f} | {peaks[last - 1]:.2f} |"
         )
+
+
+def _whole_run(atoms, name, args):
+    """Relax ``atoms`` to ``args.fmax`` and print the time per step over the run."""
+    marks = []
+    times = step_times(atoms, args.calc, args.steps, marks, fmax=args.fmax)
+    peak = max(m[2] for m in marks) / 2**30
+    if args.json:
+        with open(args.json, "w") as fd:
+            json.dump({"molecule": name, "atoms": len(atoms), "seconds": times.tolist()}, fd)
+    print(f"{name}: {len(atoms)} atoms, {args.calc}, one thread, fmax {args.fmax:g}")
+    print(
+        "| atoms | calls | s per step outside the calculator, whole run (mean, max) "
+        "| first 10 steps (mean) | peak resident memory, GiB |"
+    )
+    print("|---|---|---|---|---|")
+    print(
+        f"| {len(atoms)} | {len(times) + 1} | {times.mean():.3f}, {times.max():.3f} "
+        f"| {times[:10].mean():.3f} | {peak:.2f} |"
+    )

@@ -2,13 +2,12 @@ r"""Primitive internal coordinates and their Wilson B matrix, batched in PyTorch
 
 Bond lengths, bend angles, torsions and out-of-plane angles of configurations ``x``
 (b, n, 3), with their derivatives with respect to the positions of the two, three or
-four atoms each involves (Wilson, Decius and Cross, *Molecular Vibrations*,
-McGraw-Hill (1955), ch. 4): the first two in closed form, the four-atom terms by
-closed form for stretches, bends and dihedrals (Blondel and Karplus, J. Comput. Chem.
-17, 1132 (1996)), the out-of-plane angle by automatic differentiation of each
-quadruple. A torsion enters as its twist from a reference value, wrapped to (-pi, pi]
-and faded to zero as one of its bends straightens or folds, where the dihedral is
-undefined: smooth everywhere, where the bare dihedral's derivative diverges.
+four atoms each involves, all in closed form (Wilson, Decius and Cross, *Molecular
+Vibrations*, McGraw-Hill (1955), ch. 4; dihedrals after Blondel and Karplus,
+J. Comput. Chem. 17, 1132 (1996)). A torsion enters as its twist from a reference
+value, wrapped to (-pi, pi] and faded to zero as one of its bends straightens or
+folds, where the dihedral is undefined: smooth everywhere, where the bare dihedral's
+derivative diverges.
 
 This is the one implementation of the internal-coordinate geometry:
 :class:`asebo.model.metric.InternalMetric` builds its curvilinear features from it,
@@ -42,21 +41,38 @@ def bond_lengths(x, pairs):
     return length, torch.stack([unit, -unit], dim=-2)
 
 
-def bend_angles(x, triples):
-    """Angles (b, t) at the middle atom of ``triples`` (t, 3) and their derivatives
-    (b, t, 3, 3) with respect to the three atoms. At a straight angle the direction
-    of bending is undefined and the derivative is set to zero."""
-    u = x[..., triples[:, 0], :] - x[..., triples[:, 1], :]
-    v = x[..., triples[:, 2], :] - x[..., triples[:, 1], :]
+def _angle_between(u, v):
+    """Angle (...) between arms ``u`` and ``v`` (..., 3) from a middle atom, and its
+    derivatives (..., 3) with respect to the ends of ``u`` and ``v`` (the middle atom
+    takes minus their sum); zero at a straight angle, where the direction of bending
+    is undefined."""
     lu, lv = _norm(u), _norm(v)
     eu, ev = u / lu[..., None], v / lv[..., None]
     cos = _dot(eu, ev).clamp(-1.0, 1.0)
     sin = _norm(torch.cross(eu, ev, dim=-1))
     angle = torch.atan2(sin, cos)
     scale = torch.where(sin > 1e-8, 1.0 / sin.clamp_min(1e-8), 0.0)[..., None]
-    d_i = scale * (cos[..., None] * eu - ev) / lu[..., None]
-    d_k = scale * (cos[..., None] * ev - eu) / lv[..., None]
+    d_u = scale * (cos[..., None] * eu - ev) / lu[..., None]
+    d_v = scale * (cos[..., None] * ev - eu) / lv[..., None]
+    return angle, d_u, d_v
+
+
+def bend_angles(x, triples):
+    """Angles (b, t) at the middle atom of ``triples`` (t, 3) and their derivatives
+    (b, t, 3, 3) with respect to the three atoms. At a straight angle the direction
+    of bending is undefined and the derivative is set to zero."""
+    u = x[..., triples[:, 0], :] - x[..., triples[:, 1], :]
+    v = x[..., triples[:, 2], :] - x[..., triples[:, 1], :]
+    angle, d_i, d_k = _angle_between(u, v)
     return angle, torch.stack([d_i, -d_i - d_k, d_k], dim=-2)
+
+
+def _bond_vectors(x, quadruples):
+    """``f = x_i - x_j``, ``g = x_j - x_k``, ``h = x_l - x_k`` (b, q, 3) of ``quadruples``."""
+    f = x[..., quadruples[:, 0], :] - x[..., quadruples[:, 1], :]
+    g = x[..., quadruples[:, 1], :] - x[..., quadruples[:, 2], :]
+    h = x[..., quadruples[:, 3], :] - x[..., quadruples[:, 2], :]
+    return f, g, h
 
 
 def dihedral_angles(x, quadruples):
@@ -64,9 +80,11 @@ def dihedral_angles(x, quadruples):
     their derivatives (b, q, 4, 3) with respect to the four atoms (Blondel and Karplus,
     1996). The derivative is zero where ``i-j-k`` or ``j-k-l`` is straight and the
     angle undefined."""
-    f = x[..., quadruples[:, 0], :] - x[..., quadruples[:, 1], :]
-    g = x[..., quadruples[:, 1], :] - x[..., quadruples[:, 2], :]
-    h = x[..., quadruples[:, 3], :] - x[..., quadruples[:, 2], :]
+    return _dihedral(*_bond_vectors(x, quadruples))
+
+
+def _dihedral(f, g, h):
+    """:func:`dihedral_angles` from the bond vectors of :func:`_bond_vectors`."""
     a, b = torch.cross(f, g, dim=-1), torch.cross(h, g, dim=-1)  # normals of the two planes
     aa, bb, lg = _dot(a, a), _dot(b, b), _norm(g)
     angle = torch.atan2(_dot(torch.cross(b, a, dim=-1), g) / lg, _dot(a, b))
@@ -126,34 +144,51 @@ def faded_torsions(x, quadruples, reference):
     d_twist, d_fade : tensors (b, q, 4, 3)
         Their derivatives with respect to the four atoms.
     """
-    angle, d_twist = dihedral_angles(x, quadruples)
+    f, g, h = _bond_vectors(x, quadruples)
+    angle, d_twist = _dihedral(f, g, h)
     twist = wrap(angle - reference)
-    theta_j, d_theta_j = bend_angles(x, quadruples[:, :3])
-    theta_k, d_theta_k = bend_angles(x, quadruples[:, 1:])
+    theta_j, dj_i, dj_k = _angle_between(f, -g)  # the bend i-j-k: arms to i and to k
+    theta_k, dk_j, dk_l = _angle_between(g, h)  # the bend j-k-l: arms to j and to l
     fade_j, slope_j = torsion_fade(theta_j)
     fade_k, slope_k = torsion_fade(theta_k)
-    d_fade = torch.zeros_like(d_twist)
-    d_fade[..., :3, :] += (slope_j * fade_k)[..., None, None] * d_theta_j
-    d_fade[..., 1:, :] += (fade_j * slope_k)[..., None, None] * d_theta_k
+    by_j = (slope_j * fade_k)[..., None]  # d fade / d theta_j, (b, q, 1)
+    by_k = (fade_j * slope_k)[..., None]
+    d_fade = torch.stack(
+        [
+            by_j * dj_i,
+            by_k * dk_j - by_j * (dj_i + dj_k),
+            by_j * dj_k - by_k * (dk_j + dk_l),
+            by_k * dk_l,
+        ],
+        dim=-2,
+    )
     return twist, fade_j * fade_k, d_twist, d_fade
 
 
-def out_of_plane(points):
-    """Sine of the angle between bond ``j-l`` and the plane ``i-j-k`` of one quadruple
-    ``points`` (4, 3) with ``j`` the centre (Wilson, Decius and Cross, sec. 4-1)."""
-    u, v, w = points[0] - points[1], points[2] - points[1], points[3] - points[1]
+def out_of_plane_angles(x, quadruples):
+    """Sines (b, o) of the angle between bond ``j-l`` and the plane ``i-j-k`` of each
+    quadruple ``(i, j, k, l)`` (o, 4), centre ``j``, and their derivatives (b, o, 4, 3).
+
+    With ``u = x_i - x_j``, ``v = x_k - x_j``, ``w = x_l - x_j`` and the normal
+    ``n = u x v``, the sine is ``s = n.w / (|n| |w|)``; its gradients are
+    ``ds/dw = n / (|n||w|) - s w / |w|^2`` and, through ``a = ds/dn = w / (|n||w|) -
+    s n / |n|^2``, ``ds/du = v x a`` and ``ds/dv = a x u``; the centre takes minus
+    their sum. Zero where the plane or the bond is degenerate.
+    """
+    u = x[..., quadruples[:, 0], :] - x[..., quadruples[:, 1], :]  # (b, o, 3)
+    v = x[..., quadruples[:, 2], :] - x[..., quadruples[:, 1], :]
+    w = x[..., quadruples[:, 3], :] - x[..., quadruples[:, 1], :]
     normal = torch.cross(u, v, dim=-1)
-    return _dot(normal, w) / (_norm(normal) * _norm(w))
-
-
-def _local(function, x, quadruples):
-    """Values (b, q) of ``function`` of the four atoms of each quadruple, and their
-    derivatives (b, q, 4, 3) by automatic differentiation of the one quadruple."""
-    points = x[..., quadruples, :]  # (b, q, 4, 3)
-    b, q = points.shape[:2]
-    grad_and_value = torch.func.vmap(torch.func.grad_and_value(function))
-    derivative, value = grad_and_value(points.reshape(b * q, 4, 3))
-    return value.reshape(b, q), derivative.reshape(b, q, 4, 3)
+    n_norm, w_norm = _norm(normal), _norm(w)
+    defined = (n_norm > 1e-12) & (w_norm > 1e-12)
+    inv_n = torch.where(defined, 1.0 / torch.where(defined, n_norm, 1.0), 0.0)[..., None]
+    inv_w = torch.where(defined, 1.0 / torch.where(defined, w_norm, 1.0), 0.0)[..., None]
+    sine = _dot(normal, w) * inv_n[..., 0] * inv_w[..., 0]  # (b, o)
+    d_w = inv_n * inv_w * normal - sine[..., None] * inv_w**2 * w
+    d_normal = inv_n * inv_w * w - sine[..., None] * inv_n**2 * normal
+    d_u = torch.cross(v, d_normal, dim=-1)
+    d_v = torch.cross(d_normal, u, dim=-1)
+    return sine, torch.stack([d_u, -d_u - d_v - d_w, d_v, d_w], dim=-2)
 
 
 class PrimitiveInternals:
@@ -168,7 +203,8 @@ class PrimitiveInternals:
         Twisting about the middle two atoms; each enters as its faded twist
         (:func:`faded_torsions`).
     out_of_planes : array (o, 4)
-        Centre second; each enters as :func:`out_of_plane`.
+        Centre second; each enters as the sine of its out-of-plane angle
+        (:func:`out_of_plane_angles`).
     reference : array (n, 3)
         Configuration whose dihedrals are subtracted from every other's.
 
@@ -195,6 +231,8 @@ class PrimitiveInternals:
             ]
         )
         self.n_atoms = reference.shape[0]
+        # the flattened position coordinate of each derivative entry (d * 4 * 3,)
+        self._coordinate = (3 * self.atoms[:, :, None] + torch.arange(3)).reshape(-1)
 
     def __len__(self):
         return len(self.atoms)
@@ -211,7 +249,7 @@ class PrimitiveInternals:
             faded = fade[..., None, None] * d_twist + twist[..., None, None] * d_fade
             parts.append((fade * twist, faded))
         if len(self.out_of_planes):
-            parts.append(_local(out_of_plane, x, self.out_of_planes))
+            parts.append(out_of_plane_angles(x, self.out_of_planes))
         values, derivatives = [], []
         for value, derivative in parts:
             pad = 4 - derivative.shape[-2]
@@ -235,7 +273,9 @@ class PrimitiveInternals:
     def transpose_product(self, derivatives, weights):
         """``B^T w``: position gradients (b, n, 3) from weights (b, d) on the primitives."""
         b = derivatives.shape[0]
+        size = 3 * self.n_atoms
         contributions = weights[..., None, None] * derivatives  # (b, d, 4, 3)
-        out = derivatives.new_zeros(b, self.n_atoms, 3)
-        out.index_add_(1, self.atoms.reshape(-1), contributions.reshape(b, -1, 3))
-        return out
+        # one histogram over every batch row: a scatter-add many times faster than index_add_
+        where = (self._coordinate + size * torch.arange(b)[:, None]).reshape(-1)
+        out = torch.bincount(where, weights=contributions.reshape(-1), minlength=b * size)
+        return out.reshape(b, self.n_atoms, 3)

@@ -68,27 +68,32 @@ PSEUDO_INVERSE_RTOL = 1e-10  # of the map from position to feature gradients
 RANK_TOLERANCE = 1e-6  # smallest kept singular value of the weighted B matrix / largest
 
 
-def model_hessian(model, positions, step=HESSIAN_STEP):
+def model_hessian(model, positions, step=HESSIAN_STEP, batch=64):
     """Hessian (3n, 3n) of ``model`` at ``positions`` (n, 3), eV/Å², by central differences
-    of its forces.
+    of its gradients.
 
     Parameters
     ----------
-    model : object with ``energy_and_forces(positions) -> (energy, forces (n, 3))``
-        A model such as :class:`asebo.model.lindh.LindhModel`.
+    model : object with ``energies_and_gradients(positions (b, n, 3))``
+        A model such as :class:`asebo.model.lindh.LindhModel`, which returns energies
+        (b,) and gradients (b, n, 3).
     positions : array (n, 3)
     step : float
         Å.
+    batch : int
+        Displaced configurations per call of the model: bounds its memory.
     """
-    x0 = np.asarray(positions, dtype=np.float64).reshape(-1)  # (3n,)
-    hessian = np.empty((x0.size, x0.size))
-    for i in range(x0.size):
-        plus, minus = x0.copy(), x0.copy()
-        plus[i] += step
-        minus[i] -= step
-        forces_plus = model.energy_and_forces(plus.reshape(-1, 3))[1].reshape(-1)
-        forces_minus = model.energy_and_forces(minus.reshape(-1, 3))[1].reshape(-1)
-        hessian[i] = (forces_minus - forces_plus) / (2.0 * step)
+    x0 = np.asarray(positions, dtype=np.float64)
+    size = x0.size
+    shifts = step * np.eye(size).reshape(size, *x0.shape)  # (3n, n, 3)
+    displaced = np.concatenate([x0 + shifts, x0 - shifts])  # (6n, n, 3)
+    gradients = np.concatenate(
+        [
+            model.energies_and_gradients(displaced[start : start + batch])[1]
+            for start in range(0, len(displaced), batch)
+        ]
+    ).reshape(2, size, size)
+    hessian = (gradients[0] - gradients[1]) / (2.0 * step)
     return 0.5 * (hessian + hessian.T)
 
 

@@ -198,6 +198,36 @@ class CalculatorPrior(Prior):
         return float(energy), np.array(forces, dtype=np.float64)
 
 
+class ModelPrior(Prior):
+    """A model of the molecule's energy as the GP's prior mean, evaluated in batches.
+
+    The GP adds the mean difference of the observed and model energies, as for
+    :class:`CalculatorPrior`; the model (:class:`asebo.model.lindh.LindhModel`) costs
+    no calculator call, so nothing is cached and it takes every configuration of a
+    batch in one call.
+
+    Parameters
+    ----------
+    model : object with ``energies_and_gradients(positions (b, n, 3))``
+        Energies (b,) and gradients (b, n, 3).
+    """
+
+    constant = False
+
+    def __init__(self, model):
+        self.model = model
+
+    @property
+    def label(self):
+        return type(self.model).__name__
+
+    def energies_and_gradients(self, positions):
+        return self.model.energies_and_gradients(positions)
+
+    def offset(self, energies, prior_energies):
+        return float(np.mean(energies - prior_energies))
+
+
 class RecentredLindh(Prior):
     """The Lindh model as the prior of a sequence of observations, recentred as they move.
 
@@ -265,8 +295,8 @@ class RecentredLindh(Prior):
     def for_observations(self, positions, energies):
         """The prior for observations ``positions`` (m, n, 3) and ``energies`` (m,).
 
-        A :class:`CalculatorPrior` of the model, or a :class:`HighestEnergyPrior` when
-        no two atoms are bonded (the model would be zero; the constant prior is better).
+        A :class:`ModelPrior` of the model, or a :class:`HighestEnergyPrior` when no
+        two atoms are bonded (the model would be zero; the constant prior is better).
         """
         while self._seen < len(energies):
             self._seen += 1
@@ -292,9 +322,7 @@ class RecentredLindh(Prior):
         )
         self.centre = index
         self._prior = (
-            HighestEnergyPrior()
-            if len(self.model.stretches) == 0
-            else CalculatorPrior(self.model, self.atoms)
+            HighestEnergyPrior() if len(self.model.stretches) == 0 else ModelPrior(self.model)
         )
 
 

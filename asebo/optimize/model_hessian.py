@@ -61,6 +61,26 @@ class ModelCurvature:
         that lead down beyond the model's doubt."""
         return np.flatnonzero(self.curvatures < -RESOLVED * self.uncertainties)
 
+    def quadratic_drop(self, gradient):
+        """How far below ``x`` the minimum of the model's quadratic lies, eV.
+
+        ``sum_i (v_i . g)^2 / (2 k_i)`` over the modes ``v_i`` of positive curvature
+        ``k_i``: half the squared Newton decrement of the model at ``x`` (Boyd and
+        Vandenberghe, *Convex Optimization*, Cambridge University Press (2004), sec.
+        9.5.1), the classic measure of how far a Newton method is from its minimum.
+        Small forces along soft modes can leave a large drop: a floppy molecule's
+        long, shallow valley, where forces below ``fmax`` on every atom add up
+        along a collective torsion.
+
+        Parameters
+        ----------
+        gradient : array (n, 3) or (3n,)
+            The energy's gradient at ``x`` (minus the forces), eV/Å.
+        """
+        along = self.modes @ np.asarray(gradient, dtype=np.float64).reshape(-1)  # (k,)
+        up = self.curvatures > 0
+        return float(np.sum(along[up] ** 2 / (2.0 * self.curvatures[up])))
+
     def summary(self):
         """One line: the lowest curvature, its std, and what the model makes of it.
 
@@ -79,7 +99,7 @@ class ModelCurvature:
         return f"lowest model curvature {lowest:.3g} ± {doubt:.2g} eV/Å²: {verdict}"
 
 
-def model_curvature(gp, positions, free, rotations=True):
+def model_curvature(gp, positions, free, rotations=True, every_uncertainty=True):
     """The :class:`ModelCurvature` of a fitted GP at ``positions``.
 
     Parameters
@@ -94,6 +114,10 @@ def model_curvature(gp, positions, free, rotations=True):
     rotations : bool
         Whether rotations about the centroid are rigid motions too (a molecule with
         no atom held; not a periodic cell).
+    every_uncertainty : bool
+        False: the uncertainties of the lowest curvature and of those not above zero
+        only, NaN elsewhere; what :attr:`ModelCurvature.negative` and
+        :meth:`ModelCurvature.summary` read, at a fraction of the probes.
 
     Returns
     -------
@@ -105,12 +129,17 @@ def model_curvature(gp, positions, free, rotations=True):
     basis = internal_basis(positions, free, rotations)  # (3n, k)
     curvatures, vectors = np.linalg.eigh(basis.T @ hessian @ basis)  # (k,), (k, k)
     modes = (basis @ vectors).T  # (k, 3n)
-    offsets = PROBE * modes.reshape(-1, n, 3)  # (k, n, 3)
+    probed = np.arange(len(curvatures))
+    if not every_uncertainty:
+        probed = probed[(curvatures <= 0) | (probed == 0)]
+    offsets = PROBE * modes[probed].reshape(-1, n, 3)  # (p, n, 3)
     probes = np.concatenate([positions[None], positions + offsets, positions - offsets])
     variances = np.concatenate([gp.predict(c, return_std=True)[1] for c in _chunks(probes)]) ** 2
-    k = len(curvatures)
-    excess = 0.5 * (variances[1 : 1 + k] + variances[1 + k :]) - variances[0]  # (k,)
-    return ModelCurvature(hessian, curvatures, modes, 2.0 * np.sqrt(excess.clip(0.0)) / PROBE**2)
+    p = len(probed)
+    excess = 0.5 * (variances[1 : 1 + p] + variances[1 + p :]) - variances[0]  # (p,)
+    uncertainties = np.full(len(curvatures), np.nan)
+    uncertainties[probed] = 2.0 * np.sqrt(excess.clip(0.0)) / PROBE**2
+    return ModelCurvature(hessian, curvatures, modes, uncertainties)
 
 
 def confident_descent(gp, positions, mode, radius, points=41):

@@ -86,6 +86,9 @@ from asebo.optimize.warm_start import observed_frames, read_frames
 
 SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian)
 FILTER_CONSTRAINTS = (FixAtoms,)  # those a cell filter's coordinates can honour
+QUADRATIC_PATIENCE = 3
+"""Calls in a row that find nothing lower after which the model's quadratic no longer
+keeps a run with converged forces going (``special_cases.quadratic_drop``)."""
 
 
 class _ObservedAtoms(OptimizableAtoms):
@@ -500,10 +503,12 @@ class BOOptimizer(Optimizer):
             positions = self.observations.positions[self.observations.best()]
         return self._curvature_at(positions)[1]
 
-    def _curvature_at(self, positions):
-        """The GP fitted to every observation, and its curvature at ``positions``."""
+    def _curvature_at(self, positions, every_uncertainty=True):
+        """The GP fitted to every observation, and its curvature at ``positions``
+        (:func:`asebo.optimize.model_hessian.model_curvature`)."""
         gp, _ = self._fitted_model()
-        return gp, model_curvature(gp, positions, *self._free_and_rotations())
+        free, rotations = self._free_and_rotations()
+        return gp, model_curvature(gp, positions, free, rotations, every_uncertainty)
 
     def _free_and_rotations(self):
         """The free coordinates (N, 3), and whether rotations are rigid motions too (a
@@ -563,8 +568,13 @@ class BOOptimizer(Optimizer):
         (:func:`asebo.optimize.model_hessian.evidence_of_descent`), the forces vanish
         on a saddle: the run goes on with that step (reason
         ``'curvature'``), at most ``special_cases.curvature_steps`` times. Otherwise a
-        line in the log gives the lowest curvature. Skipped under a cell filter; under
-        a calculator prior the Hessian costs about 8N calls of the prior.
+        line in the log gives the lowest curvature. Where ``special_cases.quadratic_drop``
+        is set, a molecule's run also goes on while the model's quadratic at the latest
+        configuration puts its minimum more than that below the lowest energy
+        computed (:meth:`asebo.optimize.model_hessian.ModelCurvature.quadratic_drop`),
+        until :data:`QUADRATIC_PATIENCE` calls in a row find nothing lower. Skipped
+        under a cell filter; under a calculator prior the Hessian costs about 8N calls
+        of the prior.
         """
         converged = super().gradient_converged(gradient)
         seen = len(getattr(self, "observations", ()))
@@ -574,7 +584,7 @@ class BOOptimizer(Optimizer):
         here = self.atoms.get_positions()
         if self.coordinates.has_cell or not self._vibrates(here):
             return converged
-        gp, curvature = self._curvature_at(here)
+        gp, curvature = self._curvature_at(here, every_uncertainty=False)
         downhill = curvature.negative
         if len(downhill) and self._curvature_steps < self.settings.special_cases.curvature_steps:
             mode = curvature.modes[downhill[0]]
@@ -594,8 +604,33 @@ class BOOptimizer(Optimizer):
                     ]
                 )
                 return False
+        drop = self._quadratic_drop_left(curvature)
+        if drop is not None:
+            self._write_notes(
+                [
+                    f"the forces are converged, but the model's quadratic puts its minimum "
+                    f"{drop:.3g} eV below the lowest energy computed: the run goes on"
+                ]
+            )
+            return False
         self._write_notes([f"at convergence, {curvature.summary()}"])
         return converged
+
+    def _quadratic_drop_left(self, curvature):
+        """How far below the lowest energy computed the minimum of the model's quadratic
+        at the latest configuration of a molecule lies, where that exceeds
+        ``special_cases.quadratic_drop``; else None. None for a periodic system too,
+        and once :data:`QUADRATIC_PATIENCE` calls in a row have found nothing lower: a
+        run whose calls no longer descend stops."""
+        threshold = self.settings.special_cases.quadratic_drop
+        energies = self.observations.energies
+        best, latest = self.observations.best(), len(energies) - 1
+        # molecules only: measured there, and on EMT's bulk defects it cost calls
+        if threshold is None or self.periodic or latest - best >= QUADRATIC_PATIENCE:
+            return None
+        drop = curvature.quadratic_drop(-np.asarray(self.observations.forces[latest]))
+        below = energies[best] - (energies[latest] - drop)
+        return below if below > threshold else None
 
     # ---- observations ---------------------------------------------------------------
     def _replay_trajectory(self, traj):

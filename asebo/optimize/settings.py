@@ -122,11 +122,18 @@ class SpecialCases:
     curvature_steps : int
         At most this many steps of a run along a negative curvature of the model
         where the forces are converged (:meth:`asebo.BOOptimizer.gradient_converged`).
+    quadratic_drop : float or None
+        eV. Where the forces are converged but the model's quadratic at the latest
+        configuration puts its minimum more than this below the lowest energy computed
+        (:meth:`asebo.optimize.model_hessian.ModelCurvature.quadratic_drop`), the run
+        goes on: a floppy molecule stopped on the shoulder of a long, shallow valley.
+        None: the forces alone decide, as they do for a periodic system.
     """
 
     flat_centre_tilt: float = 0.1
     rigid_shrink: float = 0.5
     curvature_steps: int = 2
+    quadratic_drop: float | None = 0.003
 
 
 @dataclass(frozen=True)
