@@ -18,41 +18,39 @@ def test_the_baker_and_druglike_sets_are_shipped_and_readable():
     assert [len(read(f)) for f in druglike_files if f.stem == "sildenafil"] == [63]
 
 
-def test_the_second_druglike_set_holds_other_molecules_with_their_smiles():
+def assert_rebuilt_from_their_smiles(files, seed):
+    """Each file's comment line names it and gives the SMILES that RDKit, with the
+    set's embedding seed, turns into the very same start."""
     from asebo.smiles import molecule_from_smiles
 
-    files = sorted(druglike2.DEFAULT_DIR.glob("*.xyz"))
-    assert len(files) == 12
-    assert not {f.stem for f in files} & {f.stem for f in druglike.DEFAULT_DIR.glob("*.xyz")}
-    for f in files[:3]:
+    for f in files:
         name, smiles = f.read_text().splitlines()[1].split()[:2]
         assert name == f.stem
         atoms = read(f)
-        built = molecule_from_smiles(smiles)  # the same recipe, seed 0
-        assert sorted(built.numbers) == sorted(atoms.numbers)
+        built = molecule_from_smiles(smiles, random_state=seed)
+        assert list(built.numbers) == list(atoms.numbers)
         assert abs(built.positions - atoms.positions).max() < 1e-4
 
 
-def test_the_check_sets_hold_other_molecules_rebuilt_from_their_smiles():
-    from asebo.smiles import molecule_from_smiles
+def test_the_second_druglike_set_holds_other_molecules_with_their_smiles():
+    files = sorted(druglike2.DEFAULT_DIR.glob("*.xyz"))
+    assert len(files) == 12
+    assert not {f.stem for f in files} & {f.stem for f in druglike.DEFAULT_DIR.glob("*.xyz")}
+    assert_rebuilt_from_their_smiles(files[:3], seed=0)
 
+
+def test_the_check_sets_hold_other_molecules_rebuilt_from_their_smiles():
     third = sorted(druglike3.DEFAULT_DIR.glob("*.xyz"))
     starts = sorted(rough.DEFAULT_DIR.glob("*.xyz"))
     assert len(third) == 16 and len(starts) == 40
     earlier = {f.stem for s in (druglike, druglike2) for f in s.DEFAULT_DIR.glob("*.xyz")}
     assert not {f.stem for f in third} & earlier
-    for f in third[:2]:
-        name, smiles = f.read_text().splitlines()[1].split()[:2]
-        assert name == f.stem
-        built = molecule_from_smiles(smiles, random_state=3)
-        assert abs(built.positions - read(f).positions).max() < 1e-4
+    assert_rebuilt_from_their_smiles(third[:2], seed=3)
     # rough starts: raw embeddings, no force field
     assert all("no force field" in f.read_text().splitlines()[1] for f in starts)
 
 
 def test_the_large_set_holds_flexible_molecules_of_50_to_150_atoms_from_their_smiles():
-    from asebo.smiles import molecule_from_smiles
-
     files = sorted(large.DEFAULT_DIR.glob("*.xyz"))
     assert len(files) >= 12
     sizes = [len(read(f)) for f in files]
@@ -61,11 +59,7 @@ def test_the_large_set_holds_flexible_molecules_of_50_to_150_atoms_from_their_sm
         f.stem for s in (baker, druglike, druglike2, druglike3) for f in s.DEFAULT_DIR.glob("*.xyz")
     }
     assert not {f.stem for f in files} & shipped
-    for f in files[:2]:
-        name, smiles = f.read_text().splitlines()[1].split()[:2]
-        assert name == f.stem
-        built = molecule_from_smiles(smiles, random_state=3)
-        assert abs(built.positions - read(f).positions).max() < 1e-4
+    assert_rebuilt_from_their_smiles(files[:2], seed=3)
 
 
 def test_the_s22_set_is_ases_collection():
