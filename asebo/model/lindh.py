@@ -43,6 +43,7 @@ from asebo.model.internals import (
     bond_lengths,
     dihedral_angles,
     faded_torsions,
+    gradient_on_atoms,
     torsion_fade,
 )
 
@@ -122,20 +123,6 @@ def out_of_plane_quadruples(rho, cutoff):
                 rows.append([i, j, k, l])
                 weights.append(weight)
     return np.array(rows, dtype=int).reshape(-1, 4), np.array(weights)
-
-
-def _gradient(size, atoms, weights, derivatives):
-    """``sum_t weights_t dq_t/dx``: gradients (b, size) of terms on ``atoms`` (t, k)
-    from ``weights`` (b, t), each ``dE/dq`` of its primitive ``q``, and the primitives'
-    ``derivatives`` (b, t, k, 3) with respect to their atoms."""
-    b = derivatives.shape[0]
-    where = (3 * atoms[:, :, None] + torch.arange(3)).reshape(-1)  # (t k 3,)
-    where = (where + size * torch.arange(b)[:, None]).reshape(-1)  # (b t k 3,)
-    contributions = weights[..., None, None] * derivatives  # (b, t, k, 3)
-    # a histogram over every entry: a scatter-add many times faster than np.add.at
-    return torch.bincount(where, weights=contributions.reshape(-1), minlength=b * size).reshape(
-        b, size
-    )
 
 
 def _bend_angles(positions, bends):
@@ -289,7 +276,7 @@ class LindhModel(Calculator):
         """Model energies (b,) (eV) and their gradients (b, n, 3) (eV/Å) at positions
         (b, n, 3): one batch of PyTorch operations for every configuration."""
         x = torch.as_tensor(np.asarray(positions, dtype=np.float64))
-        b, n, _ = x.shape
+        n = x.shape[1]
         stretches = torch.as_tensor(self.stretches)
         length, d_length = bond_lengths(x, stretches)
         stretch = length - torch.as_tensor(self._reference_lengths)  # (b, p)
@@ -317,8 +304,8 @@ class LindhModel(Calculator):
                 energies = energies + (half * fade).sum(dim=-1)
                 terms.append((quadruples, constants * twist * fade, d_twist))
                 terms.append((quadruples, half, d_fade))
-        gradients = sum(_gradient(3 * n, *term) for term in terms)  # (b, 3n)
-        return energies.numpy(), gradients.reshape(b, n, 3).numpy()
+        gradients = sum(gradient_on_atoms(*term, n) for term in terms)  # (b, n, 3)
+        return energies.numpy(), gradients.numpy()
 
     def energy_and_forces(self, positions):
         """Model energy (eV) and forces (n, 3) (eV/Å) at positions (n, 3)."""

@@ -224,8 +224,7 @@ class ModelPrior(Prior):
     def energies_and_gradients(self, positions):
         return self.model.energies_and_gradients(positions)
 
-    def offset(self, energies, prior_energies):
-        return float(np.mean(energies - prior_energies))
+    offset = CalculatorPrior.offset  # the mean difference of the two energies
 
 
 class RecentredLindh(Prior):
