@@ -109,6 +109,23 @@ def test_calculator_prior_equal_to_the_target_is_reproduced_exactly(water):
     np.testing.assert_allclose(gradient, -reference.get_forces(), atol=2e-4)
 
 
+def test_calculator_prior_keeps_the_latest_configurations_and_recomputes_the_rest():
+    atoms, P, _, _ = samples("H2O", m=4, scale=0.05, seed=5)
+    prior = CalculatorPrior(get_calculator("gfn2"), atoms, cache_size=2)
+    first = prior.energy_and_forces(P[0])
+    prior.energy_and_forces(P[1])
+    prior.energy_and_forces(P[0])  # asked again: the most recent now, no call
+    prior.energy_and_forces(P[2])  # drops P[1], the least recently asked
+    assert prior.ncalls == 3 and len(prior._cache) == 2
+    prior.energy_and_forces(P[0])
+    assert prior.ncalls == 3
+    prior.energy_and_forces(P[1])
+    assert prior.ncalls == 4
+    again = CalculatorPrior(get_calculator("gfn2"), atoms, cache_size=0).energy_and_forces(P[0])
+    assert again[0] == pytest.approx(first[0], abs=1e-8)
+    np.testing.assert_allclose(again[1], first[1], atol=1e-6)
+
+
 def test_delta_learning_beats_a_constant_prior_away_from_the_data():
     atoms, P, E, F = samples("CH3OH", m=5, scale=0.05, seed=3)
     _, P_test, E_test, _ = samples("CH3OH", m=5, scale=0.1, seed=4)

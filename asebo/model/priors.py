@@ -27,6 +27,7 @@ of them; :func:`resolve_prior` turns a calculator preset's name (``'gfn1'``,
 """
 
 import importlib.util
+from collections import OrderedDict
 from numbers import Real
 
 import numpy as np
@@ -139,24 +140,33 @@ class CalculatorPrior(Prior):
     The GP adds the mean difference of the observed and prior energies: two methods
     differ by hundreds of eV in their reference states.
 
+    The energies and forces of the last ``cache_size`` configurations asked for are
+    kept, the least recently asked dropped first: every fit asks again for those of
+    every observation, while a step's search asks for 100–200 configurations once
+    each, and a check at convergence for 6N more (a run of 300 steps at 100 atoms
+    would otherwise keep some 200 MB).
+
     Parameters
     ----------
     calculator : ase.calculators.calculator.Calculator
         A cheap method (GFN1-xTB, say) whose energy and forces the GP corrects.
     atoms : ase.Atoms
         The molecule: numbers, cell and boundary conditions of every evaluation.
+    cache_size : int
+        Configurations whose energy and forces are kept.
     """
 
     constant = False
     is_calculator = True
 
-    def __init__(self, calculator, atoms):
+    def __init__(self, calculator, atoms, cache_size=4096):
         self.calculator = calculator
         self.atoms = atoms.copy()
         self.atoms.constraints = []
         self.atoms.calc = calculator
         self.ncalls = 0
-        self._cache = {}
+        self.cache_size = cache_size
+        self._cache = OrderedDict()  # positions bytes -> (energy, forces (n, 3))
 
     @property
     def label(self):
@@ -165,9 +175,13 @@ class CalculatorPrior(Prior):
     def energy_and_forces(self, positions):
         """Prior energy () and forces (n, 3) at positions (n, 3), each computed once."""
         key = np.asarray(positions, dtype=np.float64).tobytes()
-        if key not in self._cache:
-            self._cache[key] = self._compute(positions)
-        energy, forces = self._cache[key]
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            energy, forces = self._cache[key]
+        else:
+            energy, forces = self._cache[key] = self._compute(positions)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
         return energy, forces.copy()
 
     def energies_and_gradients(self, positions):

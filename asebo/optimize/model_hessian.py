@@ -4,9 +4,11 @@ uncertainty: the model's picture of the minimum, at no calculator call.
 The Hessian is the central difference of the posterior mean's analytic gradient
 (:meth:`asebo.model.gp.EnergyForceGP.predict`) over a step of
 :data:`STEP` Å, symmetrised; its error is of order ``STEP**2`` times the third
-derivative, far below the model's own uncertainty. The curvatures are its eigenvalues
-in the free coordinates less the rigid motions (translations and, for a molecule with
-no atom held, rotations about the centroid).
+derivative, far below the model's own uncertainty. Under a prior calculator the
+gradient carries the calculator's own noise (an SCF converged to its tolerance), which
+the difference divides by the step: the step is then :data:`NOISY_STEP`. The
+curvatures are its eigenvalues in the free coordinates less the rigid motions
+(translations and, for a molecule with no atom held, rotations about the centroid).
 
 The uncertainty of a curvature ``k`` along a unit mode ``v``: where the energy and
 forces of ``x`` are observed, the model's energy at ``x + d v`` is known to first
@@ -26,6 +28,13 @@ import numpy as np
 from asebo.optimize.rigid import RCOND, rigid_modes
 
 STEP = 1e-4  # Å, of the central difference of the posterior gradient
+NOISY_STEP = 5e-3
+"""Å, the step under a prior calculator. GFN1-xTB's forces at the Leu-enkephalin
+endpoint differ from call to call by up to 5e-4 eV/Å: over 1e-4 Å its Hessian's
+entries were off by up to 2.5 eV/Å² (rms 0.08) against a 0.01 Å difference, over 3e-3
+Å by 0.09 (rms 0.007), and the model saw a curvature of -1.95 eV/Å² at an endpoint
+whose target Hessian has no imaginary mode. The difference's own error at 5e-3 Å,
+``NOISY_STEP**2 / 6`` times a third derivative of some tens of eV/Å³, is below 1e-3 eV/Å²."""
 PROBE = 0.01  # Å, where the posterior's std along a mode gives its curvature's
 BATCH = 64  # configurations per posterior evaluation: bounds the cross products' memory
 RESOLVED = 3.0  # a curvature is negative beyond doubt below -RESOLVED times its std
@@ -221,21 +230,22 @@ def posterior_hessian(gp, positions, free):
     """Hessian (3n, 3n) of the posterior mean at ``positions`` (n, 3), eV/Å².
 
     Central differences of the analytic posterior gradient along each free
-    coordinate of ``free`` (n, 3), symmetrised; the rows and columns of held
-    coordinates are zero.
+    coordinate of ``free`` (n, 3) over :data:`STEP`, or :data:`NOISY_STEP` under a
+    prior calculator, symmetrised; the rows and columns of held coordinates are zero.
     """
+    step = NOISY_STEP if gp.prior.is_calculator else STEP
     positions = np.asarray(positions, dtype=np.float64)
     n = len(positions)
     columns = np.flatnonzero(np.asarray(free).ravel())  # (f,)
     shifts = np.zeros((2 * len(columns), 3 * n))  # (2f, 3n)
-    shifts[np.arange(len(columns)), columns] = STEP
-    shifts[len(columns) + np.arange(len(columns)), columns] = -STEP
+    shifts[np.arange(len(columns)), columns] = step
+    shifts[len(columns) + np.arange(len(columns)), columns] = -step
     configurations = positions[None] + shifts.reshape(-1, n, 3)  # (2f, n, 3)
     gradients = np.concatenate(
         [gp.predict(chunk, return_gradient=True)[1] for chunk in _chunks(configurations)]
     ).reshape(2 * len(columns), 3 * n)  # (2f, 3n)
     hessian = np.zeros((3 * n, 3 * n))
-    hessian[columns] = (gradients[: len(columns)] - gradients[len(columns) :]) / (2 * STEP)
+    hessian[columns] = (gradients[: len(columns)] - gradients[len(columns) :]) / (2 * step)
     hessian[:, ~np.asarray(free).ravel()] = 0.0
     return 0.5 * (hessian + hessian.T)
 
