@@ -173,14 +173,14 @@ class CalculatorPrior(Prior):
         return type(self.calculator).__name__
 
     def energy_and_forces(self, positions):
-        """Prior energy () and forces (n, 3) at positions (n, 3), each computed once."""
+        """Prior energy () and forces (n, 3) at positions (n, 3), computed once while kept."""
         key = np.asarray(positions, dtype=np.float64).tobytes()
         if key in self._cache:
             self._cache.move_to_end(key)
             energy, forces = self._cache[key]
         else:
             energy, forces = self._cache[key] = self._compute(positions)
-            while len(self._cache) > self.cache_size:
+            if len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
         return energy, forces.copy()
 
