@@ -1,12 +1,14 @@
-"""Ethane started eclipsed: a saddle no local optimizer here leaves.
+"""Ethane started eclipsed: a saddle that only a call off its symmetry can tell.
 
 One methyl group of ASE's staggered ethane is turned by 60 degrees about the C-C
 bond, to the eclipsed geometry, a first-order saddle of the methyl rotation. Each
 optimizer relaxes it with GFN2-xTB to fmax 0.05 eV/Å; the table gives its force
 calls, its energy above the staggered minimum and the H-C-C-H dihedral (0 degrees
-eclipsed, 60 staggered). Then the model's curvature along the torsion at
-``BOOptimizer``'s endpoint, with its standard deviation, against the target's by
-central differences. A few seconds.
+eclipsed, 60 staggered). ``bo, probe`` is ``BOOptimizer`` with
+``SpecialCases(symmetry_probe=0.1)``: one call off the symmetry every configuration
+kept. Then the model's curvature along the torsion at the default ``BOOptimizer``'s
+endpoint, with its standard deviation, against the target's by central differences.
+A few seconds.
 """
 
 import numpy as np
@@ -15,6 +17,7 @@ from ase.optimize import LBFGS
 
 from asebo import BOOptimizer
 from asebo.optimize.model_hessian import model_curvature
+from asebo.optimize.settings import SpecialCases
 from calculators import CountingCalculator, get_calculator
 
 
@@ -62,6 +65,9 @@ def main():
     minimum = staggered.get_potential_energy()
     makers = {
         "bo": lambda atoms: BOOptimizer(atoms, logfile=None),
+        "bo, probe": lambda atoms: BOOptimizer(
+            atoms, logfile=None, special_cases=SpecialCases(symmetry_probe=0.1)
+        ),
         "lbfgs": lambda atoms: LBFGS(atoms, logfile=None),
     }
     try:

@@ -100,6 +100,26 @@ def test_baker_table_counts_the_calls_of_each_optimizer(tmp_path, capsys):
     assert f"| **total** | {calls[0]} | {calls[1]} |" in printed
 
 
+def test_the_symmetry_probe_option_reaches_bo(capsys):
+    from asebo.optimize.settings import SpecialCases
+
+    main(["bench", "baker", "--molecules", "00_water", "--optimizers", "bo", "--jobs", "1"])
+    main(
+        ["bench", "baker", "--molecules", "00_water", "--optimizers", "bo", "--jobs", "1"]
+        + ["--symmetry-probe", "0.1"]
+    )
+    printed = capsys.readouterr().out
+    start = read(baker.DEFAULT_DIR / "00_water.xyz")
+    probe = {"special_cases": SpecialCases(symmetry_probe=0.1)}
+    calls = [
+        relax(start, "bo", "gfn2", fmax=0.05, steps=300, options=options)["calls"]
+        for options in (None, probe)
+    ]
+    assert calls[1] > calls[0]  # water's start is C2v: the probe costs a call
+    for count in calls:
+        assert f"| 00_water | {count} |" in printed
+
+
 def test_druglike_table_marks_unconverged_runs(capsys):
     main(
         [

@@ -304,7 +304,11 @@ def test_evidence_of_descent_comes_from_a_prior_calculator_or_a_lower_configurat
     umbrella[0, 2] = 1.0  # the nitrogen out of plane: down on both sides
     sideways = np.zeros((4, 3))
     sideways[1, 0] = 1.0  # a hydrogen moved in the plane: up
-    computed = (np.array([planar.positions]), np.array([planar.get_potential_energy()]))
+    computed = (
+        np.array([planar.positions]),
+        np.array([planar.get_potential_energy()]),
+        np.array([planar.get_forces()]),
+    )
     prior = CalculatorPrior(get_calculator("gfn2"), planar)
     assert evidence_of_descent(prior, computed, planar.positions, umbrella.ravel())
     assert not evidence_of_descent(prior, computed, planar.positions, sideways.ravel())
@@ -312,9 +316,48 @@ def test_evidence_of_descent_comes_from_a_prior_calculator_or_a_lower_configurat
     lower = (
         np.array([planar.positions, frames[0].positions]),
         np.array([planar.get_potential_energy(), frames[0].get_potential_energy()]),
+        np.array([planar.get_forces(), frames[0].get_forces()]),
     )
     assert evidence_of_descent(None, lower, planar.positions, umbrella.ravel())
     assert not evidence_of_descent(None, lower, planar.positions, sideways.ravel())
+
+
+def test_evidence_of_descent_comes_from_a_negative_secant_along_the_mode():
+    from ase.optimize import BFGS
+
+    from asebo.optimize.model_hessian import evidence_of_descent
+
+    planar, frames = planar_ammonia_and_two_pyramids()
+    pyramid = frames[0]  # the nitrogen 0.1 Å out of plane, lower than the plane
+    umbrella = np.zeros((4, 3))
+    umbrella[0, 2] = 1.0
+    # seen from the pyramid, the planar configuration lies along the umbrella, higher,
+    # and the gradients between them curve down: (g(x) - g(c)) . (x - c) < 0
+    higher = (
+        np.array([planar.positions, pyramid.positions]),
+        np.array([planar.get_potential_energy(), pyramid.get_potential_energy()]),
+        np.array([planar.get_forces(), pyramid.get_forces()]),
+    )
+    step = (pyramid.positions - planar.positions).ravel()
+    secant = (planar.get_forces() - pyramid.get_forces()).ravel() @ step
+    assert secant < 0.0
+    assert evidence_of_descent(None, higher, pyramid.positions, umbrella.ravel())
+    # water's bend at its minimum: a configuration along it is higher, the secant positive
+    water = molecule("H2O")
+    water.calc = get_calculator("gfn2")
+    BFGS(water, logfile=None).run(fmax=1e-3)
+    bent = water.copy()
+    bent.calc = get_calculator("gfn2")
+    bend = np.zeros((3, 3))
+    bend[1:, 1] = [0.1, -0.1]  # the hydrogens apart, in the molecular plane
+    bent.positions = water.positions + bend
+    up = (
+        np.array([bent.positions, water.positions]),
+        np.array([bent.get_potential_energy(), water.get_potential_energy()]),
+        np.array([bent.get_forces(), water.get_forces()]),
+    )
+    direction = (bend / np.linalg.norm(bend)).ravel()
+    assert not evidence_of_descent(None, up, water.positions, direction)
 
 
 def test_quadratic_drop_is_the_drop_to_the_minimum_of_a_quadratic():

@@ -45,6 +45,14 @@ def add_arguments(parser, folder, optimizers=None):
             "'bo+gfn1' runs bo with a GFN1-xTB prior (any calculator preset after "
             "the '+'), 'bo+max' with a constant prior instead of the Lindh model",
         )
+        parser.add_argument(
+            "--symmetry-probe",
+            type=float,
+            default=None,
+            metavar="ANGSTROM",
+            help="bo's SpecialCases.symmetry_probe: at a symmetric endpoint that every "
+            "configuration kept, one call this far off the symmetry (default: off)",
+        )
     parser.add_argument("--calc", default="gfn2")
     parser.add_argument("--fmax", type=float, default=0.05)
     parser.add_argument("--steps", type=int, default=300)
@@ -77,11 +85,16 @@ def _run_one(task):
     from asebo.campaign.relax import relax
 
     torch.set_num_threads(1)
-    path, label, calc, fmax, steps, audit = task
+    path, label, calc, fmax, steps, audit, probe = task
     optimizer, _, prior = label.partition("+")
     atoms = read(path)
+    options = None
+    if optimizer == "bo" and probe is not None:
+        from asebo.optimize.settings import SpecialCases
+
+        options = {"special_cases": SpecialCases(symmetry_probe=probe)}
     try:
-        result = relax(atoms, optimizer, calc, fmax, steps, prior=prior or None)
+        result = relax(atoms, optimizer, calc, fmax, steps, prior=prior or None, options=options)
     except Exception as error:  # a failed run is reported, the others go on
         return path.stem, label, {"error": f"{type(error).__name__}: {error}"}
     positions = result.pop("positions")
@@ -100,8 +113,11 @@ def run(args):
     check_optimizers(args.optimizers)
     files = molecule_files(args.dir, args.molecules)
     audit = getattr(args, "audit", False)
+    probe = getattr(args, "symmetry_probe", None)
     tasks = [
-        (f, o, args.calc, args.fmax, args.steps, audit) for f in files for o in args.optimizers
+        (f, o, args.calc, args.fmax, args.steps, audit, probe)
+        for f in files
+        for o in args.optimizers
     ]
     results = {}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:

@@ -133,7 +133,6 @@ def model_curvature(gp, positions, free, rotations=True, every_uncertainty=True)
     ModelCurvature
     """
     positions = np.asarray(positions, dtype=np.float64)
-    n = len(positions)
     hessian = posterior_hessian(gp, positions, free)  # (3n, 3n)
     basis = internal_basis(positions, free, rotations)  # (3n, k)
     curvatures, vectors = np.linalg.eigh(basis.T @ hessian @ basis)  # (k,), (k, k)
@@ -141,14 +140,23 @@ def model_curvature(gp, positions, free, rotations=True, every_uncertainty=True)
     probed = np.arange(len(curvatures))
     if not every_uncertainty:
         probed = probed[(curvatures <= 0) | (probed == 0)]
-    offsets = PROBE * modes[probed].reshape(-1, n, 3)  # (p, n, 3)
+    uncertainties = np.full(len(curvatures), np.nan)
+    uncertainties[probed] = curvature_uncertainties(gp, positions, modes[probed])
+    return ModelCurvature(hessian, curvatures, modes, uncertainties)
+
+
+def curvature_uncertainties(gp, positions, modes):
+    """Posterior standard deviations (p,) of the curvatures along unit ``modes`` (p, 3n)
+    at ``positions`` (n, 3), where energy and forces are observed:
+    ``2 sqrt(Var E(x + d v) - Var E(x)) / d^2`` at ``d`` = :data:`PROBE`, the two signs
+    averaged."""
+    positions = np.asarray(positions, dtype=np.float64)
+    offsets = PROBE * np.asarray(modes).reshape(-1, *positions.shape)  # (p, n, 3)
     probes = np.concatenate([positions[None], positions + offsets, positions - offsets])
     variances = np.concatenate([gp.predict(c, return_std=True)[1] for c in _chunks(probes)]) ** 2
-    p = len(probed)
+    p = len(offsets)
     excess = 0.5 * (variances[1 : 1 + p] + variances[1 + p :]) - variances[0]  # (p,)
-    uncertainties = np.full(len(curvatures), np.nan)
-    uncertainties[probed] = 2.0 * np.sqrt(excess.clip(0.0)) / PROBE**2
-    return ModelCurvature(hessian, curvatures, modes, uncertainties)
+    return 2.0 * np.sqrt(excess.clip(0.0)) / PROBE**2
 
 
 def confident_descent(gp, positions, mode, radius, points=41):
@@ -188,17 +196,20 @@ def confident_descent(gp, positions, mode, radius, points=41):
 
 
 def evidence_of_descent(prior, observations, positions, mode):
-    """Whether the prior or an observation, not the GP's interpolation alone, says the
+    """Whether the prior or the observations, not the GP's interpolation alone, say the
     energy falls along ``mode`` from ``positions``.
 
     The GP's curvature between few observations can turn negative by itself, where its
     mean reverts towards the prior between them; a step along such a mode costs a call
     and finds nothing. Evidence is a prior calculator's own curvature along the mode
     being negative (a cheaper method that knows the saddle), or a configuration
-    computed lower than ``positions`` and displaced from it mostly along the mode
-    (cosine above :data:`ALONG`). A model prior (the Lindh model, the springs) is no
-    evidence: it is harmonic about another configuration, and its curvature away
-    from there is geometry, not chemistry.
+    computed displaced from ``positions`` mostly along the mode (cosine above
+    :data:`ALONG`) that is lower, or whose gradient differs from the one at
+    ``positions`` by a negative curvature, ``(g(x) - g(c)) . (x - c) < 0``: the
+    secant of quasi-Newton methods (Nocedal and Wright, *Numerical Optimization*,
+    Springer (2006), sec. 6.1), measured rather than modelled. A model prior (the
+    Lindh model, the springs) is no evidence: it is harmonic about another
+    configuration, and its curvature away from there is geometry, not chemistry.
 
     Parameters
     ----------
@@ -206,7 +217,8 @@ def evidence_of_descent(prior, observations, positions, mode):
         The GP's prior calculator for the current observations; None under a model
         prior.
     observations : tuple of arrays
-        Positions (m, n, 3) and energies (m,) computed.
+        Positions (m, n, 3), energies (m,) and forces (m, n, 3) computed; among them
+        ``positions``.
     positions : array (n, 3)
     mode : array (3n,)
         Unit direction.
@@ -218,12 +230,14 @@ def evidence_of_descent(prior, observations, positions, mode):
         gradients = prior.energies_and_gradients(ends)[1]  # (2, n, 3)
         if np.sum((gradients[0] - gradients[1]) * direction) / (2 * PROBE) < 0.0:
             return True
-    computed, energies = (np.asarray(array) for array in observations)
-    here = np.argmin(np.abs(computed - positions).reshape(len(computed), -1).max(axis=1))
-    lower = computed[energies < energies[here]] - positions  # (l, n, 3)
-    displacements = lower.reshape(len(lower), positions.size)  # (l, 3n)
-    along = np.abs(displacements @ direction.ravel())  # (l,)
-    return bool(np.any(along > ALONG * np.linalg.norm(displacements, axis=1)))
+    computed, energies, forces = (np.asarray(array, dtype=np.float64) for array in observations)
+    m = len(computed)
+    here = np.argmin(np.abs(computed - positions).reshape(m, -1).max(axis=1))
+    steps = (positions - computed).reshape(m, -1)  # (m, 3n): from each configuration
+    lengths = np.linalg.norm(steps, axis=1)  # (m,)
+    along = np.abs(steps @ direction.ravel()) > ALONG * lengths  # (m,), here excluded
+    secants = np.sum((forces - forces[here]).reshape(m, -1) * steps, axis=1)  # (m,) y . s
+    return bool(np.any(along & ((energies < energies[here]) | (secants < 0.0))))
 
 
 def posterior_hessian(gp, positions, free):

@@ -70,7 +70,7 @@ from asebo.optimize.observations import (
     check_calculator,
     check_restart,
 )
-from asebo.optimize.proposal import CURVATURE, Proposal, StepContext
+from asebo.optimize.proposal import CURVATURE, PROBE, Proposal, StepContext
 from asebo.optimize.representations import make_representation
 from asebo.optimize.search import search
 from asebo.optimize.settings import (
@@ -81,6 +81,7 @@ from asebo.optimize.settings import (
     TrustSettings,
 )
 from asebo.optimize.stages import STAGES, only_rigid_forces_left, search_starts
+from asebo.optimize.symmetry import held_symmetry
 from asebo.optimize.trust import TrustRegion
 from asebo.optimize.warm_start import observed_frames, read_frames
 
@@ -356,7 +357,7 @@ class BOOptimizer(Optimizer):
         self._mismatch_noted = False  # energy_force_mismatch is written once a run
         self._curvature_checked = None  # observations counted when the curvature was checked
         self._curvature_steps = 0  # steps taken along a negative curvature at convergence
-        self._descent = None  # positions (N, 3) of the next such step
+        self._descent = None  # (positions (N, 3), reason) of the next such step or probe
         super().__init__(
             atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
         )
@@ -572,12 +573,18 @@ class BOOptimizer(Optimizer):
         is set, a molecule's run also goes on while the model's quadratic at the latest
         configuration puts its minimum more than that below the lowest energy
         computed (:meth:`asebo.optimize.model_hessian.ModelCurvature.quadratic_drop`),
-        until :data:`QUADRATIC_PATIENCE` calls in a row find nothing lower. Skipped
-        under a cell filter; under a calculator prior the Hessian costs about 8N calls
-        of the prior.
+        until :data:`QUADRATIC_PATIENCE` calls in a row find nothing lower. Where every
+        configuration of a molecule's run kept the endpoint's point group
+        (:func:`asebo.optimize.symmetry.held_symmetry`), a line says so, and with
+        ``special_cases.symmetry_probe`` set the run goes on with one call displaced
+        along the softest mode that breaks it (reason ``'probe'``, once a run), whose
+        own forces end nothing: the model steps on from there. Skipped under a cell
+        filter; under a calculator prior the Hessian costs about 8N calls of the prior.
         """
         converged = super().gradient_converged(gradient)
         seen = len(getattr(self, "observations", ()))
+        if getattr(self, "proposals", None) and self.proposals[-1]["reason"] == PROBE:
+            return False  # the probe's own forces end nothing: the model steps from here
         if not (converged and seen) or self._curvature_checked == seen:
             return converged
         self._curvature_checked = seen
@@ -590,11 +597,15 @@ class BOOptimizer(Optimizer):
             mode = curvature.modes[downhill[0]]
             radius = max(self.trust.radius, self.initial_trust_radius)
             target = confident_descent(gp, here, mode, radius)
-            computed = (np.asarray(self.observations.positions), self.observations.energies)
+            computed = (
+                np.asarray(self.observations.positions),
+                self.observations.energies,
+                np.asarray(self.observations.forces),
+            )
             calculator = gp.prior if self.prior.is_calculator else None
             if target is not None and evidence_of_descent(calculator, computed, here, mode):
                 self._curvature_steps += 1
-                self._descent = target
+                self._descent = (target, CURVATURE)
                 lowest = curvature.curvatures[downhill[0]]
                 doubt = curvature.uncertainties[downhill[0]]
                 self._write_notes(
@@ -613,8 +624,48 @@ class BOOptimizer(Optimizer):
                 ]
             )
             return False
+        symmetry = self._held_symmetry(curvature.hessian, here)
+        probe = self.settings.special_cases.symmetry_probe
+        if symmetry is not None and probe is not None and PROBE not in self.reasons:
+            self._descent = (self._probe_along(here, symmetry.mode, probe), PROBE)
+            self._write_notes(
+                [
+                    f"the forces are converged on a symmetry of order {symmetry.order} that "
+                    f"every configuration kept; the model's curvature along the "
+                    f"{symmetry.breaking} modes that break it is the prior's alone: a probe "
+                    f"{probe:g} Å along the softest ({symmetry.curvature:.3g} eV/Å²)"
+                ]
+            )
+            return False
+        if symmetry is not None:
+            self._write_notes(
+                [
+                    f"the endpoint and every configuration computed keep a symmetry of order "
+                    f"{symmetry.order}: the model's curvature along the {symmetry.breaking} "
+                    "modes that break it is the prior's alone"
+                ]
+            )
         self._write_notes([f"at convergence, {curvature.summary()}"])
         return converged
+
+    def _held_symmetry(self, hessian, positions):
+        """:func:`asebo.optimize.symmetry.held_symmetry` of a molecule's run, ending at
+        ``positions`` (N, 3) with the model's ``hessian`` (3N, 3N) there; None for a
+        periodic system."""
+        if self.periodic:
+            return None
+        free, rotations = self._free_and_rotations()
+        labels = 8 * self.numbers + free @ np.array([1, 2, 4])  # held coordinates kept apart
+        configurations = [*self.observations.positions, positions]
+        basis = internal_basis(positions, free, rotations)
+        return held_symmetry(configurations, labels, hessian, basis)
+
+    @staticmethod
+    def _probe_along(positions, mode, length):
+        """``positions`` (N, 3) displaced along the unit ``mode`` (3N,), the largest
+        atomic move ``length`` Å."""
+        direction = np.asarray(mode).reshape(positions.shape)
+        return positions + length * direction / np.linalg.norm(direction, axis=1).max()
 
     def _quadratic_drop_left(self, curvature):
         """How far below the lowest energy computed the minimum of the model's quadratic
@@ -737,8 +788,9 @@ class BOOptimizer(Optimizer):
         that replaces it. Writes nothing: the notes travel with the proposal."""
         context = self._step_context()
         if self._descent is not None:
-            positions, self._descent = self._descent, None
-            return Proposal(positions, context.predicted(positions), context.trust, CURVATURE)
+            (positions, reason), self._descent = self._descent, None
+            predicted = context.predicted(positions) if reason == CURVATURE else None
+            return Proposal(positions, predicted, context.trust, reason)
         starts, notes = search_starts(context)
         proposal = search(context, starts)
         proposal = replace(proposal, notes=(*context.notes, *notes, *proposal.notes))

@@ -21,7 +21,8 @@ TILT = "tilt"  # flat pyramidal centres of the start tilted out of plane
 FORCE_STEP = "force_step"  # a step along the forces: the model had nothing new to offer
 RIGID_MOVE = "rigid_move"  # the model's proposal moved rigidly along the net force and torque
 CURVATURE = "curvature"  # forces converged where the model's energy curves down: a step along it
-REASONS = (SEARCH, SEARCH_FAILED, TILT, FORCE_STEP, RIGID_MOVE, CURVATURE)
+PROBE = "probe"  # forces converged on a symmetry the whole run kept: a step that breaks it
+REASONS = (SEARCH, SEARCH_FAILED, TILT, FORCE_STEP, RIGID_MOVE, CURVATURE, PROBE)
 """Every ``reason`` a :class:`Proposal` may give, as recorded in the log and restart file."""
 
 

@@ -128,12 +128,20 @@ class SpecialCases:
         (:meth:`asebo.optimize.model_hessian.ModelCurvature.quadratic_drop`), the run
         goes on: a floppy molecule stopped on the shoulder of a long, shallow valley.
         None: the forces alone decide, as they do for a periodic system.
+    symmetry_probe : float or None
+        Å. Where the forces of a molecule are converged on a point-group symmetry
+        that every configuration of the run kept, the model's curvature along the
+        modes that break it is its prior's alone (:mod:`asebo.optimize.symmetry`):
+        one call displaced along the softest of them, its largest atomic move this
+        long, tells a saddle (an eclipsed rotor) from a minimum. None: the log
+        line at convergence only says so.
     """
 
     flat_centre_tilt: float = 0.1
     rigid_shrink: float = 0.5
     curvature_steps: int = 2
     quadratic_drop: float | None = 0.003
+    symmetry_probe: float | None = None
 
 
 @dataclass(frozen=True)
