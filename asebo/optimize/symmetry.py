@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 TOLERANCE = 1e-3  # Å: an atom's largest distance from its image under a symmetry
-LINEAR = 1e-6  # Å², area (x 2) below which two position vectors span no plane
+LINE = 1e-3  # Å: an atom this close to the line through the centroid and another lies on it
 # |G d - d| for a unit displacement d below which a map keeps it: maps found within
 # TOLERANCE leave a kept one about 1e-6 off, and a turn of order k moves one it does
 # not keep by at least 2 sin(pi / k), 0.5 for k = 12
@@ -61,7 +61,7 @@ def symmetry_operations(positions, numbers, tolerance=TOLERANCE):
     shells = [_shell(i, centred, numbers, radii, tolerance) for i in range(len(centred))]
     first = min(off_centre, key=lambda i: len(shells[i]))
     areas = np.linalg.norm(np.cross(centred[first], centred), axis=1)  # (n,)
-    planar = np.flatnonzero(areas > np.sqrt(LINEAR) * radii[first])
+    planar = np.flatnonzero(areas > LINE * radii[first])  # off the line through ``first``
     if not len(planar):
         candidates = _linear_candidates(centred[first] / radii[first])
     else:
@@ -124,8 +124,8 @@ class HeldSymmetry:
     Attributes
     ----------
     order : int
-        Elements of the group found (the identity counted; 4 for a linear molecule's
-        finite stand-in).
+        Elements of the group found, the identity counted (for a linear molecule, its
+        finite stand-in's generators and the identity).
     breaking : int
         Free modes, less the rigid motions, that break it.
     mode : array (3n,)
@@ -204,7 +204,7 @@ def _frame_candidates(centred, first, second, shells, tolerance):
             if a == b or abs(np.linalg.norm(centred[a] - centred[b]) - distance) > 2 * tolerance:
                 continue
             area = np.linalg.norm(np.cross(centred[a], centred[b]))
-            if area <= np.sqrt(LINEAR) * np.linalg.norm(centred[a]):
+            if area <= LINE * np.linalg.norm(centred[a]):
                 continue
             image = _frame(centred[a], centred[b])
             candidates += [image @ reference.T, image @ flip @ reference.T]
