@@ -14,13 +14,21 @@ def test_names_are_the_g2_molecules_with_two_atoms_or_more():
 
 
 def test_one_molecule_is_relaxed_by_both_and_bo_within_its_budget():
-    name, result = compare_one(("HCN", "gfn2", None, 0.1, 0, 0.05, 3.0, True))
+    name, result = compare_one(("HCN", "gfn2", None, 0.1, 0, 0.05, 3.0, True, None))
     assert name == "HCN" and result["atoms"] == 3
     reference, bo = result["lbfgs"], result["bo"]
     assert reference["converged"] and bo["converged"]
     assert reference["imaginary"] == [] and bo["imaginary"] == []  # audited: both minima
     assert bo["calls"] <= 3 * reference["calls"]
     assert len(bo["energies"]) == bo["calls"]
+
+
+def test_the_symmetry_probe_reaches_bo_on_an_unrattled_start():
+    runs = [compare_one(("C2H6", "gfn2", None, 0.0, 0, 0.05, 3.0, False, p)) for p in (None, 0.1)]
+    without, probed = (result["bo"] for _, result in runs)
+    assert without["converged"] and probed["converged"]
+    assert probed["calls"] > without["calls"]  # G2's ethane is D3d: the probe costs calls
+    assert probed["energy"] <= without["energy"] + 1e-3
 
 
 def run(calls, converged=True, energy=-1.0):

@@ -39,6 +39,14 @@ def add_arguments(parser):
         help="standard deviation of the random displacements, Å",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--symmetry-probe",
+        type=float,
+        default=None,
+        metavar="ANGSTROM",
+        help="bo's SpecialCases.symmetry_probe (with --rattle 0 every start keeps G2's "
+        "symmetry; default: off)",
+    )
     parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å")
     parser.add_argument(
         "--limit", type=float, default=3.0, help="bo may take this many times L-BFGS's calls"
@@ -94,13 +102,18 @@ def compare_one(task):
     from asebo.campaign.relax import relax
 
     torch.set_num_threads(1)
-    name, calc, prior, rattle, seed, fmax, limit, audit = task
+    name, calc, prior, rattle, seed, fmax, limit, audit, probe = task
     atoms = rattled(name, rattle, seed)
+    options = None
+    if probe is not None:
+        from asebo.optimize.settings import SpecialCases
+
+        options = {"special_cases": SpecialCases(symmetry_probe=probe)}
     try:
         reference = relax(atoms, "lbfgs", calc, fmax, steps=1000)
         budget = max(1, int(limit * reference["calls"]))
         # the first call is not a step: budget calls are budget - 1 steps
-        bo = relax(atoms, "bo", calc, fmax, steps=budget - 1, prior=prior)
+        bo = relax(atoms, "bo", calc, fmax, steps=budget - 1, prior=prior, options=options)
     except Exception as error:  # noqa: BLE001  reported in the table; the sweep goes on
         return name, {"error": f"{type(error).__name__}: {error}"}
     for result in (reference, bo):
@@ -117,10 +130,8 @@ def compare_one(task):
 
 def run(args):
     names = g2_names(args.molecules)
-    tasks = [
-        (name, args.calc, args.prior, args.rattle, args.seed, args.fmax, args.limit, args.audit)
-        for name in names
-    ]
+    settings = (args.rattle, args.seed, args.fmax, args.limit, args.audit, args.symmetry_probe)
+    tasks = [(name, args.calc, args.prior, *settings) for name in names]
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         results = dict(pool.map(compare_one, tasks))
     text = table(results, args.limit)
