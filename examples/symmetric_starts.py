@@ -77,6 +77,7 @@ def methyl_turned(name):
 
 
 def optimizers():
+    """The optimizers compared, by label: each makes one from atoms with a calculator."""
     makers = {
         "bo": lambda atoms: BOOptimizer(atoms, logfile=None),
         "bo, probe": lambda atoms: BOOptimizer(

@@ -45,14 +45,7 @@ def add_arguments(parser, folder, optimizers=None):
             "'bo+gfn1' runs bo with a GFN1-xTB prior (any calculator preset after "
             "the '+'), 'bo+max' with a constant prior instead of the Lindh model",
         )
-        parser.add_argument(
-            "--symmetry-probe",
-            type=float,
-            default=None,
-            metavar="ANGSTROM",
-            help="bo's SpecialCases.symmetry_probe: at a symmetric endpoint that every "
-            "configuration kept, one call this far off the symmetry (default: off)",
-        )
+        add_symmetry_probe(parser)
     parser.add_argument("--calc", default="gfn2")
     parser.add_argument("--fmax", type=float, default=0.05)
     parser.add_argument("--steps", type=int, default=300)
@@ -64,6 +57,27 @@ def add_arguments(parser, folder, optimizers=None):
         help="also compute the target's finite-difference Hessian at every endpoint "
         "(6n calls each, not counted) and count the saddle points per optimizer",
     )
+
+
+def add_symmetry_probe(parser):
+    """The ``--symmetry-probe`` option: bo's ``SpecialCases.symmetry_probe``."""
+    parser.add_argument(
+        "--symmetry-probe",
+        type=float,
+        default=None,
+        metavar="ANGSTROM",
+        help="bo's SpecialCases.symmetry_probe: at a symmetric endpoint that every "
+        "configuration kept, one call this far off the symmetry (default: off)",
+    )
+
+
+def probe_options(probe):
+    """bo's keyword arguments for a ``--symmetry-probe`` of ``probe`` Å (None: none)."""
+    if probe is None:
+        return None
+    from asebo.optimize.settings import SpecialCases
+
+    return {"special_cases": SpecialCases(symmetry_probe=probe)}
 
 
 def molecule_files(folder, wanted):
@@ -88,11 +102,7 @@ def _run_one(task):
     path, label, calc, fmax, steps, audit, probe = task
     optimizer, _, prior = label.partition("+")
     atoms = read(path)
-    options = None
-    if optimizer == "bo" and probe is not None:
-        from asebo.optimize.settings import SpecialCases
-
-        options = {"special_cases": SpecialCases(symmetry_probe=probe)}
+    options = probe_options(probe) if optimizer == "bo" else None
     try:
         result = relax(atoms, optimizer, calc, fmax, steps, prior=prior or None, options=options)
     except Exception as error:  # a failed run is reported, the others go on

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from asebo.benchmarks._relaxation_table import add_symmetry_probe, probe_options
+
 HIGHER = 0.01  # eV: a final energy this far above L-BFGS's is a different minimum
 
 
@@ -39,14 +41,7 @@ def add_arguments(parser):
         help="standard deviation of the random displacements, Å",
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--symmetry-probe",
-        type=float,
-        default=None,
-        metavar="ANGSTROM",
-        help="bo's SpecialCases.symmetry_probe (with --rattle 0 every start keeps G2's "
-        "symmetry; default: off)",
-    )
+    add_symmetry_probe(parser)  # with --rattle 0 every start keeps G2's symmetry
     parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å")
     parser.add_argument(
         "--limit", type=float, default=3.0, help="bo may take this many times L-BFGS's calls"
@@ -104,11 +99,7 @@ def compare_one(task):
     torch.set_num_threads(1)
     name, calc, prior, rattle, seed, fmax, limit, audit, probe = task
     atoms = rattled(name, rattle, seed)
-    options = None
-    if probe is not None:
-        from asebo.optimize.settings import SpecialCases
-
-        options = {"special_cases": SpecialCases(symmetry_probe=probe)}
+    options = probe_options(probe)
     try:
         reference = relax(atoms, "lbfgs", calc, fmax, steps=1000)
         budget = max(1, int(limit * reference["calls"]))
