@@ -13,6 +13,9 @@ from ase.filters import FrechetCellFilter
 import asebo.optimize.model_hessian as model_hessian
 from asebo import BOOptimizer
 from asebo.benchmarks._endpoint_audit import finite_difference_hessian, frequencies, imaginary_modes
+from asebo.benchmarks._relaxation_table import DATA_DIR
+from asebo.benchmarks.vibrations import zero_point_energy
+from asebo.model.priors import AnchoredOffset
 from asebo.optimize.model_hessian import (
     internal_basis,
     mass_weighted_internal_basis,
@@ -185,6 +188,50 @@ def test_the_convergence_check_probes_the_lowest_and_non_positive_curvatures_onl
     assert np.isnan(few.uncertainties[~probed]).all() and probed.sum() < len(probed)
     assert few.summary() == every.summary()
     np.testing.assert_array_equal(few.negative, every.negative)
+
+
+def test_an_anchored_offset_is_the_residual_of_its_observation(water_run):
+    gp = water_run.fit_model()
+    positions, energies, _ = water_run.observations.arrays()
+    prior_energies, gradients = gp.prior.energies_and_gradients(positions)
+    anchored = AnchoredOffset(gp.prior, 1)
+    assert anchored.offset(energies, prior_energies) == pytest.approx(
+        energies[1] - prior_energies[1], abs=1e-12
+    )
+    np.testing.assert_array_equal(anchored.energies_and_gradients(positions)[1], gradients)
+    assert (anchored.constant, anchored.is_calculator) == (gp.prior.constant, gp.prior.is_calculator)
+
+
+def test_ethanols_hessian_is_taken_with_no_bump_at_its_configuration():
+    """A three-call run from the Baker start. About the mean residual, the lowest
+    configuration's residual is negative and the stationary kernel's bump there
+    stiffens every direction the run never moved in; anchored there, the model's
+    zero-point energy comes closer to the target's, and the optimizer's own GP is
+    left as it was."""
+    from ase.io import read
+
+    atoms = read(DATA_DIR / "baker" / "08_ethanol.xyz")
+    atoms.calc = get_calculator("gfn2")
+    optimizer = BOOptimizer(atoms, logfile=None)
+    assert optimizer.run(fmax=0.05)
+    x = optimizer.observations.positions[optimizer.observations.best()]
+    gp = optimizer.fit_model()
+    before = gp.predict(x[None] + 0.05, return_gradient=True)
+    anchored = optimizer.hessian()
+    mean_offset = model_curvature(gp, x, np.ones(x.shape, dtype=bool)).hessian
+    after = gp.predict(x[None] + 0.05, return_gradient=True)
+    for one, other in zip(before, after):
+        np.testing.assert_array_equal(one, other)
+    endpoint = atoms.copy()
+    endpoint.positions = x
+    target = zero_point_energy(
+        frequencies(finite_difference_hessian(endpoint, get_calculator("gfn2")), endpoint)
+    )
+    errors = [
+        abs(zero_point_energy(frequencies(h, endpoint)) / target - 1)
+        for h in (anchored, mean_offset)
+    ]
+    assert errors[0] < errors[1]
 
 
 def test_water_vibrations_match_the_target_within_the_documented_tolerance(water_run):

@@ -27,6 +27,7 @@ filter's generalized positions and forces
 (:class:`asebo.model.cell_coordinates.GeneralizedCoordinates`).
 """
 
+import copy
 import inspect
 import os
 import time
@@ -47,6 +48,7 @@ from asebo.model.gp import EnergyForceGP
 from asebo.model.periodic import make_periodic_prior
 from asebo.model.priors import (
     AUTO,
+    AnchoredOffset,
     HighestEnergyPrior,
     automatic_prior,
     make_prior,
@@ -478,7 +480,8 @@ class BOOptimizer(Optimizer):
         -------
         asebo.optimize.model_hessian.ModelCurvature
             ``hessian`` (3N, 3N) in eV/Å², the prior's part included (rows and
-            columns of held coordinates zero); ``curvatures`` and ``modes`` in the free
+            columns of held coordinates zero), of the GP whose constant is the
+            residual there (:class:`asebo.model.priors.AnchoredOffset`); ``curvatures`` and ``modes`` in the free
             coordinates less the rigid motions; ``uncertainties``, each curvature's
             posterior standard deviation.
 
@@ -505,9 +508,18 @@ class BOOptimizer(Optimizer):
         return self._curvature_at(positions)[1]
 
     def _curvature_at(self, positions, every_uncertainty=True):
-        """The GP fitted to every observation, and its curvature at ``positions``
-        (:func:`asebo.optimize.model_hessian.model_curvature`)."""
+        """The GP fitted to every observation, with its constant anchored at the
+        observation at ``positions`` (the lowest-energy one where none is there;
+        :class:`asebo.model.priors.AnchoredOffset`) under a prior that curves, and its
+        curvature at ``positions`` (:func:`asebo.optimize.model_hessian.model_curvature`)."""
         gp, _ = self._fitted_model()
+        if not gp.prior.constant:
+            anchor = self.observations.find(positions)
+            anchored = copy.copy(gp)
+            anchored.prior = AnchoredOffset(
+                gp.prior, self.observations.best() if anchor is None else anchor
+            )
+            gp = anchored.fit(*self.observations.arrays())
         free, rotations = self._free_and_rotations()
         return gp, model_curvature(gp, positions, free, rotations, every_uncertainty)
 
