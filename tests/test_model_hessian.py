@@ -199,26 +199,32 @@ def test_an_anchored_offset_is_the_residual_of_its_observation(water_run):
         energies[1] - prior_energies[1], abs=1e-12
     )
     np.testing.assert_array_equal(anchored.energies_and_gradients(positions)[1], gradients)
-    assert (anchored.constant, anchored.is_calculator) == (gp.prior.constant, gp.prior.is_calculator)
+    assert anchored.constant == gp.prior.constant
+    assert anchored.is_calculator == gp.prior.is_calculator
 
 
 def test_ethanols_hessian_is_taken_with_no_bump_at_its_configuration():
     """A three-call run from the Baker start. About the mean residual, the lowest
     configuration's residual is negative and the stationary kernel's bump there
     stiffens every direction the run never moved in; anchored there, the model's
-    zero-point energy comes closer to the target's, and the optimizer's own GP is
-    left as it was."""
+    zero-point energy comes closer to the target's, the optimizer's own GP is left as
+    it was, and the check at convergence reads that GP, the one that steps."""
     from ase.io import read
 
     atoms = read(DATA_DIR / "baker" / "08_ethanol.xyz")
     atoms.calc = get_calculator("gfn2")
-    optimizer = BOOptimizer(atoms, logfile=None)
+    log = io.StringIO()
+    optimizer = BOOptimizer(atoms, logfile=log)
     assert optimizer.run(fmax=0.05)
     x = optimizer.observations.positions[optimizer.observations.best()]
     gp = optimizer.fit_model()
     before = gp.predict(x[None] + 0.05, return_gradient=True)
     anchored = optimizer.hessian()
-    mean_offset = model_curvature(gp, x, np.ones(x.shape, dtype=bool)).hessian
+    stepping = model_curvature(gp, x, np.ones(x.shape, dtype=bool))
+    mean_offset = stepping.hessian
+    logged = [line for line in log.getvalue().splitlines() if "lowest model curvature" in line]
+    assert f"lowest model curvature {stepping.curvatures[0]:.3g} " in logged[-1]
+    assert optimizer.model_curvature().curvatures[0] < stepping.curvatures[0] - 0.1
     after = gp.predict(x[None] + 0.05, return_gradient=True)
     for one, other in zip(before, after):
         np.testing.assert_array_equal(one, other)

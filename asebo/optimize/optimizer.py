@@ -480,10 +480,11 @@ class BOOptimizer(Optimizer):
         -------
         asebo.optimize.model_hessian.ModelCurvature
             ``hessian`` (3N, 3N) in eV/Å², the prior's part included (rows and
-            columns of held coordinates zero), of the GP whose constant is the
-            residual there (:class:`asebo.model.priors.AnchoredOffset`); ``curvatures`` and ``modes`` in the free
+            columns of held coordinates zero); ``curvatures`` and ``modes`` in the free
             coordinates less the rigid motions; ``uncertainties``, each curvature's
-            posterior standard deviation.
+            posterior standard deviation. Of the GP whose constant is the residual
+            at ``positions`` (:class:`asebo.model.priors.AnchoredOffset`): the
+            checks at convergence read the GP that steps, about the mean residual.
 
         Raises
         ------
@@ -505,20 +506,22 @@ class BOOptimizer(Optimizer):
             raise RuntimeError("no configuration computed yet: call run() first")
         if positions is None:
             positions = self.observations.positions[self.observations.best()]
-        return self._curvature_at(positions)[1]
+        return self._curvature_at(positions, anchored=True)[1]
 
-    def _curvature_at(self, positions, every_uncertainty=True):
-        """The GP fitted to every observation, with its constant anchored at the
-        observation at ``positions`` (the lowest-energy one where none is there;
-        :class:`asebo.model.priors.AnchoredOffset`) under a prior that curves, and its
-        curvature at ``positions`` (:func:`asebo.optimize.model_hessian.model_curvature`)."""
+    def _curvature_at(self, positions, every_uncertainty=True, anchored=False):
+        """The GP fitted to every observation and its curvature at ``positions``
+        (:func:`asebo.optimize.model_hessian.model_curvature`). ``anchored``: under a
+        prior that curves, the GP's constant is the residual of the observation at
+        ``positions`` (the lowest-energy one where none is there;
+        :class:`asebo.model.priors.AnchoredOffset`), its length scale kept."""
         gp, _ = self._fitted_model()
-        if not gp.prior.constant:
+        if anchored and not gp.prior.constant:
             anchor = self.observations.find(positions)
             anchored = copy.copy(gp)
             anchored.prior = AnchoredOffset(
                 gp.prior, self.observations.best() if anchor is None else anchor
             )
+            anchored.fit_gamma, anchored.gamma = False, gp.gamma_
             gp = anchored.fit(*self.observations.arrays())
         free, rotations = self._free_and_rotations()
         return gp, model_curvature(gp, positions, free, rotations, every_uncertainty)
