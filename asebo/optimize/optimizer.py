@@ -516,13 +516,13 @@ class BOOptimizer(Optimizer):
         :class:`asebo.model.priors.AnchoredOffset`), its length scale kept."""
         gp, _ = self._fitted_model()
         if anchored and not gp.prior.constant:
-            anchor = self.observations.find(positions)
-            anchored = copy.copy(gp)
-            anchored.prior = AnchoredOffset(
-                gp.prior, self.observations.best() if anchor is None else anchor
+            found = self.observations.find(positions)
+            refit = copy.copy(gp)  # the optimizer's own GP is left as it is
+            refit.prior = AnchoredOffset(
+                gp.prior, self.observations.best() if found is None else found
             )
-            anchored.fit_gamma, anchored.gamma = False, gp.gamma_
-            gp = anchored.fit(*self.observations.arrays())
+            refit.fit_gamma, refit.gamma = False, gp.gamma_
+            gp = refit.fit(*self.observations.arrays())
         free, rotations = self._free_and_rotations()
         return gp, model_curvature(gp, positions, free, rotations, every_uncertainty)
 
