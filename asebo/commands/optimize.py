@@ -167,5 +167,7 @@ def _write_vibrations(opt, path):
     lowest = f"{real.min():.0f} cm⁻¹" if len(real) else "none"
     print(
         f"model vibrations written to {path}: lowest real frequency {lowest}, zero-point "
-        f"energy {vibrations.get_zero_point_energy():.4f} eV ({curvature.summary()})"
+        f"energy {vibrations.get_zero_point_energy():.4f} eV; the Hessian given as a "
+        f"result, with the GP's constant at this configuration (the line at "
+        f"convergence reads the GP that steps): {curvature.summary()}"
     )
