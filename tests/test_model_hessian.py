@@ -163,16 +163,41 @@ def test_rigid_projection_keeps_the_vibrations_of_an_invariant_energy():
 
 
 def test_curvature_uncertainty_does_not_depend_on_the_probe(water_run, monkeypatch):
-    # the std of E(x + d v) grows as d²/2 times the curvature's std: the ratio is the std
+    # the d⁴ term of the variance's rise is a quarter of the curvature's variance
     gp = water_run.fit_model()
     x = water_run.observations.positions[water_run.observations.best()]
     free = np.ones(x.shape, dtype=bool)
     found = []
-    for probe in (0.005, 0.015):  # between the noise (below) and the quartic terms
-        monkeypatch.setattr(model_hessian, "PROBE", probe)
+    for probe in (0.0025, 0.005):
+        monkeypatch.setattr(model_hessian, "CURVATURE_PROBE", probe)
         found.append(model_curvature(gp, x, free).uncertainties)
-    np.testing.assert_allclose(found[0], found[1], rtol=0.15)
+    np.testing.assert_allclose(found[0], found[1], rtol=0.15)  # water's terms in d⁶
     assert (found[0] > 0).all()
+
+
+def test_a_curvatures_std_is_resolved_where_the_observations_carry_noise(monkeypatch):
+    """Methylamine's Baker run ends where the variance's rise 0.01 Å along the softest
+    mode is below zero (its d² term: the slope's variance and the value's covariance
+    with the curvature); read at two distances, the std is the same from 0.0025 to
+    0.01 Å."""
+    from ase.io import read
+
+    atoms = read(DATA_DIR / "baker" / "07_methylamine.xyz")
+    atoms.calc = get_calculator("gfn2")
+    optimizer = BOOptimizer(atoms, logfile=None)
+    assert optimizer.run(fmax=0.05)
+    gp = optimizer.fit_model()
+    x = atoms.get_positions()
+    mode = model_curvature(gp, x, np.ones(x.shape, dtype=bool)).modes[:1]
+    offsets = 0.01 * np.array([1.0, -1.0])[:, None, None] * mode.reshape(1, *x.shape)
+    variances = gp.predict(np.concatenate([x[None], x + offsets]), return_std=True)[1] ** 2
+    assert 0.5 * (variances[1] + variances[2]) < variances[0]  # one distance reads zero
+    stds = []
+    for probe in (0.0025, 0.005, 0.01):
+        monkeypatch.setattr(model_hessian, "CURVATURE_PROBE", probe)
+        stds.append(model_hessian.curvature_uncertainties(gp, x, mode)[0])
+    assert stds[1] > 0.0
+    np.testing.assert_allclose(stds, stds[1], rtol=0.1)
 
 
 def test_the_convergence_check_probes_the_lowest_and_non_positive_curvatures_only(water_run):

@@ -495,7 +495,7 @@ class BOOptimizer(Optimizer):
 
         Notes
         -----
-        Under a calculator prior it costs about 8N calls of the prior calculator.
+        Under a calculator prior it costs about 9N calls of the prior calculator.
         """
         if self.coordinates.has_cell:
             raise ValueError(
