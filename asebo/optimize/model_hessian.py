@@ -20,7 +20,7 @@ carry noise, ``a d^2`` dominates at the distances where ``b d^4`` could be read
 alone, and of either sign: reading ``e(d)`` as ``b d^4`` gave a std of exactly zero
 at the endpoints of 59 of 132 runs of the shipped sets (the rise below zero). Two
 distances separate the terms: ``Var(k) = (e(2d) - 4 e(d)) / (3 d^4)``, at ``d`` =
-:data:`CURVATURE_PROBE` Å; from 0.005 to 0.03 Å the result stays within 3 % on
+:data:`CURVATURE_PROBE` Å; from 0.005 to 0.02 Å the result stays within 8 % on
 methylamine, trisilacyclohexane, the benzene dimer and glucose, where the one
 distance read zero (Rasmussen and Williams, *Gaussian Processes for Machine
 Learning*, MIT Press (2006), sec. 9.4, on the derivatives of a GP).
