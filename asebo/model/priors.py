@@ -250,10 +250,10 @@ class AnchoredOffset(Prior):
     by ``|r| / l^2`` along a unit direction of the kernel's metric for a
     squared-exponential bump of depth ``r``. The curvature a run never measured then
     comes out stiffer than the prior's. With ``c`` the residual of the configuration
-    where the Hessian is taken, the bump there vanishes. Measured on the Baker set
-    with GFN2-xTB (``asebo bench vibrations``), it takes the model's zero-point
-    energy from 9.6 % above the target's to 4.6 % (median), the modes above 500 cm⁻¹
-    from 6.7 to 4.7 % and the five lowest from 90 to 54 cm⁻¹.
+    where the Hessian is taken, the bump there vanishes. On the Baker set with
+    GFN2-xTB (``asebo bench vibrations``) the model's zero-point energy is then 4.6 %
+    from the target's (median; 9.6 % about the mean residual), the modes above 500
+    cm⁻¹ 4.7 % (6.7 %) and the five lowest 54 cm⁻¹ (90 cm⁻¹).
 
     Parameters
     ----------

@@ -497,6 +497,12 @@ class BOOptimizer(Optimizer):
         -----
         Under a calculator prior it costs about 9N calls of the prior calculator.
         """
+        return self._result_curvature(positions)
+
+    def _result_curvature(self, positions=None, every_uncertainty=True):
+        """:meth:`model_curvature`; ``every_uncertainty`` False probes the uncertainty
+        of the lowest and non-positive curvatures only, for callers that read the
+        Hessian alone."""
         if self.coordinates.has_cell:
             raise ValueError(
                 "the model's Hessian under a cell filter mixes positions and strain: relax "
@@ -506,7 +512,7 @@ class BOOptimizer(Optimizer):
             raise RuntimeError("no configuration computed yet: call run() first")
         if positions is None:
             positions = self.observations.positions[self.observations.best()]
-        return self._curvature_at(positions, anchored=True)[1]
+        return self._curvature_at(positions, every_uncertainty, anchored=True)[1]
 
     def _curvature_at(self, positions, every_uncertainty=True, anchored=False):
         """The GP fitted to every observation and its curvature at ``positions``
@@ -540,7 +546,7 @@ class BOOptimizer(Optimizer):
     def hessian(self):
         """The model's Hessian (3N, 3N), eV/Å², at the lowest-energy configuration
         computed (:meth:`model_curvature`); no calculator call."""
-        return self.model_curvature().hessian
+        return self._result_curvature(every_uncertainty=False).hessian
 
     def vibrations(self, curvature=None):
         """Harmonic vibrations of the model's Hessian at the lowest-energy configuration.
@@ -562,7 +568,8 @@ class BOOptimizer(Optimizer):
         """
         from ase.vibrations import VibrationsData  # it brings Matplotlib: only when asked
 
-        curvature = self.model_curvature() if curvature is None else curvature
+        if curvature is None:
+            curvature = self._result_curvature(every_uncertainty=False)
         atoms = self.coordinates.atoms.copy()
         atoms.positions = self.observations.positions[self.observations.best()]
         free, rotations = self._free_and_rotations()
