@@ -364,13 +364,58 @@ def test_curvature_steps_are_limited_by_the_setting():
     from asebo.optimize.settings import SpecialCases
 
     planar, frames = planar_ammonia_and_two_pyramids()
+    log = io.StringIO()
     optimizer = BOOptimizer(
         planar,
-        logfile=None,
+        logfile=log,
         observations=frames,
         special_cases=SpecialCases(curvature_steps=0),
     )
     assert optimizer.run(fmax=0.05) and optimizer.nsteps == 0  # stops on the saddle
+    # the two pyramids computed are lower: the verdict is the saddle's
+    assert "a saddle point by the model" in log.getvalue()
+
+
+def test_the_verdict_calls_a_negative_curvature_a_saddle_only_with_evidence():
+    from asebo.optimize.model_hessian import ModelCurvature
+
+    shared = {
+        "hessian": np.zeros((3, 3)),
+        "curvatures": np.array([-1.0, -0.5, 2.0]),
+        "modes": np.eye(3),
+        "uncertainties": np.array([0.1, 0.1, 0.1]),
+    }
+    assert "a saddle point by the model" in ModelCurvature(**shared).summary()  # not examined
+    second = ModelCurvature(**shared, evidence=np.array([False, True, False]))
+    assert list(second.evidenced) == [1] and "a saddle point by the model" in second.summary()
+    neither = ModelCurvature(**shared, evidence=np.zeros(3, dtype=bool))
+    assert not len(neither.evidenced)
+    assert "not a saddle point the calls show" in neither.summary()
+    assert "a saddle point by the model" not in neither.summary()
+
+
+def test_a_negative_curvature_of_the_interpolation_alone_is_not_called_a_saddle():
+    """S22's methane dimer meets fmax after one step; between its two observations the
+    GP's mean curves down, no configuration says so, and the target curves up."""
+    from ase.io import read
+
+    atoms = read(DATA_DIR / "s22" / "Methane_dimer.xyz")
+    atoms.calc = get_calculator("gfn2")
+    log = io.StringIO()
+    optimizer = BOOptimizer(atoms, logfile=log)
+    assert optimizer.run(fmax=0.05)
+    line = next(line for line in log.getvalue().splitlines() if "at convergence" in line)
+    assert "not a saddle point the calls show" in line
+    curvature = optimizer.model_curvature()
+    assert len(curvature.negative) and not len(curvature.evidenced)
+    assert "not a saddle point the calls show" in curvature.summary()
+    mode = curvature.modes[curvature.negative[0]].reshape(-1, 3)
+    here, step, forces = atoms.get_positions(), 0.005, []
+    for sign in (1.0, -1.0):
+        atoms.positions = here + sign * step * mode
+        forces.append(atoms.get_forces())
+    target = -np.sum((forces[0] - forces[1]) * mode) / (2 * step)
+    assert curvature.curvatures[curvature.negative[0]] < -0.1 and target > 0.0
 
 
 def test_evidence_of_descent_comes_from_a_prior_calculator_or_a_lower_configuration():

@@ -482,9 +482,12 @@ class BOOptimizer(Optimizer):
             ``hessian`` (3N, 3N) in eV/Å², the prior's part included (rows and
             columns of held coordinates zero); ``curvatures`` and ``modes`` in the free
             coordinates less the rigid motions; ``uncertainties``, each curvature's
-            posterior standard deviation. Of the GP whose constant is the residual
-            at ``positions`` (:class:`asebo.model.priors.AnchoredOffset`): the
-            checks at convergence read the GP that steps, about the mean residual.
+            posterior standard deviation; ``evidence``, along each negative one,
+            whether a configuration computed or a prior calculator says the energy
+            falls (:func:`asebo.optimize.model_hessian.evidence_of_descent`). Of the
+            GP whose constant is the residual at ``positions``
+            (:class:`asebo.model.priors.AnchoredOffset`): the checks at convergence
+            read the GP that steps, about the mean residual.
 
         Raises
         ------
@@ -530,7 +533,18 @@ class BOOptimizer(Optimizer):
             refit.fit_gamma, refit.gamma = False, gp.gamma_
             gp = refit.fit(*self.observations.arrays())
         free, rotations = self._free_and_rotations()
-        return gp, model_curvature(gp, positions, free, rotations, every_uncertainty)
+        curvature = model_curvature(gp, positions, free, rotations, every_uncertainty)
+        computed = (
+            np.asarray(self.observations.positions),
+            self.observations.energies,
+            np.asarray(self.observations.forces),
+        )
+        calculator = gp.prior if self.prior.is_calculator else None
+        evidence = np.zeros(len(curvature.curvatures), dtype=bool)
+        for index in curvature.negative:
+            mode = curvature.modes[index]
+            evidence[index] = evidence_of_descent(calculator, computed, positions, mode)
+        return gp, replace(curvature, evidence=evidence)
 
     def _free_and_rotations(self):
         """The free coordinates (N, 3), and whether rotations are rigid motions too (a
@@ -584,18 +598,20 @@ class BOOptimizer(Optimizer):
         """ASE's test of the forces, then the model's curvature where they are met.
 
         Where the model's energy curves down beyond its doubt along a free mode
-        (:attr:`asebo.optimize.model_hessian.ModelCurvature.negative`), a step
-        along it drops the model's energy beyond its doubt there
-        (:func:`asebo.optimize.model_hessian.confident_descent`), and the prior or a
+        (:attr:`asebo.optimize.model_hessian.ModelCurvature.negative`), the prior or a
         configuration computed says so too
-        (:func:`asebo.optimize.model_hessian.evidence_of_descent`), the forces vanish
-        on a saddle: the run goes on with that step (reason
+        (:func:`asebo.optimize.model_hessian.evidence_of_descent`), and a step along
+        it drops the model's energy beyond its doubt there
+        (:func:`asebo.optimize.model_hessian.confident_descent`), the forces vanish
+        on a saddle: the run goes on with that step along the lowest such mode (reason
         ``'curvature'``), at most ``special_cases.curvature_steps`` times. Otherwise a
-        line in the log gives the lowest curvature. Where ``special_cases.quadratic_drop``
-        is set, a molecule's run also goes on while the model's quadratic at the latest
-        configuration puts its minimum more than that below the lowest energy
-        computed (:meth:`asebo.optimize.model_hessian.ModelCurvature.quadratic_drop`),
-        until :data:`QUADRATIC_PATIENCE` calls in a row find nothing lower. Where every
+        line in the log gives the lowest curvature, and calls a negative one that
+        nothing but the GP's interpolation supports the interpolation's. Where
+        ``special_cases.quadratic_drop`` is set, a molecule's run also goes on while
+        the model's quadratic at the latest configuration puts its minimum more than
+        that below the lowest energy computed
+        (:meth:`asebo.optimize.model_hessian.ModelCurvature.quadratic_drop`), until
+        :data:`QUADRATIC_PATIENCE` calls in a row find nothing lower. Where every
         configuration of a molecule's run kept the endpoint's point group
         (:func:`asebo.optimize.symmetry.held_symmetry`), a line says so, and with
         ``special_cases.symmetry_probe`` set the run goes on with one call displaced
@@ -614,22 +630,15 @@ class BOOptimizer(Optimizer):
         if self.coordinates.has_cell or not self._vibrates(here):
             return converged
         gp, curvature = self._curvature_at(here, every_uncertainty=False)
-        downhill = curvature.negative
-        if len(downhill) and self._curvature_steps < self.settings.special_cases.curvature_steps:
-            mode = curvature.modes[downhill[0]]
-            radius = max(self.trust.radius, self.initial_trust_radius)
-            target = confident_descent(gp, here, mode, radius)
-            computed = (
-                np.asarray(self.observations.positions),
-                self.observations.energies,
-                np.asarray(self.observations.forces),
-            )
-            calculator = gp.prior if self.prior.is_calculator else None
-            if target is not None and evidence_of_descent(calculator, computed, here, mode):
+        radius = max(self.trust.radius, self.initial_trust_radius)
+        for index in curvature.evidenced:
+            if self._curvature_steps >= self.settings.special_cases.curvature_steps:
+                break
+            target = confident_descent(gp, here, curvature.modes[index], radius)
+            if target is not None:
                 self._curvature_steps += 1
                 self._descent = (target, CURVATURE)
-                lowest = curvature.curvatures[downhill[0]]
-                doubt = curvature.uncertainties[downhill[0]]
+                lowest, doubt = curvature.curvatures[index], curvature.uncertainties[index]
                 self._write_notes(
                     [
                         f"the forces are converged, but the model's energy curves down "
