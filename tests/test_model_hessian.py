@@ -394,6 +394,43 @@ def test_the_verdict_calls_a_negative_curvature_a_saddle_only_with_evidence():
     assert "a saddle point by the model" not in neither.summary()
 
 
+def test_the_result_takes_the_priors_curvature_where_only_the_interpolation_curves_down():
+    from asebo.model.priors import Prior
+    from asebo.optimize.model_hessian import ModelCurvature, prior_where_interpolated
+
+    class QuadraticPrior(Prior):
+        constant = False
+
+        def __init__(self, matrix):
+            self.matrix = matrix  # (3n, 3n)
+
+        def energies_and_gradients(self, positions):
+            flat = np.asarray(positions).reshape(len(positions), -1)  # (m, 3n)
+            gradients = flat @ self.matrix
+            return 0.5 * np.sum(flat * gradients, axis=1), gradients.reshape(positions.shape)
+
+    modes = np.linalg.qr(np.random.default_rng(0).normal(size=(3, 3)))[0].T  # rows
+    curvatures = np.array([-1.0, -0.5, 2.0])
+    shared = {
+        "hessian": modes.T @ np.diag(curvatures) @ modes,
+        "curvatures": curvatures,
+        "modes": modes,
+        "uncertainties": np.full(3, 0.1),
+    }
+    # the prior curves up along the first mode, down along the second
+    prior = QuadraticPrior(modes.T @ np.diag([3.0, -0.2, 5.0]) @ modes)
+    positions = np.array([[0.3, -0.1, 0.2]])
+    unsupported = ModelCurvature(**shared, evidence=np.zeros(3, dtype=bool))
+    result = prior_where_interpolated(unsupported, prior, positions)
+    np.testing.assert_allclose(modes @ result @ modes.T, np.diag([3.0, -0.5, 2.0]), atol=1e-6)
+    supported = ModelCurvature(**shared, evidence=np.array([True, False, False]))
+    result = prior_where_interpolated(supported, prior, positions)
+    np.testing.assert_allclose(modes @ result @ modes.T, np.diag(curvatures), atol=1e-6)
+    not_examined = ModelCurvature(**shared)
+    unchanged = prior_where_interpolated(not_examined, prior, positions)
+    assert np.array_equal(unchanged, shared["hessian"])
+
+
 def test_a_negative_curvature_of_the_interpolation_alone_is_not_called_a_saddle():
     """S22's methane dimer meets fmax after one step; between its two observations the
     GP's mean curves down, no configuration says so, and the target curves up."""

@@ -270,6 +270,45 @@ def evidence_of_descent(prior, observations, positions, mode):
     return bool(np.any(along & ((energies < energies[here]) | (secants < 0.0))))
 
 
+def prior_where_interpolated(curvature, prior, positions):
+    """The Hessian (3n, 3n) of ``curvature``, with the prior's own curvature along each
+    mode where the model curves down beyond its doubt and no :attr:`ModelCurvature.evidence`
+    says so, where the prior's is positive there.
+
+    Such a negative curvature is the GP's interpolation alone: at the endpoints of S22
+    and of large molecules each curved up in the target, and the prior (the Lindh model
+    as the GP held it) came within 10 % of the target along the stiffer of them. The
+    modes and the other curvatures are kept: the Hessian changes by
+    ``(k_prior - k) v v^T`` along each such unit mode ``v``.
+
+    Parameters
+    ----------
+    curvature : ModelCurvature
+        With its ``evidence`` examined (none replaced where it was not).
+    prior : asebo.model.priors.Prior
+        The GP's prior; its gradient is differenced over :data:`STEP` Å along each mode
+        (:data:`NOISY_STEP` for a calculator, two of its calls per mode).
+    positions : array (n, 3)
+
+    Returns
+    -------
+    array (3n, 3n)
+    """
+    positions = np.asarray(positions, dtype=np.float64)
+    hessian = curvature.hessian.copy()
+    step = NOISY_STEP if prior.is_calculator else STEP
+    for index in np.setdiff1d(curvature.negative, curvature.evidenced):
+        mode = curvature.modes[index]  # (3n,)
+        ends = positions[None] + step * np.array([1.0, -1.0])[:, None, None] * mode.reshape(
+            positions.shape
+        )  # (2, n, 3)
+        gradients = np.asarray(prior.energies_and_gradients(ends)[1]).reshape(2, -1)
+        along = float((gradients[0] - gradients[1]) @ mode) / (2 * step)
+        if along > 0.0:
+            hessian += (along - curvature.curvatures[index]) * np.outer(mode, mode)
+    return hessian
+
+
 def posterior_hessian(gp, positions, free):
     """Hessian (3n, 3n) of the posterior mean at ``positions`` (n, 3), eV/Å².
 

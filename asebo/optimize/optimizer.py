@@ -62,6 +62,7 @@ from asebo.optimize.model_hessian import (
     evidence_of_descent,
     internal_basis,
     model_curvature,
+    prior_where_interpolated,
     without_rigid_motions,
 )
 from asebo.optimize.observations import (
@@ -559,11 +560,23 @@ class BOOptimizer(Optimizer):
 
     def hessian(self):
         """The model's Hessian (3N, 3N), eV/Å², at the lowest-energy configuration
-        computed (:meth:`model_curvature`); no calculator call."""
-        return self._result_curvature(every_uncertainty=False).hessian
+        computed (:meth:`model_curvature`); no calculator call.
+
+        Along a mode where the model curves down beyond its doubt but no configuration
+        computed (nor a prior calculator) says the energy falls, the GP's
+        interpolation alone, the curvature is the prior's where that is positive
+        (:func:`asebo.optimize.model_hessian.prior_where_interpolated`).
+        """
+        return self._result_hessian(self._result_curvature(every_uncertainty=False))
+
+    def _result_hessian(self, curvature):
+        """The Hessian (3N, 3N) :meth:`hessian` gives, from the :meth:`model_curvature`
+        ``curvature`` at the lowest configuration."""
+        positions = self.observations.positions[self.observations.best()]
+        return prior_where_interpolated(curvature, self.gp.prior, positions)
 
     def vibrations(self, curvature=None):
-        """Harmonic vibrations of the model's Hessian at the lowest-energy configuration.
+        """Harmonic vibrations of :meth:`hessian` at the lowest-energy configuration.
 
         The atoms with a free coordinate vibrate; for a molecule with no atom held the
         rigid motions are projected out (exactly zero frequencies). The uncertainty of
@@ -588,7 +601,7 @@ class BOOptimizer(Optimizer):
         atoms.positions = self.observations.positions[self.observations.best()]
         free, rotations = self._free_and_rotations()
         indices = np.flatnonzero(free.any(axis=1))
-        hessian = curvature.hessian
+        hessian = self._result_hessian(curvature)
         if rotations:
             hessian = without_rigid_motions(hessian, atoms.positions, atoms.get_masses())
         rows = (3 * indices[:, None] + np.arange(3)).ravel()  # (3f,)
