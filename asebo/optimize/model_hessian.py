@@ -255,11 +255,8 @@ def evidence_of_descent(prior, observations, positions, mode):
     """
     positions = np.asarray(positions, dtype=np.float64)
     direction = np.asarray(mode, dtype=np.float64).reshape(positions.shape)  # (n, 3)
-    if prior is not None:
-        ends = positions[None] + PROBE * np.array([1.0, -1.0])[:, None, None] * direction
-        gradients = prior.energies_and_gradients(ends)[1]  # (2, n, 3)
-        if np.sum((gradients[0] - gradients[1]) * direction) / (2 * PROBE) < 0.0:
-            return True
+    if prior is not None and prior_curvature(prior, positions, mode, PROBE) < 0.0:
+        return True
     computed, energies, forces = (np.asarray(array, dtype=np.float64) for array in observations)
     m = len(computed)
     here = np.argmin(np.abs(computed - positions).reshape(m, -1).max(axis=1))
@@ -301,14 +298,19 @@ def prior_where_interpolated(curvature, prior, positions):
     step = NOISY_STEP if prior.is_calculator else STEP
     for index in np.setdiff1d(curvature.negative, curvature.evidenced):
         mode = curvature.modes[index]  # (3n,)
-        ends = positions[None] + step * np.array([1.0, -1.0])[:, None, None] * mode.reshape(
-            positions.shape
-        )  # (2, n, 3)
-        gradients = np.asarray(prior.energies_and_gradients(ends)[1]).reshape(2, -1)
-        along = float((gradients[0] - gradients[1]) @ mode) / (2 * step)
+        along = prior_curvature(prior, positions, mode, step)
         if along > 0.0:
             hessian += (along - curvature.curvatures[index]) * np.outer(mode, mode)
     return hessian
+
+
+def prior_curvature(prior, positions, mode, step):
+    """The prior's own curvature (eV/Å²) along the unit ``mode`` (3n,) at ``positions``
+    (n, 3): the central difference of its gradient over ``step`` Å (two prior calls)."""
+    direction = np.asarray(mode, dtype=np.float64).reshape(positions.shape)  # (n, 3)
+    ends = positions[None] + step * np.array([1.0, -1.0])[:, None, None] * direction
+    gradients = np.asarray(prior.energies_and_gradients(ends)[1])  # (2, n, 3)
+    return float(np.sum((gradients[0] - gradients[1]) * direction)) / (2 * step)
 
 
 def posterior_hessian(gp, positions, free):
