@@ -7,6 +7,9 @@ and Sella (internal coordinates, where installed):
 
 - **symmetric rotor saddles**: ethane, methylsilane and disilane with one group turned
   60 degrees about the bond, exactly eclipsed (D3h, C3v, D3h);
+- **symmetric methyl rotor saddles**: eleven molecules with a methyl group turned half
+  a turn about its own axis (from the carbon to its hydrogens' centroid), which lies
+  in the mirror plane: eclipsed, with the point group kept;
 - **near-symmetric rotor saddles**: eight molecules with a methyl group turned 60
   degrees about its bond; the hydrogens are not symmetric about that bond, so the
   start keeps no symmetry, but the forces along the torsion start far below fmax;
@@ -15,7 +18,7 @@ and Sella (internal coordinates, where installed):
 Each cell gives the force calls, the energy above the lowest of all the endpoints and
 of an L-BFGS run from the start rattled by 0.05 Å (eV), and ``saddle`` where the
 target's finite-difference Hessian at the endpoint has a mode above 50i cm⁻¹. About
-five minutes on one core.
+ten minutes on one core.
 """
 
 import numpy as np
@@ -42,6 +45,7 @@ NEAR_SYMMETRIC_SADDLES = (
     "CH3CH2OH",
     "CH3COOH",
 )
+SYMMETRIC_METHYL_ROTORS = (*NEAR_SYMMETRIC_SADDLES, "CH3NO2", "isobutane", "CH3COCl")
 MINIMA = ("C2H6", "CH3OH", "C3H8", "C6H6", "NH3", "H2O2", "CH3CHO", "CH3OCH3")
 
 
@@ -66,14 +70,32 @@ def symmetric_saddle(name, element):
     return turned(name, int(np.flatnonzero(molecule(name).numbers == element)[-1]))
 
 
-def methyl_turned(name):
-    """G2's ``name`` with its first methyl group turned 60 degrees."""
-    atoms = molecule(name)
+def first_methyl(atoms):
+    """The carbon of the first methyl group of ``atoms`` and its three hydrogens."""
     distances = atoms.get_all_distances()
     for carbon in np.flatnonzero(atoms.numbers == 6):
-        if np.sum((distances[carbon] < 1.2) & (atoms.numbers == 1)) == 3:
-            return turned(name, carbon)
-    raise ValueError(f"{name} has no methyl group")
+        hydrogens = np.flatnonzero((distances[carbon] < 1.2) & (atoms.numbers == 1))
+        if len(hydrogens) == 3:
+            return carbon, hydrogens
+    raise ValueError(f"{atoms.get_chemical_formula()} has no methyl group")
+
+
+def methyl_turned(name):
+    """G2's ``name`` with its first methyl group turned 60 degrees about its bond."""
+    return turned(name, first_methyl(molecule(name))[0])
+
+
+def methyl_turned_about_its_axis(name):
+    """G2's ``name`` with its first methyl group turned half a turn about the axis from
+    its carbon to its hydrogens' centroid: eclipsed, and where that axis lies in a
+    mirror plane, the point group kept."""
+    atoms = molecule(name)
+    carbon, hydrogens = first_methyl(atoms)
+    axis = atoms.positions[hydrogens].mean(axis=0) - atoms.positions[carbon]
+    group = atoms[hydrogens]
+    group.rotate(180.0, axis, center=atoms.positions[carbon])
+    atoms.positions[hydrogens] = group.positions
+    return atoms
 
 
 def optimizers():
@@ -120,6 +142,9 @@ def main():
     groups = {
         "symmetric rotor saddles": {
             name: symmetric_saddle(*made) for name, made in SYMMETRIC_SADDLES.items()
+        },
+        "symmetric methyl rotor saddles": {
+            name: methyl_turned_about_its_axis(name) for name in SYMMETRIC_METHYL_ROTORS
         },
         "near-symmetric rotor saddles": {
             name: methyl_turned(name) for name in NEAR_SYMMETRIC_SADDLES

@@ -17,6 +17,7 @@ from asebo.benchmarks._relaxation_table import DATA_DIR
 from asebo.benchmarks.vibrations import zero_point_energy
 from asebo.model.priors import AnchoredOffset
 from asebo.optimize.model_hessian import (
+    descent_along,
     internal_basis,
     mass_weighted_internal_basis,
     model_curvature,
@@ -360,6 +361,65 @@ def test_converged_forces_on_a_saddle_the_model_sees_lead_on_to_the_minimum():
     assert imaginary_modes(planar, get_calculator("gfn2")) == []
 
 
+def test_a_step_along_a_negative_curvature_goes_to_the_models_lowest_energy_on_it():
+    planar, frames = planar_ammonia_and_two_pyramids()
+    optimizer = BOOptimizer(planar, logfile=None, observations=frames)
+    gp = optimizer.fit_model()
+    x = planar.positions
+    curvature = model_curvature(gp, x, np.ones(x.shape, dtype=bool))
+    mode = curvature.modes[0]  # (3n,): the inversion, curving down
+    assert curvature.curvatures[0] < 0.0
+    found = descent_along(gp, x, mode, radius=0.2)
+    direction = mode.reshape(x.shape)
+    scale = 0.2 / np.linalg.norm(direction, axis=1).max()
+    line = x[None] + np.linspace(-scale, scale, 201)[:, None, None] * direction[None]
+    energies = gp.predict(line)  # (201,)
+    assert gp.predict(found[None])[0] < energies.min() + 1e-3  # its grid is 41 points
+    assert energies.min() < gp.predict(x[None])[0] - 0.05  # down the inversion
+    step = (found - x).ravel()
+    assert abs(step @ mode) == pytest.approx(np.linalg.norm(step))
+    assert np.linalg.norm(found - x, axis=1).max() <= 0.2 + 1e-12
+
+
+def methyl_turned_eclipsed(name):
+    """G2's ``name`` with its first methyl group turned half a turn about the axis from
+    its carbon to its hydrogens' centroid: a rotation of order 3 later, eclipsed, and
+    the point group kept where the axis lies in its mirror plane."""
+    atoms = molecule(name)
+    distances = atoms.get_all_distances()
+    for carbon in np.flatnonzero(atoms.numbers == 6):
+        hydrogens = np.flatnonzero((distances[carbon] < 1.2) & (atoms.numbers == 1))
+        if len(hydrogens) == 3:
+            axis = atoms.positions[hydrogens].mean(axis=0) - atoms.positions[carbon]
+            group = atoms[hydrogens]
+            group.rotate(180.0, axis, center=atoms.positions[carbon])
+            atoms.positions[hydrogens] = group.positions
+            return atoms
+    raise ValueError(f"{name} has no methyl group")
+
+
+def test_a_prior_that_knows_a_symmetric_rotor_saddle_leads_off_it():
+    """Methanol's methyl eclipsed, mirror plane kept: every gradient keeps the plane,
+    and only the prior knows the torsion curves down. Under a GFN1-xTB prior the
+    curvature check steps along it, though the model cannot vouch for the drop."""
+    from ase.optimize import LBFGS
+
+    from asebo.optimize.symmetry import symmetry_operations
+
+    atoms = methyl_turned_eclipsed("CH3OH")
+    assert symmetry_operations(atoms.positions, atoms.numbers)
+    atoms.calc = get_calculator("gfn2")
+    log = io.StringIO()
+    optimizer = BOOptimizer(atoms, logfile=log, prior=get_calculator("gfn1"))
+    assert optimizer.run(fmax=0.05)
+    assert "curvature" in optimizer.reasons
+    assert imaginary_modes(atoms, get_calculator("gfn2")) == []
+    staggered = molecule("CH3OH")
+    staggered.calc = get_calculator("gfn2")
+    LBFGS(staggered, logfile=None).run(fmax=0.005)
+    assert atoms.get_potential_energy() - staggered.get_potential_energy() < 0.005
+
+
 def test_curvature_steps_are_limited_by_the_setting():
     from asebo.optimize.settings import SpecialCases
 
@@ -374,6 +434,29 @@ def test_curvature_steps_are_limited_by_the_setting():
     assert optimizer.run(fmax=0.05) and optimizer.nsteps == 0  # stops on the saddle
     # the two pyramids computed are lower: the verdict is the saddle's
     assert "a saddle point by the model" in log.getvalue()
+
+
+def test_a_resumed_run_counts_the_curvature_steps_taken_before(tmp_path):
+    """Under a GFN1-xTB prior the methane dimer's run steps along two of the prior's
+    negative curvatures; with one allowed, a run resumed after the first takes no other."""
+    from ase.io import read
+
+    from asebo.optimize.settings import SpecialCases
+
+    restart = tmp_path / "dimer.json"
+    once = SpecialCases(curvature_steps=1)
+    atoms = read(DATA_DIR / "s22" / "Methane_dimer.xyz")
+    atoms.calc = get_calculator("gfn2")
+    first = BOOptimizer(
+        atoms, logfile=None, restart=restart, prior=get_calculator("gfn1"), special_cases=once
+    )
+    first.run(fmax=0.05, steps=3)
+    assert first.reasons.count("curvature") == 1
+    resumed = BOOptimizer(
+        atoms, logfile=None, restart=restart, prior=get_calculator("gfn1"), special_cases=once
+    )
+    assert resumed.run(fmax=0.05)
+    assert resumed.reasons.count("curvature") == 1
 
 
 def test_the_verdict_calls_a_negative_curvature_a_saddle_only_with_evidence():

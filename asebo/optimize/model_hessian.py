@@ -189,16 +189,18 @@ def curvature_uncertainties(gp, positions, modes):
     return np.sqrt(((far - 4.0 * near) / (3.0 * CURVATURE_PROBE**4)).clip(0.0))
 
 
-def confident_descent(gp, positions, mode, radius, points=41):
-    """The configuration of lowest model energy along ``±mode`` from ``positions``,
-    where the model's drop there is beyond its doubt; else None.
+def descent_along(gp, positions, mode, radius, points=41):
+    """The configuration of lowest model energy along ``±mode`` from ``positions``: the
+    step of a negative curvature.
 
-    The step of a negative curvature: the posterior mean on ``points`` displacements
-    ``t mode``, the largest atomic displacement up to ``radius``, both signs tried.
-    The drop from ``positions`` must exceed :data:`RESOLVED` times the posterior
-    standard deviation there, as a proposal of the search must (Raggi et al., J.
-    Chem. Theory Comput. 16, 3989 (2020), restricted-variance steps): a curvature
-    only slightly negative over a short step promises nothing the model can tell.
+    The posterior mean on ``points`` displacements ``t mode``, the largest atomic
+    displacement up to ``radius``, both signs tried: at a saddle of the model the two
+    signs are alike, and the call there decides. The step is not asked to drop the
+    model's energy beyond its doubt, as a proposal of the search is: along a mode
+    that breaks a symmetry every configuration kept, the model knows the curvature
+    from the prior calculator alone, and its doubt about the drop grows with the
+    step; the evidence asked for (:func:`evidence_of_descent`) keeps it from the
+    GP's interpolation alone.
 
     Parameters
     ----------
@@ -211,7 +213,7 @@ def confident_descent(gp, positions, mode, radius, points=41):
 
     Returns
     -------
-    array (n, 3) or None
+    array (n, 3)
     """
     positions = np.asarray(positions, dtype=np.float64)
     direction = np.asarray(mode, dtype=np.float64).reshape(positions.shape)  # (n, 3)
@@ -220,9 +222,7 @@ def confident_descent(gp, positions, mode, radius, points=41):
     steps = steps[steps != 0.0]  # (points - 1,)
     candidates = positions[None] + steps[:, None, None] * direction[None]  # (t, n, 3)
     means = np.concatenate([gp.predict(chunk) for chunk in _chunks(candidates)])
-    lowest = candidates[int(np.argmin(means))]
-    mean, std = gp.predict(np.array([positions, lowest]), return_std=True)  # (2,) each
-    return lowest if mean[0] - mean[1] > RESOLVED * std[1] else None
+    return candidates[int(np.argmin(means))]
 
 
 def evidence_of_descent(prior, observations, positions, mode):

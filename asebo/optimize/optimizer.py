@@ -58,7 +58,7 @@ from asebo.model.springs import CLOSEST_APPROACH
 from asebo.optimize.consistency import energy_force_mismatch
 from asebo.optimize.flat_centres import flat_centres
 from asebo.optimize.model_hessian import (
-    confident_descent,
+    descent_along,
     evidence_of_descent,
     internal_basis,
     model_curvature,
@@ -359,7 +359,6 @@ class BOOptimizer(Optimizer):
         self._force_consistent = None  # whether the calculator gives free_energy
         self._mismatch_noted = False  # energy_force_mismatch is written once a run
         self._curvature_checked = None  # observations counted when the curvature was checked
-        self._curvature_steps = 0  # steps taken along a negative curvature at convergence
         self._descent = None  # (positions (N, 3), reason) of the next such step or probe
         super().__init__(
             atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
@@ -613,11 +612,11 @@ class BOOptimizer(Optimizer):
         Where the model's energy curves down beyond its doubt along a free mode
         (:attr:`asebo.optimize.model_hessian.ModelCurvature.negative`), the prior or a
         configuration computed says so too
-        (:func:`asebo.optimize.model_hessian.evidence_of_descent`), and a step along
-        it drops the model's energy beyond its doubt there
-        (:func:`asebo.optimize.model_hessian.confident_descent`), the forces vanish
-        on a saddle: the run goes on with that step along the lowest such mode (reason
-        ``'curvature'``), at most ``special_cases.curvature_steps`` times. Otherwise a
+        (:func:`asebo.optimize.model_hessian.evidence_of_descent`), the forces vanish
+        on a saddle: the run goes on along the lowest such mode, to the model's lowest
+        energy on it within the trust radius, both signs tried
+        (:func:`asebo.optimize.model_hessian.descent_along`; reason ``'curvature'``),
+        and the calls decide, at most ``special_cases.curvature_steps`` times. Otherwise a
         line in the log gives the lowest curvature, and calls a negative one that
         nothing but the GP's interpolation supports the interpolation's. Where
         ``special_cases.quadratic_drop`` is set, a molecule's run also goes on while
@@ -644,21 +643,19 @@ class BOOptimizer(Optimizer):
             return converged
         gp, curvature = self._curvature_at(here, every_uncertainty=False)
         radius = max(self.trust.radius, self.initial_trust_radius)
-        for index in curvature.evidenced:
-            if self._curvature_steps >= self.settings.special_cases.curvature_steps:
-                break
-            target = confident_descent(gp, here, curvature.modes[index], radius)
-            if target is not None:
-                self._curvature_steps += 1
-                self._descent = (target, CURVATURE)
-                lowest, doubt = curvature.curvatures[index], curvature.uncertainties[index]
-                self._write_notes(
-                    [
-                        f"the forces are converged, but the model's energy curves down "
-                        f"({lowest:.3g} ± {doubt:.2g} eV/Å²) along a free mode: a step along it"
-                    ]
-                )
-                return False
+        evidenced = curvature.evidenced
+        taken = self.reasons.count(CURVATURE)  # the restart file keeps the reasons
+        if len(evidenced) and taken < self.settings.special_cases.curvature_steps:
+            index = evidenced[0]  # the lowest: the curvatures ascend
+            self._descent = (descent_along(gp, here, curvature.modes[index], radius), CURVATURE)
+            lowest, doubt = curvature.curvatures[index], curvature.uncertainties[index]
+            self._write_notes(
+                [
+                    f"the forces are converged, but the model's energy curves down "
+                    f"({lowest:.3g} ± {doubt:.2g} eV/Å²) along a free mode: a step along it"
+                ]
+            )
+            return False
         drop = self._quadratic_drop_left(curvature)
         if drop is not None:
             self._write_notes(
