@@ -383,8 +383,8 @@ def test_a_step_along_a_negative_curvature_goes_to_the_models_lowest_energy_on_i
 
 def methyl_turned_eclipsed(name):
     """G2's ``name`` with its first methyl group turned half a turn about the axis from
-    its carbon to its hydrogens' centroid: a rotation of order 3 later, eclipsed, and
-    the point group kept where the axis lies in its mirror plane."""
+    its carbon to its hydrogens' centroid (for a threefold rotor, as a sixth of a turn):
+    eclipsed, and the point group kept where the axis lies in its mirror plane."""
     atoms = molecule(name)
     distances = atoms.get_all_distances()
     for carbon in np.flatnonzero(atoms.numbers == 6):
