@@ -1,10 +1,12 @@
 """The molecule sets shipped with asebo and the relaxation tables run on them."""
 
+import numpy as np
 import pytest
 from ase.calculators.emt import EMT
 from ase.io import read
 
 from asebo.benchmarks import baker, druglike, druglike2, druglike3, large, rough, s22
+from asebo.benchmarks._relaxation_table import distance_from_start
 from asebo.campaign.relax import relax
 from asebo.cli import main
 
@@ -98,6 +100,60 @@ def test_baker_table_counts_the_calls_of_each_optimizer(tmp_path, capsys):
     calls = [relax(start, name, EMT(), fmax=0.05, steps=300)["calls"] for name in ("lbfgs", "fire")]
     assert f"| 00_water | {calls[0]} | {calls[1]} |" in printed
     assert f"| **total** | {calls[0]} | {calls[1]} |" in printed
+    moved = [
+        distance_from_start(start, relax(start, name, EMT(), fmax=0.05, steps=300)["positions"])
+        for name in ("lbfgs", "fire")
+    ]
+    assert f"| **RMSD from the start, Å (median)** | {moved[0]:.2f} | {moved[1]:.2f} |" in printed
+
+
+def test_the_distance_from_the_start_is_the_least_over_rigid_motions():
+    """Against a reference: the RMSD minimised over rotation vectors by scipy, the
+    centroids matched (the best translation for any rotation)."""
+    from scipy.optimize import minimize
+    from scipy.spatial.transform import Rotation
+
+    start = read(baker.DEFAULT_DIR / "08_ethanol.xyz")
+    rng = np.random.default_rng(0)
+    distorted = start.positions + rng.normal(scale=0.2, size=start.positions.shape)
+    moved = Rotation.from_rotvec([0.4, -1.1, 2.0]).apply(distorted) + [3.0, -1.0, 0.5]
+    centred = start.positions - start.positions.mean(axis=0)
+    ends = moved - moved.mean(axis=0)
+
+    def rmsd(rotvec):
+        turned = Rotation.from_rotvec(rotvec).apply(ends)
+        return np.sqrt(np.mean(np.sum((turned - centred) ** 2, axis=1)))
+
+    best = min(
+        (
+            minimize(rmsd, guess, method="Nelder-Mead", options={"xatol": 1e-10, "fatol": 1e-12})
+            for guess in rng.normal(scale=2.0, size=(8, 3))
+        ),
+        key=lambda found: found.fun,
+    )
+    assert distance_from_start(start, moved) == pytest.approx(best.fun, rel=1e-6)
+    assert distance_from_start(
+        start, Rotation.from_rotvec([1.0, 2.0, 0.3]).apply(start.positions) - 4.0
+    ) == pytest.approx(0.0, abs=1e-10)
+
+
+def test_the_table_gives_how_far_each_higher_minimum_and_the_lowest_lie_from_the_start():
+    from asebo.benchmarks._materials import table
+
+    run = {"converged": True, "seconds_outside": 1.0, "steps": 4, "calls": 5}
+    results = {
+        "a": {
+            "bo": {**run, "energy": -1.0, "rmsd_from_start": 0.3},
+            "sella": {**run, "energy": -1.05, "rmsd_from_start": 1.5},
+        },
+        "b": {
+            "bo": {**run, "energy": -2.0, "rmsd_from_start": 0.1},
+            "sella": {**run, "energy": -2.0, "rmsd_from_start": 0.2},
+        },
+    }
+    text = table(results, ["bo", "sella"], first_column="molecule")
+    assert "- bo higher minima: a (+0.050 eV, 0.30 Å from the start; the lowest 1.50 Å)" in text
+    assert "| **RMSD from the start, Å (median)** | 0.20 | 0.85 |" in text
 
 
 def test_the_symmetry_probe_option_reaches_bo(capsys):

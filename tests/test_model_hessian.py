@@ -498,7 +498,7 @@ def test_the_result_takes_the_priors_curvature_where_only_the_interpolation_curv
         "hessian": modes.T @ np.diag(curvatures) @ modes,
         "curvatures": curvatures,
         "modes": modes,
-        "uncertainties": np.full(3, 0.1),
+        "uncertainties": np.array([2.0, 0.1, 0.1]),  # the first within the model's doubt
     }
     # the prior curves up along the first mode, down along the second
     prior = QuadraticPrior(modes.T @ np.diag([3.0, -0.2, 5.0]) @ modes)

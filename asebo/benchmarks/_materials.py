@@ -291,6 +291,19 @@ def _cell(result):
     return f"{result['calls']}{'' if result['converged'] else '*'}"
 
 
+def _moved(result, runs):
+    """``, x Å from the start; the lowest y Å`` for a higher minimum whose runs record
+    their distance from the start (RMSD after alignment), else nothing."""
+    finished = [r for r in runs.values() if "energy" in r and "rmsd_from_start" in r]
+    if "rmsd_from_start" not in result or not finished:
+        return ""
+    lowest = min(finished, key=lambda r: r["energy"])
+    return (
+        f", {result['rmsd_from_start']:.2f} Å from the start; the lowest "
+        f"{lowest['rmsd_from_start']:.2f} Å"
+    )
+
+
 def table(results, labels, first_column="start"):
     """The markdown table of a benchmark of relaxations.
 
@@ -311,7 +324,10 @@ def table(results, labels, first_column="start"):
         ``^`` final energy more than :data:`HIGHER_MINIMUM` above the lowest from the same
         start), the totals over the runs that ended without error, the converged runs,
         the ratios of the totals to GPMin's and BFGS's, the mean time per step outside the
-        calculator, and the failures and higher minima of each optimizer.
+        calculator, where the runs record it (``rmsd_from_start``) the median distance of
+        the endpoints from their starts, and the failures and higher minima of each
+        optimizer (with the distances from the start of the higher endpoint and the
+        lowest one).
     """
     lines = [f"| {first_column} | " + " | ".join(labels) + " |", "|" + "---|" * (len(labels) + 1)]
     totals = dict.fromkeys(labels, 0)
@@ -320,6 +336,7 @@ def table(results, labels, first_column="start"):
     unconverged = {label: [] for label in labels}
     high = {label: [] for label in labels}
     outside = {label: [] for label in labels}
+    moved = {label: [] for label in labels}
     for row, runs in results.items():
         finite = [r["energy"] for r in runs.values() if "energy" in r]
         lowest = min(finite) if finite else np.nan
@@ -335,8 +352,10 @@ def table(results, labels, first_column="start"):
                 if not r["converged"]:
                     unconverged[label].append(row)
                 if r["energy"] > lowest + HIGHER_MINIMUM:
-                    high[label].append(f"{row} (+{r['energy'] - lowest:.3f} eV)")
+                    high[label].append(f"{row} (+{r['energy'] - lowest:.3f} eV{_moved(r, runs)})")
                     cell += "^"
+                if "rmsd_from_start" in r:
+                    moved[label].append(r["rmsd_from_start"])
                 outside[label].append(r["seconds_outside"] / max(r["steps"], 1))
             cells.append(cell)
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
@@ -365,6 +384,14 @@ def table(results, labels, first_column="start"):
         )
         + " |"
     )
+    if any(moved.values()):
+        lines.append(
+            "| **RMSD from the start, Å (median)** | "
+            + " | ".join(
+                f"{np.median(moved[label]):.2f}" if moved[label] else "-" for label in labels
+            )
+            + " |"
+        )
     lines.append("")
     lines.append(
         "`*` not converged, `^` final energy more than 0.01 eV above the lowest any "

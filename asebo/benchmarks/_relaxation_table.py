@@ -6,13 +6,17 @@ molecule, the totals, the ratios of each total to GPMin's and BFGS's, failures, 
 energies that end more than 0.01 eV above the best one found
 (:func:`asebo.benchmarks._materials.table`, as for the periodic sets); with
 ``--audit``, whether each endpoint is a minimum
-(:mod:`asebo.benchmarks._endpoint_audit`).
+(:mod:`asebo.benchmarks._endpoint_audit`). Each run also records how far its endpoint
+lies from the start (:func:`distance_from_start`): where optimizers end in different
+minima, it says which travelled further from the start.
 """
 
 import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import numpy as np
+from ase.build import minimize_rotation_and_translation
 from ase.io import read
 
 from asebo.benchmarks._materials import check_optimizers, table
@@ -92,6 +96,17 @@ def molecule_files(folder, wanted):
     return files
 
 
+def distance_from_start(start, positions):
+    """The root-mean-square distance (Å) of ``positions`` (n, 3) from those of the
+    molecule ``start``, after the rotation and translation of ``positions`` that minimise
+    it (W. Kabsch, Acta Cryst. A 32, 922 (1976), through
+    :func:`ase.build.minimize_rotation_and_translation`)."""
+    endpoint = start.copy()
+    endpoint.positions = positions
+    minimize_rotation_and_translation(start, endpoint)
+    return float(np.sqrt(np.mean(np.sum((endpoint.positions - start.positions) ** 2, axis=1))))
+
+
 def _run_one(task):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
@@ -108,6 +123,7 @@ def _run_one(task):
     except Exception as error:  # a failed run is reported, the others go on
         return path.stem, label, {"error": f"{type(error).__name__}: {error}"}
     positions = result.pop("positions")
+    result["rmsd_from_start"] = distance_from_start(atoms, positions)
     if audit:
         from asebo.benchmarks._endpoint_audit import imaginary_modes
         from calculators import get_calculator

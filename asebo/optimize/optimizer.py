@@ -482,7 +482,8 @@ class BOOptimizer(Optimizer):
             ``hessian`` (3N, 3N) in eV/Å², the prior's part included (rows and
             columns of held coordinates zero); ``curvatures`` and ``modes`` in the free
             coordinates less the rigid motions; ``uncertainties``, each curvature's
-            posterior standard deviation; ``evidence``, along each negative one,
+            posterior standard deviation; ``evidence``, along each negative one
+            (beyond its doubt or not),
             whether a configuration computed or a prior calculator says the energy
             falls (:func:`asebo.optimize.model_hessian.evidence_of_descent`). Of the
             GP whose constant is the residual at ``positions``
@@ -541,7 +542,7 @@ class BOOptimizer(Optimizer):
         )
         calculator = gp.prior if self.prior.is_calculator else None
         evidence = np.zeros(len(curvature.curvatures), dtype=bool)
-        for index in curvature.negative:
+        for index in curvature.downward:
             mode = curvature.modes[index]
             evidence[index] = evidence_of_descent(calculator, computed, positions, mode)
         return gp, replace(curvature, evidence=evidence)
@@ -561,8 +562,8 @@ class BOOptimizer(Optimizer):
         """The model's Hessian (3N, 3N), eV/Å², at the lowest-energy configuration
         computed (:meth:`model_curvature`); no calculator call.
 
-        Along a mode where the model curves down beyond its doubt but no configuration
-        computed (nor a prior calculator) says the energy falls, the GP's
+        Along a mode where the model curves down (beyond its doubt or not) but no
+        configuration computed (nor a prior calculator) says the energy falls, the GP's
         interpolation alone, the curvature is the prior's where that is positive
         (:func:`asebo.optimize.model_hessian.prior_where_interpolated`).
         """
