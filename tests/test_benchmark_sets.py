@@ -97,13 +97,11 @@ def test_baker_table_counts_the_calls_of_each_optimizer(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert table.read_text().strip() == printed.strip()
     start = read(baker.DEFAULT_DIR / "00_water.xyz")
-    calls = [relax(start, name, EMT(), fmax=0.05, steps=300)["calls"] for name in ("lbfgs", "fire")]
+    runs = [relax(start, name, EMT(), fmax=0.05, steps=300) for name in ("lbfgs", "fire")]
+    calls = [run["calls"] for run in runs]
     assert f"| 00_water | {calls[0]} | {calls[1]} |" in printed
     assert f"| **total** | {calls[0]} | {calls[1]} |" in printed
-    moved = [
-        distance_from_start(start, relax(start, name, EMT(), fmax=0.05, steps=300)["positions"])
-        for name in ("lbfgs", "fire")
-    ]
+    moved = [distance_from_start(start, run["positions"]) for run in runs]
     assert f"| **RMSD from the start, Å (median)** | {moved[0]:.2f} | {moved[1]:.2f} |" in printed
 
 
