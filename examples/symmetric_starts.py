@@ -15,87 +15,28 @@ and Sella (internal coordinates, where installed):
   start keeps no symmetry, but the forces along the torsion start far below fmax;
 - **symmetric minima**: eight G2 molecules at their symmetric geometries.
 
-Each cell gives the force calls, the energy above the lowest of all the endpoints and
-of an L-BFGS run from the start rattled by 0.05 Å (eV), and ``saddle`` where the
-target's finite-difference Hessian at the endpoint has a mode above 50i cm⁻¹. About
-ten minutes on one core.
+The starts are built by :mod:`asebo.benchmarks._symmetric_starts`. Each cell gives the
+force calls, the energy above the lowest of all the endpoints and of an L-BFGS run from
+the start rattled by 0.05 Å (eV), and ``saddle`` where the target's finite-difference
+Hessian at the endpoint has a mode above 50i cm⁻¹. About ten minutes on one core.
 """
 
-import numpy as np
 from ase.build import molecule
 from ase.optimize import LBFGS
 
 from asebo import BOOptimizer
 from asebo.benchmarks._endpoint_audit import imaginary_modes
+from asebo.benchmarks._symmetric_starts import (
+    MINIMA,
+    NEAR_SYMMETRIC_SADDLES,
+    SYMMETRIC_METHYL_ROTORS,
+    SYMMETRIC_SADDLES,
+    methyl_turned,
+    methyl_turned_about_its_axis,
+    symmetric_saddle,
+)
 from asebo.optimize.settings import SpecialCases
 from calculators import CountingCalculator, get_calculator
-
-SYMMETRIC_SADDLES = {
-    "ethane": ("C2H6", 6),
-    "methylsilane": ("CH3SiH3", 14),
-    "disilane": ("Si2H6", 14),
-}
-NEAR_SYMMETRIC_SADDLES = (
-    "CH3OH",
-    "H3CNH2",
-    "C3H8",
-    "CH3CHO",
-    "CH3OCH3",
-    "CH3SH",
-    "CH3CH2OH",
-    "CH3COOH",
-)
-SYMMETRIC_METHYL_ROTORS = (*NEAR_SYMMETRIC_SADDLES, "CH3NO2", "isobutane", "CH3COCl")
-MINIMA = ("C2H6", "CH3OH", "C3H8", "C6H6", "NH3", "H2O2", "CH3CHO", "CH3OCH3")
-
-
-def turned(name, centre, angle=60.0):
-    """G2's ``name`` with the hydrogens bonded to atom ``centre`` turned ``angle`` degrees
-    about its bond to its heavy neighbour."""
-    atoms = molecule(name)
-    distances = atoms.get_all_distances()[centre]
-    hydrogens = np.flatnonzero((distances < 1.6) & (atoms.numbers == 1))
-    heavy = np.flatnonzero(atoms.numbers > 1)
-    heavy = heavy[heavy != centre]
-    neighbour = heavy[np.argmin(distances[heavy])]
-    axis = atoms.positions[centre] - atoms.positions[neighbour]
-    group = atoms[hydrogens]
-    group.rotate(angle, axis, center=atoms.positions[centre])
-    atoms.positions[hydrogens] = group.positions
-    return atoms
-
-
-def symmetric_saddle(name, element):
-    """G2's ``name`` with the hydrogens of its last atom of ``element`` turned eclipsed."""
-    return turned(name, int(np.flatnonzero(molecule(name).numbers == element)[-1]))
-
-
-def first_methyl(atoms):
-    """The carbon of the first methyl group of ``atoms`` and its three hydrogens."""
-    distances = atoms.get_all_distances()
-    for carbon in np.flatnonzero(atoms.numbers == 6):
-        hydrogens = np.flatnonzero((distances[carbon] < 1.2) & (atoms.numbers == 1))
-        if len(hydrogens) == 3:
-            return carbon, hydrogens
-    raise ValueError(f"{atoms.get_chemical_formula()} has no methyl group")
-
-
-def methyl_turned(name):
-    """G2's ``name`` with its first methyl group turned 60 degrees about its bond."""
-    return turned(name, first_methyl(molecule(name))[0])
-
-
-def methyl_turned_about_its_axis(name):
-    """G2's ``name`` with its first methyl group turned half a turn about the axis from
-    its carbon to its hydrogens' centroid: eclipsed, and where that axis lies in a
-    mirror plane, the point group kept."""
-    atoms = molecule(name)
-    carbon, hydrogens = first_methyl(atoms)
-    axis = atoms.positions[hydrogens].mean(axis=0) - atoms.positions[carbon]
-    group = atoms[hydrogens]
-    group.rotate(180.0, axis, center=atoms.positions[carbon])
-    atoms.positions[hydrogens] = group.positions
-    return atoms
 
 
 def optimizers():

@@ -381,32 +381,16 @@ def test_a_step_along_a_negative_curvature_goes_to_the_models_lowest_energy_on_i
     assert np.linalg.norm(found - x, axis=1).max() <= 0.2 + 1e-12
 
 
-def methyl_turned_eclipsed(name):
-    """G2's ``name`` with its first methyl group turned half a turn about the axis from
-    its carbon to its hydrogens' centroid (for a threefold rotor, as a sixth of a turn):
-    eclipsed, and the point group kept where the axis lies in its mirror plane."""
-    atoms = molecule(name)
-    distances = atoms.get_all_distances()
-    for carbon in np.flatnonzero(atoms.numbers == 6):
-        hydrogens = np.flatnonzero((distances[carbon] < 1.2) & (atoms.numbers == 1))
-        if len(hydrogens) == 3:
-            axis = atoms.positions[hydrogens].mean(axis=0) - atoms.positions[carbon]
-            group = atoms[hydrogens]
-            group.rotate(180.0, axis, center=atoms.positions[carbon])
-            atoms.positions[hydrogens] = group.positions
-            return atoms
-    raise ValueError(f"{name} has no methyl group")
-
-
 def test_a_prior_that_knows_a_symmetric_rotor_saddle_leads_off_it():
     """Methanol's methyl eclipsed, mirror plane kept: every gradient keeps the plane,
     and only the prior knows the torsion curves down. Under a GFN1-xTB prior the
     curvature check steps along it, though the model cannot vouch for the drop."""
     from ase.optimize import LBFGS
 
+    from asebo.benchmarks._symmetric_starts import methyl_turned_about_its_axis
     from asebo.optimize.symmetry import symmetry_operations
 
-    atoms = methyl_turned_eclipsed("CH3OH")
+    atoms = methyl_turned_about_its_axis("CH3OH")
     assert symmetry_operations(atoms.positions, atoms.numbers)
     atoms.calc = get_calculator("gfn2")
     log = io.StringIO()

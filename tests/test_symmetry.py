@@ -8,6 +8,7 @@ import pytest
 from ase.build import molecule
 
 from asebo import BOOptimizer
+from asebo.benchmarks._symmetric_starts import symmetric_saddle
 from asebo.optimize.model_hessian import internal_basis
 from asebo.optimize.settings import SpecialCases
 from asebo.optimize.symmetry import (
@@ -31,20 +32,6 @@ GROUPS = {
     "CO2": (16, 1),  # D4h for D-infinity-h: the symmetric stretch
     "CH3OH": (2, 11),  # Cs: 8 A' vibrations, T_x, T_y, R_z
 }
-
-
-def eclipsed_ethane():
-    """Ethane with one methyl group turned 60 degrees about the C-C axis (D3h): the
-    saddle of the methyl rotation."""
-    atoms = molecule("C2H6")
-    first, second = np.flatnonzero(atoms.numbers == 6)
-    axis = atoms.positions[second] - atoms.positions[first]
-    near = np.linalg.norm(atoms.positions - atoms.positions[second], axis=1) < 1.2
-    hydrogens = np.flatnonzero(near & (atoms.numbers == 1))
-    turned = atoms[hydrogens]
-    turned.rotate(60, axis, center=atoms.positions[second])
-    atoms.positions[hydrogens] = turned.positions
-    return atoms
 
 
 @pytest.mark.parametrize("name", GROUPS)
@@ -111,7 +98,7 @@ def test_a_distorted_molecule_has_no_symmetry():
 
 
 def test_held_symmetry_gives_the_softest_breaking_mode_only_where_every_configuration_keeps_it():
-    atoms = eclipsed_ethane()
+    atoms = symmetric_saddle("C2H6", 6)
     x = atoms.positions
     free = np.ones(x.shape, dtype=bool)
     basis = internal_basis(x, free)  # (3n, k)
@@ -131,13 +118,33 @@ def test_held_symmetry_gives_the_softest_breaking_mode_only_where_every_configur
     assert held_symmetry(np.array([rattled, x]), atoms.numbers, hessian, basis) is None
 
 
+def test_the_symmetric_starts_keep_their_point_group_and_the_near_symmetric_ones_none():
+    """The starts of the symmetric-start comparison are what it says they are: the
+    eclipsed rotors D3h, C3v and D3h (11, 5 and 11 operations besides the identity),
+    a methyl turned about its own axis keeps a mirror, turned about its bond nothing."""
+    from asebo.benchmarks import _symmetric_starts as starts
+
+    def others(atoms):
+        return len(symmetry_operations(atoms.positions, atoms.numbers))
+
+    saddles = [starts.symmetric_saddle(*made) for made in starts.SYMMETRIC_SADDLES.values()]
+    assert [others(atoms) for atoms in saddles] == [11, 5, 11]
+    for name in starts.SYMMETRIC_METHYL_ROTORS:
+        assert others(starts.methyl_turned_about_its_axis(name)) >= 1, name
+    for name in starts.NEAR_SYMMETRIC_SADDLES:
+        assert others(starts.methyl_turned(name)) == 0, name
+        # the methyl hydrogens moved, the rest of the molecule did not
+        moved = np.abs(starts.methyl_turned(name).positions - molecule(name).positions)
+        assert np.count_nonzero(moved.max(axis=1) > 1e-9) == 3, name
+
+
 def test_a_probe_leads_an_eclipsed_rotor_to_the_staggered_minimum():
     from ase.optimize import LBFGS
 
     staggered = molecule("C2H6")
     staggered.calc = get_calculator("gfn2")
     LBFGS(staggered, logfile=None).run(fmax=0.005)
-    atoms = eclipsed_ethane()
+    atoms = symmetric_saddle("C2H6", 6)
     atoms.calc = CountingCalculator(get_calculator("gfn2"))
     log = io.StringIO()
     optimizer = BOOptimizer(atoms, logfile=log, special_cases=SpecialCases(symmetry_probe=0.1))
@@ -148,7 +155,7 @@ def test_a_probe_leads_an_eclipsed_rotor_to_the_staggered_minimum():
 
 
 def test_without_the_probe_the_log_says_the_breaking_modes_keep_the_prior():
-    atoms = eclipsed_ethane()
+    atoms = symmetric_saddle("C2H6", 6)
     atoms.calc = get_calculator("gfn2")
     log = io.StringIO()
     optimizer = BOOptimizer(atoms, logfile=log)
@@ -160,7 +167,7 @@ def test_without_the_probe_the_log_says_the_breaking_modes_keep_the_prior():
 def test_a_resumed_run_does_not_probe_again(tmp_path):
     restart = tmp_path / "ethane.json"
     probe = SpecialCases(symmetry_probe=0.1)
-    atoms = eclipsed_ethane()
+    atoms = symmetric_saddle("C2H6", 6)
     atoms.calc = get_calculator("gfn2")
     assert BOOptimizer(atoms, logfile=None, restart=restart, special_cases=probe).run(fmax=0.05)
     atoms.calc = CountingCalculator(get_calculator("gfn2"))
