@@ -617,7 +617,12 @@ class BOOptimizer(Optimizer):
         on a saddle: the run goes on along the lowest such mode, to the model's lowest
         energy on it within the trust radius, both signs tried
         (:func:`asebo.optimize.model_hessian.descent_along`; reason ``'curvature'``),
-        and the calls decide, at most ``special_cases.curvature_steps`` times. Otherwise a
+        and the calls decide, at most ``special_cases.curvature_steps`` times. Once such
+        a step has come out no lower than the configurations before it, a prior
+        calculator's own curvature no longer leads a step (a configuration computed
+        still does): on S22 under a GFN1-xTB prior, which curves down along rotations
+        of one molecule against the other where GFN2-xTB does not, every such step
+        goes up. Otherwise a
         line in the log gives the lowest curvature, and calls a negative one that
         nothing but the GP's interpolation supports the interpolation's. Where
         ``special_cases.quadratic_drop`` is set, a molecule's run also goes on while
@@ -645,6 +650,17 @@ class BOOptimizer(Optimizer):
         gp, curvature = self._curvature_at(here, every_uncertainty=False)
         radius = max(self.trust.radius, self.initial_trust_radius)
         evidenced = curvature.evidenced
+        refuted = self._refuted_curvature_step()
+        if refuted is not None and self.prior.is_calculator and len(evidenced):
+            evidenced = self._evidenced_by_the_calls(curvature, here)
+            if not len(evidenced):
+                self._write_notes(
+                    [
+                        f"the prior calculator curves down along a free mode, but a step "
+                        f"along its negative curvature went up (configuration {refuted}): "
+                        "its curvature alone leads no further step"
+                    ]
+                )
         taken = self.reasons.count(CURVATURE)  # the restart file keeps the reasons
         if len(evidenced) and taken < self.settings.special_cases.curvature_steps:
             index = evidenced[0]  # the lowest: the curvatures ascend
@@ -689,6 +705,37 @@ class BOOptimizer(Optimizer):
             )
         self._write_notes([f"at convergence, {curvature.summary()}"])
         return converged
+
+    def _refuted_curvature_step(self):
+        """The index of the first configuration a curvature step led to that came out
+        no lower than every configuration before it; None where there is none.
+
+        ``reasons[k]`` led to the ``k``-th configuration after those computed before
+        any proposal (the start, and observations given or read back).
+        """
+        energies = self.observations.energies
+        first = len(energies) - len(self.proposals)  # configurations before any proposal
+        for k, reason in enumerate(self.reasons):
+            index = first + k
+            if reason == CURVATURE and 0 < index < len(energies):
+                if energies[index] >= min(energies[:index]):
+                    return index
+        return None
+
+    def _evidenced_by_the_calls(self, curvature, positions):
+        """The indices of ``curvature.evidenced`` along which a configuration computed,
+        not the prior calculator, says the energy falls
+        (:func:`asebo.optimize.model_hessian.evidence_of_descent` without the prior)."""
+        computed = (
+            np.asarray(self.observations.positions),
+            self.observations.energies,
+            np.asarray(self.observations.forces),
+        )
+        return [
+            index
+            for index in curvature.evidenced
+            if evidence_of_descent(None, computed, positions, curvature.modes[index])
+        ]
 
     def _held_symmetry(self, hessian, positions):
         """:func:`asebo.optimize.symmetry.held_symmetry` of a molecule's run, ending at
