@@ -651,16 +651,13 @@ class BOOptimizer(Optimizer):
         radius = max(self.trust.radius, self.initial_trust_radius)
         evidenced = curvature.evidenced
         refuted = self._refuted_curvature_step()
+        verdict = ""
         if refuted is not None and self.prior.is_calculator and len(evidenced):
             evidenced = self._evidenced_by_the_calls(curvature, here)
-            if not len(evidenced):
-                self._write_notes(
-                    [
-                        f"the prior calculator curves down along a free mode, but a step "
-                        f"along its negative curvature went up (configuration {refuted}): "
-                        "its curvature alone leads no further step"
-                    ]
-                )
+            verdict = (
+                f"; a step along the prior calculator's negative curvature went up "
+                f"(configuration {refuted}), so its curvature alone leads no further step"
+            )
         taken = self.reasons.count(CURVATURE)  # the restart file keeps the reasons
         if len(evidenced) and taken < self.settings.special_cases.curvature_steps:
             index = evidenced[0]  # the lowest: the curvatures ascend
@@ -703,7 +700,7 @@ class BOOptimizer(Optimizer):
                     "modes that break it is the prior's alone"
                 ]
             )
-        self._write_notes([f"at convergence, {curvature.summary()}"])
+        self._write_notes([f"at convergence, {curvature.summary()}{verdict}"])
         return converged
 
     def _refuted_curvature_step(self):
