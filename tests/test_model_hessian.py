@@ -439,25 +439,27 @@ def test_a_step_the_calls_refute_ends_the_prior_calculators_word_on_curvature():
     assert "its curvature alone leads no further step" in log.getvalue()
 
 
-def test_a_resumed_run_counts_the_curvature_steps_taken_before(tmp_path):
+@pytest.mark.parametrize("allowed", [1, 2], ids=["one-allowed", "refuted"])
+def test_a_resumed_run_counts_the_curvature_steps_taken_before(tmp_path, allowed):
     """Under a GFN1-xTB prior the methane dimer's run steps along the prior's negative
-    curvature; with one allowed, a run resumed after it takes no other: the restart file
-    keeps the reasons."""
+    curvature, and the step goes up. A run resumed after it takes no other, whether one
+    step is allowed or two: the restart file keeps the reasons, and with them the
+    configuration the refuted step led to."""
     from ase.io import read
 
     from asebo.optimize.settings import SpecialCases
 
     restart = tmp_path / "dimer.json"
-    once = SpecialCases(curvature_steps=1)
+    settings = SpecialCases(curvature_steps=allowed)
     atoms = read(DATA_DIR / "s22" / "Methane_dimer.xyz")
     atoms.calc = get_calculator("gfn2")
     first = BOOptimizer(
-        atoms, logfile=None, restart=restart, prior=get_calculator("gfn1"), special_cases=once
+        atoms, logfile=None, restart=restart, prior=get_calculator("gfn1"), special_cases=settings
     )
     first.run(fmax=0.05, steps=3)
     assert first.reasons.count("curvature") == 1
     resumed = BOOptimizer(
-        atoms, logfile=None, restart=restart, prior=get_calculator("gfn1"), special_cases=once
+        atoms, logfile=None, restart=restart, prior=get_calculator("gfn1"), special_cases=settings
     )
     assert resumed.run(fmax=0.05)
     assert resumed.reasons.count("curvature") == 1

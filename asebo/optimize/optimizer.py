@@ -621,8 +621,8 @@ class BOOptimizer(Optimizer):
         a step has come out no lower than the configurations before it, a prior
         calculator's own curvature no longer leads a step (a configuration computed
         still does): on S22 under a GFN1-xTB prior, which curves down along rotations
-        of one molecule against the other where GFN2-xTB does not, every such step
-        goes up. Otherwise a
+        of one molecule against the other where GFN2-xTB does not, each of the 12
+        such steps goes up. Otherwise a
         line in the log gives the lowest curvature, and calls a negative one that
         nothing but the GP's interpolation supports the interpolation's. Where
         ``special_cases.quadratic_drop`` is set, a molecule's run also goes on while
