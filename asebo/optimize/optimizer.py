@@ -535,11 +535,7 @@ class BOOptimizer(Optimizer):
             gp = refit.fit(*self.observations.arrays())
         free, rotations = self._free_and_rotations()
         curvature = model_curvature(gp, positions, free, rotations, every_uncertainty)
-        computed = (
-            np.asarray(self.observations.positions),
-            self.observations.energies,
-            np.asarray(self.observations.forces),
-        )
+        computed = self.observations.arrays()
         calculator = gp.prior if self.prior.is_calculator else None
         evidence = np.zeros(len(curvature.curvatures), dtype=bool)
         for index in curvature.downward:
@@ -723,11 +719,7 @@ class BOOptimizer(Optimizer):
         """The indices of ``curvature.evidenced`` along which a configuration computed,
         not the prior calculator, says the energy falls
         (:func:`asebo.optimize.model_hessian.evidence_of_descent` without the prior)."""
-        computed = (
-            np.asarray(self.observations.positions),
-            self.observations.energies,
-            np.asarray(self.observations.forces),
-        )
+        computed = self.observations.arrays()
         return [
             index
             for index in curvature.evidenced
