@@ -510,14 +510,23 @@ def test_the_result_takes_the_priors_curvature_where_only_the_interpolation_curv
     prior = QuadraticPrior(modes.T @ np.diag([3.0, -0.2, 5.0]) @ modes)
     positions = np.array([[0.3, -0.1, 0.2]])
     unsupported = ModelCurvature(**shared, evidence=np.zeros(3, dtype=bool))
-    result = prior_where_interpolated(unsupported, prior, positions)
+    replaced = prior_where_interpolated(unsupported, prior, positions)
+    result = replaced.hessian
     np.testing.assert_allclose(modes @ result @ modes.T, np.diag([3.0, -0.5, 2.0]), atol=1e-6)
+    # sorted again, each mode with its own uncertainty
+    np.testing.assert_allclose(replaced.curvatures, [-0.5, 2.0, 3.0], atol=1e-6)
+    np.testing.assert_array_equal(replaced.modes, modes[[1, 2, 0]])
+    np.testing.assert_array_equal(replaced.uncertainties, [0.1, 0.1, 2.0])
+    # the quadratic's drop along the first mode: none by the model, g^2 / 2k by the prior
+    gradient = 0.3 * modes[0]
+    assert unsupported.quadratic_drop(gradient) == pytest.approx(0.0, abs=1e-12)
+    assert replaced.quadratic_drop(gradient) == pytest.approx(0.3**2 / (2 * 3.0), rel=1e-6)
     supported = ModelCurvature(**shared, evidence=np.array([True, False, False]))
-    result = prior_where_interpolated(supported, prior, positions)
+    result = prior_where_interpolated(supported, prior, positions).hessian
     np.testing.assert_allclose(modes @ result @ modes.T, np.diag(curvatures), atol=1e-6)
     not_examined = ModelCurvature(**shared)
     unchanged = prior_where_interpolated(not_examined, prior, positions)
-    assert np.array_equal(unchanged, shared["hessian"])
+    assert np.array_equal(unchanged.hessian, shared["hessian"])
 
 
 def test_a_negative_curvature_of_the_interpolation_alone_is_not_called_a_saddle():

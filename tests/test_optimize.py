@@ -624,6 +624,69 @@ def test_steps_the_model_doubts_are_searched_again_in_a_smaller_box():
     assert runs[True][2] == pytest.approx(runs[False][2], abs=2e-3)
 
 
+def test_a_step_along_which_only_the_interpolation_curves_down_is_refused():
+    """A Cartesian GP whose constant lies 1 eV below every residual puts a bump on each
+    observation, and the bump curves every direction no configuration moved along
+    down, by ``r gamma`` (about 0.9 eV/Å² here), while the prior (a quadratic) curves
+    up: a step that way is refused where the prior is softer than the bump, not where
+    it is stiffer, and a lower configuration computed along the step lets it pass. The
+    curvature read is the second difference of the posterior energy."""
+    from asebo.model.gp import EnergyForceGP
+    from asebo.model.priors import Prior
+    from asebo.optimize.model_hessian import directional_curvature
+    from asebo.optimize.observations import Observations
+    from asebo.optimize.trust import OverturnedCurvatureError, check_curvature_kept
+
+    class SoftQuadratic(Prior):
+        constant = False
+
+        def __init__(self, centre, stiffness):
+            self.centre, self.stiffness = centre.ravel(), stiffness
+
+        def energies_and_gradients(self, positions):
+            flat = np.asarray(positions).reshape(len(positions), -1) - self.centre  # (m, 3n)
+            gradients = self.stiffness * flat
+            return 0.5 * np.sum(flat * gradients, axis=1), gradients.reshape(positions.shape)
+
+        def offset(self, energies, prior_energies):
+            return float(np.mean(np.asarray(energies) - prior_energies)) - 1.0
+
+    atoms = perturbed_water()
+    atoms.calc = get_calculator("gfn2")
+    optimizer = BOOptimizer(atoms, logfile=None)
+    optimizer.run(fmax=0.05, steps=2)
+    observations = optimizer.observations
+    positions, energies, forces = observations.arrays()
+    x = positions[observations.best()]  # (3, 3)
+    explored = (positions - x).reshape(len(positions), -1).T  # (9, m)
+    basis = np.linalg.svd(explored, full_matrices=True)[0]  # (9, 9)
+    unexplored = basis[:, np.linalg.matrix_rank(explored) :].T  # rows, unit, orthogonal
+    mode = unexplored[0].reshape(x.shape)
+
+    results = {}
+    for stiffness in (0.05, 5.0):
+        prior = SoftQuadratic(x, stiffness)
+        gp = EnergyForceGP(kernel="cartesian", fit_gamma=False, gamma=1.0, prior=prior)
+        gp.fit(positions, energies, forces)
+        h = 1e-3
+        along = gp.predict(np.array([x + h * mode, x, x - h * mode]))  # (3,)
+        second = (along[0] - 2 * along[1] + along[2]) / h**2
+        assert directional_curvature(gp, x, mode.ravel()) == pytest.approx(second, rel=1e-3)
+        results[stiffness] = gp, second
+    soft, overturned = results[0.05]
+    stiff, kept = results[5.0]
+    assert overturned < 0.0 < kept
+    with pytest.raises(OverturnedCurvatureError, match="curves down"):
+        check_curvature_kept(soft, x, x + 0.1 * mode, observations)
+    check_curvature_kept(stiff, x, x + 0.1 * mode, observations)
+
+    evidenced = Observations(observations.numbers)
+    for computed in zip(positions, energies, forces):
+        evidenced.append(*computed)
+    evidenced.append(x + 0.05 * mode, energies.min() - 1e-3, forces[0])
+    check_curvature_kept(soft, x, x + 0.1 * mode, evidenced)
+
+
 def pyramidal_formaldehyde():
     """Formaldehyde with its carbon 0.3 Å out of the plane of its neighbours."""
     atoms = molecule("H2CO")  # O, C, H, H in the yz plane

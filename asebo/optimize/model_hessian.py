@@ -274,9 +274,9 @@ def evidence_of_descent(prior, observations, positions, mode):
 
 
 def prior_where_interpolated(curvature, prior, positions):
-    """The Hessian (3n, 3n) of ``curvature``, with the prior's own curvature along each
-    mode where the model curves down and no :attr:`ModelCurvature.evidence` says so,
-    where the prior's is positive there.
+    """``curvature`` with the prior's own curvature along each mode where the model
+    curves down and no :attr:`ModelCurvature.evidence` says so, where the prior's is
+    positive there.
 
     Such a negative curvature is the GP's interpolation alone: at the endpoints of S22
     and of large molecules each curved up in the target, and the prior (the Lindh model
@@ -287,7 +287,8 @@ def prior_where_interpolated(curvature, prior, positions):
     imaginary on seven with only the curvatures beyond doubt replaced, and on two with
     every unsupported one (the target's: two, at those endpoints). The modes and the
     other curvatures are kept: the Hessian changes by ``(k_prior - k) v v^T`` along
-    each such unit mode ``v``.
+    each such unit mode ``v``, and the curvatures are sorted again, their modes,
+    uncertainties and evidence with them.
 
     Parameters
     ----------
@@ -297,22 +298,32 @@ def prior_where_interpolated(curvature, prior, positions):
         The GP's prior; its gradient is differenced over :data:`STEP` Å along each mode
         (:data:`NOISY_STEP` for a calculator, two of its calls per mode).
     positions : array (n, 3)
+        Where ``curvature`` was taken.
 
     Returns
     -------
-    array (3n, 3n)
+    ModelCurvature
     """
     positions = np.asarray(positions, dtype=np.float64)
-    hessian = curvature.hessian.copy()
-    step = NOISY_STEP if prior.is_calculator else STEP
     if curvature.evidence is None:
-        return hessian
+        return curvature
+    hessian = curvature.hessian.copy()
+    curvatures = curvature.curvatures.copy()
+    step = NOISY_STEP if prior.is_calculator else STEP
     for index in curvature.downward[~curvature.evidence[curvature.downward]]:
         mode = curvature.modes[index]  # (3n,)
         along = prior_curvature(prior, positions, mode, step)
         if along > 0.0:
-            hessian += (along - curvature.curvatures[index]) * np.outer(mode, mode)
-    return hessian
+            hessian += (along - curvatures[index]) * np.outer(mode, mode)
+            curvatures[index] = along
+    order = np.argsort(curvatures, kind="stable")
+    return ModelCurvature(
+        hessian,
+        curvatures[order],
+        curvature.modes[order],
+        curvature.uncertainties[order],
+        curvature.evidence[order],
+    )
 
 
 def prior_curvature(prior, positions, mode, step):
@@ -321,6 +332,17 @@ def prior_curvature(prior, positions, mode, step):
     direction = np.asarray(mode, dtype=np.float64).reshape(positions.shape)  # (n, 3)
     ends = positions[None] + step * np.array([1.0, -1.0])[:, None, None] * direction
     gradients = np.asarray(prior.energies_and_gradients(ends)[1])  # (2, n, 3)
+    return float(np.sum((gradients[0] - gradients[1]) * direction)) / (2 * step)
+
+
+def directional_curvature(gp, positions, mode):
+    """The GP's curvature (eV/Å²) along the unit ``mode`` (3n,) at ``positions`` (n, 3):
+    the central difference of its posterior gradient over :data:`STEP`, or
+    :data:`NOISY_STEP` under a prior calculator, as in :func:`posterior_hessian`."""
+    step = NOISY_STEP if gp.prior.is_calculator else STEP
+    direction = np.asarray(mode, dtype=np.float64).reshape(positions.shape)  # (n, 3)
+    ends = positions[None] + step * np.array([1.0, -1.0])[:, None, None] * direction
+    gradients = gp.predict(ends, return_gradient=True)[1]  # (2, n, 3)
     return float(np.sum((gradients[0] - gradients[1]) * direction)) / (2 * step)
 
 

@@ -569,7 +569,7 @@ class BOOptimizer(Optimizer):
         """The Hessian (3N, 3N) :meth:`hessian` gives, from the :meth:`model_curvature`
         ``curvature`` at the lowest configuration."""
         positions = self.observations.positions[self.observations.best()]
-        return prior_where_interpolated(curvature, self.gp.prior, positions)
+        return prior_where_interpolated(curvature, self.gp.prior, positions).hessian
 
     def vibrations(self, curvature=None):
         """Harmonic vibrations of :meth:`hessian` at the lowest-energy configuration.
@@ -750,13 +750,20 @@ class BOOptimizer(Optimizer):
         at the latest configuration of a molecule lies, where that exceeds
         ``special_cases.quadratic_drop``; else None. None for a periodic system too,
         and once :data:`QUADRATIC_PATIENCE` calls in a row have found nothing lower: a
-        run whose calls no longer descend stops."""
+        run whose calls no longer descend stops. Along a mode where only the GP's
+        interpolation curves down, the quadratic takes the prior's curvature, as the
+        search does (:func:`asebo.optimize.trust.check_curvature_kept`) and
+        :meth:`hessian` does (:func:`asebo.optimize.model_hessian.prior_where_interpolated`):
+        left out, such a mode hid a shallow valley's way down."""
         threshold = self.settings.special_cases.quadratic_drop
         energies = self.observations.energies
         best, latest = self.observations.best(), len(energies) - 1
         # molecules only: measured there, and on EMT's bulk defects it cost calls
         if threshold is None or self.periodic or latest - best >= QUADRATIC_PATIENCE:
             return None
+        curvature = prior_where_interpolated(
+            curvature, self.gp.prior, self.observations.positions[latest]
+        )
         drop = curvature.quadratic_drop(-np.asarray(self.observations.forces[latest]))
         below = energies[best] - (energies[latest] - drop)
         return below if below > threshold else None

@@ -46,7 +46,8 @@ class Proposal:
         Why each search before this one failed, in order, each repeated in a box half
         the size: ``'prior_failed'`` (the prior calculator failed), ``'shortened'``
         (the step cut back to ``maxstep`` leaves the descent), ``'uncertain'`` (the
-        model doubts its drop).
+        model doubts its drop), ``'overturned'`` (the model curves down along the
+        step where its prior curves up, and no configuration computed falls that way).
     notes : tuple of str
         Lines for the log, in the order they arose.
     """

@@ -20,7 +20,12 @@ from gpytorch.distributions import MultivariateNormal
 
 from asebo.model.priors import PriorCalculationError
 from asebo.optimize.proposal import SEARCH, SEARCH_FAILED, Proposal
-from asebo.optimize.trust import UncertainStepError, check_confident
+from asebo.optimize.trust import (
+    OverturnedCurvatureError,
+    UncertainStepError,
+    check_confident,
+    check_curvature_kept,
+)
 
 
 class EnergyModel(Model):
@@ -128,8 +133,10 @@ def search(context, starts):
 
     A search fails where the prior calculator fails at a configuration it tries, where
     it goes beyond ``maxstep`` and the step cut back to it leaves the model's descent
-    (:func:`shortened_step`), or where the model's own uncertainty leaves its drop in
-    doubt (:func:`asebo.optimize.trust.check_confident`); it is then repeated in a box
+    (:func:`shortened_step`), where the model's own uncertainty leaves its drop in
+    doubt (:func:`asebo.optimize.trust.check_confident`), or where the model curves
+    down along the step only by its interpolation
+    (:func:`asebo.optimize.trust.check_curvature_kept`); it is then repeated in a box
     half the size, closer to the configurations computed, up to
     ``settings.search.retries`` times. The last box's proposal stands whatever its
     uncertainty, and so does one in the smallest box, or where only rigid forces are
@@ -165,7 +172,13 @@ def search(context, starts):
             checked = confidence is not None and attempt < retries
             if checked and not trust.at_floor and not context.rigid_left:
                 check_confident(gp, centre, positions, confidence)
-        except (PriorCalculationError, ShortenedStepError, UncertainStepError) as error:
+                check_curvature_kept(gp, centre, positions, context.observations)
+        except (
+            PriorCalculationError,
+            ShortenedStepError,
+            UncertainStepError,
+            OverturnedCurvatureError,
+        ) as error:
             trust = trust.shrunk()
             retried.append(error.reason)
             notes.append(f"{error}; the trust radius is halved to {trust.radius:.3g} Å")

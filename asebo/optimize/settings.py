@@ -61,7 +61,8 @@ class TrustSettings:
     confidence : float or None
         Standard deviations of the model's own uncertainty its predicted drop must
         reach before a call (:func:`asebo.optimize.trust.check_confident`); None
-        checks nothing.
+        checks nothing, neither the drop nor the curvature along the step
+        (:func:`asebo.optimize.trust.check_curvature_kept`).
     """
 
     maxstep: float | None = None
