@@ -62,15 +62,16 @@ def copper_slab():
 @pytest.mark.filterwarnings("ignore:Use FrechetCellFilter")
 @pytest.mark.parametrize(
     ("cell_filter", "most_calls"),
-    # ASE's deprecated ExpCellFilter moves F but returns forces in log F
-    [(FrechetCellFilter, 10), (UnitCellFilter, 10), (ExpCellFilter, 30)],
+    # ASE's deprecated ExpCellFilter moves F but returns forces in log F, so its path
+    # turns on round-off: 12 to 32 calls from this start and two others 0.01 Å apart
+    [(FrechetCellFilter, 10), (UnitCellFilter, 10), (ExpCellFilter, 40)],
 )
 def test_a_filter_relaxes_copper_to_the_emt_lattice_constant(cell_filter, most_calls):
     atoms = copper()
     opt = BOOptimizer(cell_filter(atoms), logfile=None)
     assert isinstance(opt.representation, PeriodicPositions)
     assert isinstance(opt.prior, RecentredSprings)
-    assert opt.run(fmax=1e-3, steps=30)
+    assert opt.run(fmax=1e-3, steps=most_calls)
     assert atoms.cell.cellpar()[0] * np.sqrt(2) == pytest.approx(emt_lattice_constant(), abs=2e-4)
     assert atoms.calc.ncalls == opt.nsteps + 1 <= most_calls
 
