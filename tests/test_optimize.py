@@ -635,7 +635,7 @@ def test_a_step_along_which_only_the_interpolation_curves_down_is_refused():
     from asebo.model.priors import Prior
     from asebo.optimize.model_hessian import directional_curvature
     from asebo.optimize.observations import Observations
-    from asebo.optimize.trust import OverturnedCurvatureError, check_curvature_kept
+    from asebo.optimize.trust import OverturnedCurvatureError, check_curvature_supported
 
     class SoftQuadratic(Prior):
         constant = False
@@ -677,14 +677,14 @@ def test_a_step_along_which_only_the_interpolation_curves_down_is_refused():
     stiff, kept = results[5.0]
     assert overturned < 0.0 < kept
     with pytest.raises(OverturnedCurvatureError, match="curves down"):
-        check_curvature_kept(soft, x, x + 0.1 * mode, observations)
-    check_curvature_kept(stiff, x, x + 0.1 * mode, observations)
+        check_curvature_supported(soft, x, x + 0.1 * mode, observations)
+    check_curvature_supported(stiff, x, x + 0.1 * mode, observations)
 
     evidenced = Observations(observations.numbers)
     for computed in zip(positions, energies, forces):
         evidenced.append(*computed)
     evidenced.append(x + 0.05 * mode, energies.min() - 1e-3, forces[0])
-    check_curvature_kept(soft, x, x + 0.1 * mode, evidenced)
+    check_curvature_supported(soft, x, x + 0.1 * mode, evidenced)
 
 
 def pyramidal_formaldehyde():

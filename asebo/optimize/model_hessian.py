@@ -329,10 +329,9 @@ def prior_where_interpolated(curvature, prior, positions):
 def prior_curvature(prior, positions, mode, step):
     """The prior's own curvature (eV/Å²) along the unit ``mode`` (3n,) at ``positions``
     (n, 3): the central difference of its gradient over ``step`` Å (two prior calls)."""
-    direction = np.asarray(mode, dtype=np.float64).reshape(positions.shape)  # (n, 3)
-    ends = positions[None] + step * np.array([1.0, -1.0])[:, None, None] * direction
-    gradients = np.asarray(prior.energies_and_gradients(ends)[1])  # (2, n, 3)
-    return float(np.sum((gradients[0] - gradients[1]) * direction)) / (2 * step)
+    return _curvature_along(
+        lambda ends: np.asarray(prior.energies_and_gradients(ends)[1]), positions, mode, step
+    )
 
 
 def directional_curvature(gp, positions, mode):
@@ -340,9 +339,17 @@ def directional_curvature(gp, positions, mode):
     the central difference of its posterior gradient over :data:`STEP`, or
     :data:`NOISY_STEP` under a prior calculator, as in :func:`posterior_hessian`."""
     step = NOISY_STEP if gp.prior.is_calculator else STEP
+    return _curvature_along(
+        lambda ends: gp.predict(ends, return_gradient=True)[1], positions, mode, step
+    )
+
+
+def _curvature_along(gradients_at, positions, mode, step):
+    """The central difference over ``step`` Å of ``gradients_at`` ((2, n, 3) -> (2, n, 3))
+    along the unit ``mode`` (3n,) at ``positions`` (n, 3), eV/Å²."""
     direction = np.asarray(mode, dtype=np.float64).reshape(positions.shape)  # (n, 3)
     ends = positions[None] + step * np.array([1.0, -1.0])[:, None, None] * direction
-    gradients = gp.predict(ends, return_gradient=True)[1]  # (2, n, 3)
+    gradients = gradients_at(ends)  # (2, n, 3)
     return float(np.sum((gradients[0] - gradients[1]) * direction)) / (2 * step)
 
 

@@ -752,7 +752,7 @@ class BOOptimizer(Optimizer):
         and once :data:`QUADRATIC_PATIENCE` calls in a row have found nothing lower: a
         run whose calls no longer descend stops. Along a mode where only the GP's
         interpolation curves down, the quadratic takes the prior's curvature, as the
-        search does (:func:`asebo.optimize.trust.check_curvature_kept`) and
+        search does (:func:`asebo.optimize.trust.check_curvature_supported`) and
         :meth:`hessian` does (:func:`asebo.optimize.model_hessian.prior_where_interpolated`):
         left out, such a mode hid a shallow valley's way down."""
         threshold = self.settings.special_cases.quadratic_drop

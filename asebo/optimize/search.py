@@ -24,7 +24,7 @@ from asebo.optimize.trust import (
     OverturnedCurvatureError,
     UncertainStepError,
     check_confident,
-    check_curvature_kept,
+    check_curvature_supported,
 )
 
 
@@ -136,7 +136,7 @@ def search(context, starts):
     (:func:`shortened_step`), where the model's own uncertainty leaves its drop in
     doubt (:func:`asebo.optimize.trust.check_confident`), or where the model curves
     down along the step only by its interpolation
-    (:func:`asebo.optimize.trust.check_curvature_kept`); it is then repeated in a box
+    (:func:`asebo.optimize.trust.check_curvature_supported`); it is then repeated in a box
     half the size, closer to the configurations computed, up to
     ``settings.search.retries`` times. The last box's proposal stands whatever its
     uncertainty, and so does one in the smallest box, or where only rigid forces are
@@ -172,7 +172,7 @@ def search(context, starts):
             checked = confidence is not None and attempt < retries
             if checked and not trust.at_floor and not context.rigid_left:
                 check_confident(gp, centre, positions, confidence)
-                check_curvature_kept(gp, centre, positions, context.observations)
+                check_curvature_supported(gp, centre, positions, context.observations)
         except (
             PriorCalculationError,
             ShortenedStepError,

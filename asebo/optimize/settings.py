@@ -62,7 +62,7 @@ class TrustSettings:
         Standard deviations of the model's own uncertainty its predicted drop must
         reach before a call (:func:`asebo.optimize.trust.check_confident`); None
         checks nothing, neither the drop nor the curvature along the step
-        (:func:`asebo.optimize.trust.check_curvature_kept`).
+        (:func:`asebo.optimize.trust.check_curvature_supported`).
     """
 
     maxstep: float | None = None

@@ -136,7 +136,7 @@ def check_confident(gp, centre, proposal, confidence=TrustSettings.confidence):
         )
 
 
-def check_curvature_kept(gp, centre, proposal, observations):
+def check_curvature_supported(gp, centre, proposal, observations):
     """Raise :class:`OverturnedCurvatureError` where the GP's energy curves down along the
     step from ``centre`` to ``proposal``, its prior's curves up, and no configuration
     computed says the energy falls that way.
