@@ -13,13 +13,17 @@ from test_metric import (
     rattled,
 )
 
+from asebo.kernels.added_terms import CurvatureTerm
 from asebo.model.gp import CalculatorPrior, EnergyForceGP
 from asebo.model.internals import (
+    AtomScatter,
     PrimitiveInternals,
+    _dihedrals_and_fades,
     bend_angles,
     dihedral_angles,
     faded_torsions,
     out_of_plane_angles,
+    wrap,
 )
 from asebo.model.lindh import LindhModel, lindh_weights, out_of_plane_quadruples
 from asebo.model.metric import InternalMetric, model_hessian
@@ -62,6 +66,47 @@ def test_transpose_product_is_b_transpose_times_the_weights():
     torch.testing.assert_close(
         primitives.transpose_product(derivatives, weights).reshape(3, -1), expected
     )
+
+
+def test_atom_scatter_is_b_transpose_times_the_weights_at_every_batch_size():
+    # the scatter keeps where the entries of one configuration land; a batch offsets
+    # them by configuration
+    _, _, primitives = primitives_of("CH3CH2OH")
+    scatter = AtomScatter(primitives.atoms.numpy(), primitives.n_atoms)
+    rng = np.random.default_rng(4)
+    for b in (1, 3, 1, 2):
+        x = torch.as_tensor(rattled("CH3CH2OH", seed=b, m=b))
+        _, derivatives = primitives.values_and_derivatives(x)
+        weights = torch.as_tensor(rng.normal(size=(b, len(primitives))))
+        expected = torch.einsum("bdk,bd->bk", primitives.wilson_b(derivatives), weights)
+        torch.testing.assert_close(scatter(weights, derivatives).reshape(b, -1), expected)
+
+
+def test_torsions_kept_from_the_latest_call_are_those_of_the_configurations_asked():
+    # faded_torsions keeps the part of its latest call that does not depend on the
+    # reference: another reference, the configurations moved in place, and fewer of
+    # them must each give what the torsions of those configurations are
+    _, _, primitives = primitives_of("CH3CH2OH")
+    torsions, reference = primitives.torsions, primitives.reference_dihedrals
+    x = torch.as_tensor(rattled("CH3CH2OH", scale=0.1, seed=5, m=2))
+
+    def assert_fresh(x, reference):
+        twist, fade, d_twist, d_fade = faded_torsions(x, torsions, reference)
+        angle, expected_fade, expected_d_twist, expected_d_fade = _dihedrals_and_fades(
+            x.clone(), torsions.clone()
+        )
+        torch.testing.assert_close(twist, wrap(dihedral_angles(x, torsions)[0] - reference))
+        torch.testing.assert_close(twist, wrap(angle - reference))
+        for kept, fresh in zip(
+            (fade, d_twist, d_fade), (expected_fade, expected_d_twist, expected_d_fade)
+        ):
+            assert torch.equal(kept, fresh)
+
+    assert_fresh(x, reference)
+    assert_fresh(x, reference + 0.3)
+    x[1, 0, 2] += 0.2
+    assert_fresh(x, reference)
+    assert_fresh(x[:1], reference)
 
 
 QUADRUPLE = torch.tensor([[0, 1, 2, 3]])
@@ -250,6 +295,27 @@ def test_gp_with_internal_features_and_a_trend_is_invariant_and_differentiable()
     assert moved[1] == pytest.approx(std, rel=1e-7)
     np.testing.assert_allclose(moved[2], gradient @ Q.T, atol=1e-8)
     assert_posterior_gradients_match_finite_differences(gp, x, [(0, 0), (4, 2), (7, 1)])
+
+
+def test_the_mean_without_the_variance_is_the_full_posteriors_to_the_last_bit():
+    # a Hessian by differences asks for the mean's gradient alone: the prior's
+    # curvature term, added after the pullback, must enter it as in the full posterior
+    P, E, F = ethanol_observations(5)
+    atoms = molecule("CH3CH2OH")
+    model = LindhModel(P[0], atoms.numbers)
+    gp = EnergyForceGP(
+        kernel="cartesian",
+        metric=InternalMetric(model, P[0]),
+        prior=CalculatorPrior(model, atoms),
+        trend=30.0,
+        prior_curvature=1.0,
+    ).fit(P, E, F)
+    x = torch.as_tensor(P[1:4] + 0.03 * np.random.default_rng(14).normal(size=P[1:4].shape))
+    mean, variance, gradient, variance_gradient = gp.posterior_with_gradients(x)
+    alone = gp.posterior_with_gradients(x, with_variance=False)
+    assert alone[1] is None and alone[3] is None
+    assert torch.equal(alone[0], mean) and torch.equal(alone[2], gradient)
+    assert any(isinstance(term, CurvatureTerm) for term in gp._added_terms(gp.gamma_))
 
 
 def formaldehyde_inverted(shift):

@@ -89,19 +89,21 @@ class CurvatureTerm(AddedTerm):
             :meth:`query` at the configurations.
         weights : tensor (m (d+1), 1)
             The GP's weights of every observation.
-        near_weights : tensor (N', b)
+        near_weights : tensor (N', b) or None
             ``(K + Lambda / s^2)^{-1} c`` of the configurations on the ``selected``
-            observations.
+            observations; None where the variance is not wanted.
         selected : tensor (m',)
 
         Returns
         -------
         mean_weight : tensor (1,)
             Times ``grad h`` in the mean's gradient.
-        variance_residual : tensor (b,)
+        variance_residual : tensor (b,) or None
             ``c h - c phi_near . w``: times ``2 s^2 grad h`` in the variance's gradient.
         """
         mean_weight = self.kernel.gradient_weights(self.inputs, weights)
+        if near_weights is None:
+            return mean_weight, None
         near = self.inputs[selected]
         residual = self.kernel.variance * query[:, 0] - self.kernel.gradient_weights(
             near, near_weights

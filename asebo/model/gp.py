@@ -494,14 +494,16 @@ class EnergyForceGP:
         energies, gradients = self.prior.energies_and_gradients(x.numpy())  # (b,), (b, n, 3)
         return torch.as_tensor(energies) + self.prior_offset_, torch.as_tensor(gradients)
 
-    def posterior_with_gradients(self, x):
+    def posterior_with_gradients(self, x, with_variance=True):
         """Posterior mean and variance at x (b, n, 3), with their gradients.
 
         The mean and its gradient are one structured product of the cross covariance
         with the weights of every observation, ``O(m n)`` per configuration; the
         variance conditions on the configurations of ``selected_`` (all of them
         below ``max_size`` rows), which can only overestimate it, and costs a
-        triangular solve with their dense factor.
+        triangular solve with their dense factor. ``with_variance=False`` skips the
+        variance (None, and None for its gradient), as a Hessian of the mean by
+        differences of its gradient may.
 
         Returns
         -------
@@ -526,11 +528,42 @@ class EnergyForceGP:
             mean_rows = mean_rows + term.kernel.matmul(query, term.inputs, weights)
         mean_rows = mean_rows.reshape(b, 3 * n + 1)
         mean = prior + mean_rows[:, 0]
-        grad_mean = mean_rows[:, 1:].reshape(b, n, 3)
+        gradients = (mean_rows[:, 1:].reshape(b, n, 3),)
+        variance = near_weights = None
+        floor = 1e-12 * s2
+        if with_variance:
+            variance, grad_variance, near_weights = self._variance_with_gradient(
+                geometry, values, terms, queries, n
+            )
+            gradients = (*gradients, grad_variance)
+        if pullback is not None:
+            gradients = pullback(*gradients)
+        grad_mean, grad_variance = gradients[0], gradients[1] if with_variance else None
+        for term, query in zip(terms, queries):
+            beyond = term.gradient_beyond_features(query, weights, near_weights, self.selected_)
+            if beyond is None:
+                continue
+            # the prior curvature's grad h enters the mean's gradient through the
+            # weights' product and the variance's through 2 s^2 (c h - c phi_near . w)
+            mean_weight, residual = beyond  # (1,), (b,) or None
+            prior_h = prior_gradient / term.kernel.scale  # (b, n, 3)
+            grad_mean = grad_mean + mean_weight * prior_h
+            if with_variance:
+                variance_weight = torch.where(variance > floor, 2.0 * s2 * residual, 0.0)  # (b,)
+                grad_variance = grad_variance + variance_weight[:, None, None] * prior_h
+        if with_variance:
+            variance = variance.clamp_min(floor)
+        return mean, variance, prior_gradient + grad_mean, grad_variance
 
+    def _variance_with_gradient(self, geometry, values, terms, queries, n):
+        """The posterior variance (b,) on ``selected_``, its gradient (b, n, 3) in the
+        ``n`` features, and the weights ``(K + Lambda / s^2)^{-1} c`` (N', b) of the
+        configurations, from :meth:`posterior_with_gradients`'s cross geometry."""
+        gamma, s2 = self.gamma_, self.outputscale_
         near = geometry.take(cols=self.selected_)
         near_values = tuple(value[:, self.selected_] for value in values)
         c = energy_rows(near, gamma, near_values)  # (b, N')
+        b = c.shape[0]
         prior_variance, grad_prior_variance = torch.ones(b, dtype=c.dtype), 0.0
         near_inputs = [term.inputs[self.selected_] for term in terms]  # each (m', k)
         for term, query, near_input in zip(terms, queries, near_inputs):
@@ -548,21 +581,7 @@ class EnergyForceGP:
         grad_variance = s2 * (grad_prior_variance - 2.0 * rows).reshape(b, n, 3)
         floor = 1e-12 * s2
         grad_variance = torch.where((variance > floor)[:, None, None], grad_variance, 0.0)
-        if pullback is not None:
-            grad_mean, grad_variance = pullback(grad_mean, grad_variance)
-        for term, query in zip(terms, queries):
-            beyond = term.gradient_beyond_features(query, weights, w, self.selected_)
-            if beyond is None:
-                continue
-            # the prior curvature's grad h enters the mean's gradient through the
-            # weights' product and the variance's through 2 s^2 (c h - c phi_near . w)
-            mean_weight, residual = beyond  # (1,), (b,)
-            prior_h = prior_gradient / term.kernel.scale  # (b, n, 3)
-            variance_weight = 2.0 * s2 * residual  # (b,)
-            variance_weight = torch.where(variance > floor, variance_weight, 0.0)
-            grad_mean = grad_mean + mean_weight * prior_h
-            grad_variance = grad_variance + variance_weight[:, None, None] * prior_h
-        return mean, variance.clamp_min(floor), prior_gradient + grad_mean, grad_variance
+        return variance, grad_variance, w
 
     def posterior(self, x):
         """Posterior mean and variance of the energy at configurations x.
@@ -584,7 +603,7 @@ class EnergyForceGP:
         x = torch.as_tensor(np.asarray(positions, dtype=np.float64))
         single = x.ndim == 2
         x = x[None] if single else x
-        mean, variance, grad_mean, _ = self.posterior_with_gradients(x)
+        mean, variance, grad_mean, _ = self.posterior_with_gradients(x, with_variance=return_std)
         out = [mean.numpy()]
         if return_std:
             out.append(np.sqrt(variance.numpy()))

@@ -144,9 +144,15 @@ def faded_torsions(x, quadruples, reference):
     d_twist, d_fade : tensors (b, q, 4, 3)
         Their derivatives with respect to the four atoms.
     """
+    angle, fade, d_twist, d_fade = _LATEST_TORSIONS(x, quadruples)
+    return wrap(angle - reference), fade, d_twist, d_fade
+
+
+def _dihedrals_and_fades(x, quadruples):
+    """Dihedrals (b, q), fades (b, q) and their derivatives (b, q, 4, 3) each: the part
+    of :func:`faded_torsions` that does not depend on the reference."""
     f, g, h = _bond_vectors(x, quadruples)
     angle, d_twist = _dihedral(f, g, h)
-    twist = wrap(angle - reference)
     theta_j, dj_i, dj_k = _angle_between(f, -g)  # the bend i-j-k: arms to i and to k
     theta_k, dk_j, dk_l = _angle_between(g, h)  # the bend j-k-l: arms to j and to l
     fade_j, slope_j = torsion_fade(theta_j)
@@ -162,7 +168,41 @@ def faded_torsions(x, quadruples, reference):
         ],
         dim=-2,
     )
-    return twist, fade_j * fade_k, d_twist, d_fade
+    return angle, fade_j * fade_k, d_twist, d_fade
+
+
+class _LatestTorsions:
+    """:func:`_dihedrals_and_fades` of the latest configurations and torsions, kept.
+
+    The Lindh prior and the internal-coordinate metric built from it take the same
+    torsions at the same configurations, one after the other, at every evaluation of
+    the GP's posterior (each with its own reference dihedrals): the second takes the
+    first's numbers, the same to the last bit, where computing them again costs a
+    seventh of the evaluation at a hundred atoms.
+    """
+
+    def __init__(self):
+        self._latest = None  # (x, quadruples, result)
+
+    def __call__(self, x, quadruples):
+        if x.requires_grad:  # differentiated through: no numbers of another graph
+            return _dihedrals_and_fades(x, quadruples)
+        latest = self._latest
+        if (
+            latest is not None
+            and latest[0].dtype == x.dtype
+            and latest[0].shape == x.shape
+            and latest[1].shape == quadruples.shape
+            and torch.equal(latest[0], x)
+            and torch.equal(latest[1], quadruples)
+        ):
+            return latest[2]
+        result = _dihedrals_and_fades(x, quadruples)
+        self._latest = (x.detach().clone(), quadruples.clone(), result)
+        return result
+
+
+_LATEST_TORSIONS = _LatestTorsions()
 
 
 def out_of_plane_angles(x, quadruples):
@@ -191,21 +231,35 @@ def out_of_plane_angles(x, quadruples):
     return sine, torch.stack([d_u, -d_u - d_v - d_w, d_v, d_w], dim=-2)
 
 
-def gradient_on_atoms(atoms, weights, derivatives, n_atoms):
+class AtomScatter:
     """``sum_t w_t dq_t/dx``: position gradients (b, n, 3) of weights ``w`` (b, t) on
-    primitives ``q`` of ``atoms`` (t, k), from their derivatives (b, t, k, 3) with
+    primitives ``q`` of fixed ``atoms`` (t, k), from their derivatives (b, t, k, 3) with
     respect to those atoms.
 
     One histogram over every entry (``torch.bincount``): the scatter-add ten times
-    faster than ``index_add_`` or ``np.add.at``.
+    faster than ``index_add_`` or ``np.add.at``. Where the entries of one configuration
+    land is worked out once, not at every call.
+
+    Parameters
+    ----------
+    atoms : array or tensor (t, k)
+    n_atoms : int
     """
-    b = derivatives.shape[0]
-    size = 3 * n_atoms
-    where = (3 * atoms[:, :, None] + torch.arange(3)).reshape(-1)  # (t k 3,)
-    where = (where + size * torch.arange(b)[:, None]).reshape(-1)  # (b t k 3,)
-    contributions = weights[..., None, None] * derivatives  # (b, t, k, 3)
-    out = torch.bincount(where, weights=contributions.reshape(-1), minlength=b * size)
-    return out.reshape(b, n_atoms, 3)
+
+    def __init__(self, atoms, n_atoms):
+        atoms = torch.as_tensor(atoms, dtype=torch.long)
+        self.n_atoms = n_atoms
+        self._where = (3 * atoms[:, :, None] + torch.arange(3)).reshape(-1)  # (t k 3,)
+
+    def __call__(self, weights, derivatives):
+        b = derivatives.shape[0]
+        size = 3 * self.n_atoms
+        where = self._where
+        if b > 1:
+            where = (where + size * torch.arange(b)[:, None]).reshape(-1)  # (b t k 3,)
+        contributions = weights[..., None, None] * derivatives  # (b, t, k, 3)
+        out = torch.bincount(where, weights=contributions.reshape(-1), minlength=b * size)
+        return out.reshape(b, self.n_atoms, 3)
 
 
 class PrimitiveInternals:
@@ -248,6 +302,7 @@ class PrimitiveInternals:
             ]
         )
         self.n_atoms = reference.shape[0]
+        self._scatter = AtomScatter(self.atoms, self.n_atoms)
 
     def __len__(self):
         return len(self.atoms)
@@ -287,4 +342,4 @@ class PrimitiveInternals:
 
     def transpose_product(self, derivatives, weights):
         """``B^T w``: position gradients (b, n, 3) from weights (b, d) on the primitives."""
-        return gradient_on_atoms(self.atoms, weights, derivatives, self.n_atoms)
+        return self._scatter(weights, derivatives)

@@ -39,11 +39,11 @@ from ase.calculators.calculator import Calculator, all_changes
 from ase.units import Bohr, Hartree
 
 from asebo.model.internals import (
+    AtomScatter,
     bend_angles,
     bond_lengths,
     dihedral_angles,
     faded_torsions,
-    gradient_on_atoms,
     torsion_fade,
 )
 
@@ -231,6 +231,13 @@ class LindhModel(Calculator):
             self._reference_angles = self._checked_angles(reference_angles)
         self._reference_dihedrals = _dihedral_angles(reference, self.torsions)
         self._reference_out_of_plane = _dihedral_angles(reference, self.out_of_plane)
+        n = len(reference)
+        self._scatters = {
+            "stretches": AtomScatter(self.stretches, n),
+            "bends": AtomScatter(self.bends, n),
+            "torsions": AtomScatter(self.torsions, n),
+            "out_of_plane": AtomScatter(self.out_of_plane, n),
+        }
 
     def _checked_angles(self, reference_angles):
         """``reference_angles`` as an array (b,) of the bends' reference angles."""
@@ -276,24 +283,23 @@ class LindhModel(Calculator):
         """Model energies (b,) (eV) and their gradients (b, n, 3) (eV/Å) at positions
         (b, n, 3): one batch of PyTorch operations for every configuration."""
         x = torch.as_tensor(np.asarray(positions, dtype=np.float64))
-        n = x.shape[1]
-        stretches = torch.as_tensor(self.stretches)
-        length, d_length = bond_lengths(x, stretches)
+        scatters = self._scatters
+        length, d_length = bond_lengths(x, torch.as_tensor(self.stretches))
         stretch = length - torch.as_tensor(self._reference_lengths)  # (b, p)
         constants = torch.as_tensor(self.stretch_constants)
         energies = 0.5 * (constants * stretch**2).sum(dim=-1)  # (b,)
-        terms = [(stretches, constants * stretch, d_length)]  # (atoms, dE/dq, dq/dx)
+        terms = [(scatters["stretches"], constants * stretch, d_length)]  # (scatter, dE/dq, dq/dx)
         if len(self.bends):
-            bends = torch.as_tensor(self.bends)
-            angle, d_angle = bend_angles(x, bends)
+            angle, d_angle = bend_angles(x, torch.as_tensor(self.bends))
             bend = angle - torch.as_tensor(self._reference_angles)  # (b, t)
             constants = torch.as_tensor(self.bend_constants)
             energies = energies + 0.5 * (constants * bend**2).sum(dim=-1)
-            terms.append((bends, constants * bend, d_angle))
-        for quadruples, constants, reference in (
-            (self.torsions, self.torsion_constants, self._reference_dihedrals),
-            (self.out_of_plane, self.out_of_plane_constants, self._reference_out_of_plane),
+            terms.append((scatters["bends"], constants * bend, d_angle))
+        for kind, constants, reference in (
+            ("torsions", self.torsion_constants, self._reference_dihedrals),
+            ("out_of_plane", self.out_of_plane_constants, self._reference_out_of_plane),
         ):
+            quadruples = getattr(self, kind)
             if len(quadruples):
                 # harmonic twists k g twist^2 / 2, each faded by its two bends
                 quadruples, constants = torch.as_tensor(quadruples), torch.as_tensor(constants)
@@ -302,9 +308,9 @@ class LindhModel(Calculator):
                 )
                 half = 0.5 * constants * twist**2  # (b, t)
                 energies = energies + (half * fade).sum(dim=-1)
-                terms.append((quadruples, constants * twist * fade, d_twist))
-                terms.append((quadruples, half, d_fade))
-        gradients = sum(gradient_on_atoms(*term, n) for term in terms)  # (b, n, 3)
+                terms.append((scatters[kind], constants * twist * fade, d_twist))
+                terms.append((scatters[kind], half, d_fade))
+        gradients = sum(scatter(*term) for scatter, *term in terms)  # (b, n, 3)
         return energies.numpy(), gradients.numpy()
 
     def energy_and_forces(self, positions):
