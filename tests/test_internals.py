@@ -274,16 +274,23 @@ def test_molecules_the_internal_coordinates_cannot_describe_are_refused(name):
         InternalMetric(LindhModel(atoms.positions, atoms.numbers), atoms.positions)
 
 
-def test_gp_with_internal_features_and_a_trend_is_invariant_and_differentiable():
+def ethanol_internal_gp(**options):
+    """Observations of ethanol, and a GP on its internal features with a Lindh prior
+    and a linear trend fitted to them."""
     P, E, F = ethanol_observations(5)
-    atoms = molecule("CH3CH2OH")
-    model = LindhModel(P[0], atoms.numbers)
+    model = LindhModel(P[0], molecule("CH3CH2OH").numbers)
     gp = EnergyForceGP(
         kernel="cartesian",
         metric=InternalMetric(model, P[0]),
-        prior=CalculatorPrior(model, atoms),
+        prior=CalculatorPrior(model, molecule("CH3CH2OH")),
         trend=30.0,
-    ).fit(P, E, F)
+        **options,
+    )
+    return P, E, F, gp.fit(P, E, F)
+
+
+def test_gp_with_internal_features_and_a_trend_is_invariant_and_differentiable():
+    P, E, F, gp = ethanol_internal_gp()
     mean, gradient = gp.predict(P, return_gradient=True)
     assert np.abs(mean - E).max() < 1e-3
     assert np.abs(gradient + F).max() < 0.02 * np.abs(F).max()
@@ -300,16 +307,7 @@ def test_gp_with_internal_features_and_a_trend_is_invariant_and_differentiable()
 def test_the_mean_without_the_variance_is_the_full_posteriors_to_the_last_bit():
     # a Hessian by differences asks for the mean's gradient alone: the prior's
     # curvature term, added after the pullback, must enter it as in the full posterior
-    P, E, F = ethanol_observations(5)
-    atoms = molecule("CH3CH2OH")
-    model = LindhModel(P[0], atoms.numbers)
-    gp = EnergyForceGP(
-        kernel="cartesian",
-        metric=InternalMetric(model, P[0]),
-        prior=CalculatorPrior(model, atoms),
-        trend=30.0,
-        prior_curvature=1.0,
-    ).fit(P, E, F)
+    P, _, _, gp = ethanol_internal_gp(prior_curvature=1.0)
     x = torch.as_tensor(P[1:4] + 0.03 * np.random.default_rng(14).normal(size=P[1:4].shape))
     mean, variance, gradient, variance_gradient = gp.posterior_with_gradients(x)
     alone = gp.posterior_with_gradients(x, with_variance=False)
