@@ -12,7 +12,9 @@ derivative diverges.
 This is the one implementation of the internal-coordinate geometry:
 :class:`asebo.model.metric.InternalMetric` builds its curvilinear features from it,
 and :class:`asebo.model.lindh.LindhModel` its energy and forces (on one configuration,
-through NumPy arrays).
+through NumPy arrays). At each evaluation of the GP's posterior the two take the same
+torsions at the same configurations: :func:`faded_torsions` keeps those of its latest
+call for the second.
 """
 
 import math
