@@ -530,7 +530,7 @@ class EnergyForceGP:
         mean = prior + mean_rows[:, 0]
         gradients = (mean_rows[:, 1:].reshape(b, n, 3),)
         variance = near_weights = None
-        floor = 1e-12 * s2
+        floor = self._variance_floor
         if with_variance:
             variance, grad_variance, near_weights = self._variance_with_gradient(
                 geometry, values, terms, queries, n
@@ -554,6 +554,12 @@ class EnergyForceGP:
         if with_variance:
             variance = variance.clamp_min(floor)
         return mean, variance, prior_gradient + grad_mean, grad_variance
+
+    @property
+    def _variance_floor(self):
+        """The smallest posterior variance, ``1e-12 s^2``: below it the variance is
+        taken as zero, and so is its gradient."""
+        return 1e-12 * self.outputscale_
 
     def _variance_with_gradient(self, geometry, values, terms, queries, n):
         """The posterior variance (b,) on ``selected_``, its gradient (b, n, 3) in the
@@ -579,7 +585,7 @@ class EnergyForceGP:
             rows = rows + term.kernel.matmul(query, near_input, w)
         rows = rows.reshape(b, 3 * n + 1, b)[torch.arange(b), 1:, torch.arange(b)]  # (b, 3n)
         grad_variance = s2 * (grad_prior_variance - 2.0 * rows).reshape(b, n, 3)
-        floor = 1e-12 * s2
+        floor = self._variance_floor
         grad_variance = torch.where((variance > floor)[:, None, None], grad_variance, 0.0)
         return variance, grad_variance, w
 
