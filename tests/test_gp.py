@@ -14,7 +14,7 @@ from asebo.kernels.euclidean import cartesian_rbf_blocks_batched
 from asebo.kernels.radial import Matern52
 from asebo.kernels.svd import svd_kernel_blocks_batched
 from asebo.model.gp import CalculatorPrior, EnergyForceGP
-from asebo.optimize.search import EnergyModel
+from asebo.optimize.search import EnergyModel, minimize_lcb
 from calculators import get_calculator
 
 
@@ -83,6 +83,22 @@ def test_botorch_lcb_is_mean_minus_kappa_sigma(water, fitted):
     mean, variance = fitted.posterior(X.reshape(3, 3, 3))
     expected = mean - kappa * variance.sqrt()
     torch.testing.assert_close(-acquisition(X), expected, atol=0, rtol=1e-10)
+
+
+def test_the_lcb_search_ends_where_it_ends_for_any_reference_of_the_energy(water):
+    """L-BFGS-B stops on a relative change of the bound; measured from the model's
+    energy at the centre, that stop is the same for total energies of any size."""
+    _, P, E, F = water
+    centre = torch.tensor(P[int(np.argmin(E))])
+    starts = torch.tensor(P[:2] + 0.02)
+    free = torch.ones(9, dtype=torch.bool)
+    found = []
+    for reference in (0.0, 1e5):
+        gp = EnergyForceGP(fit_gamma=False, gamma=4.0, prior="mean").fit(P, E + reference, F)
+        positions, lcb = minimize_lcb(gp, starts, centre, 0.1, free, kappa=0.1)
+        found.append((positions.numpy(), lcb - reference))
+    np.testing.assert_allclose(found[1][0], found[0][0], atol=1e-7)
+    assert found[1][1] == pytest.approx(found[0][1], abs=1e-8)
 
 
 def test_marginal_likelihood_picks_gamma_inside_bounds_and_beats_the_ends(water):

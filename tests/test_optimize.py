@@ -624,6 +624,35 @@ def test_steps_the_model_doubts_are_searched_again_in_a_smaller_box():
     assert runs[True][2] == pytest.approx(runs[False][2], abs=2e-3)
 
 
+def test_a_search_again_in_a_smaller_box_starts_where_the_refused_one_ended(monkeypatch):
+    """The smaller box holds the refused proposal's direction; its search starts at
+    that proposal, clipped into the box, rather than from the first starts again."""
+    import asebo.optimize.search as search_module
+
+    searches, minimize = [], search_module.minimize_lcb
+    original_search = search_module.search
+
+    def recorded_search(context, starts):
+        searches.append([])
+        return original_search(context, starts)
+
+    def recorded_minimize(gp, starts, centre, radius, *args):
+        found, lcb = minimize(gp, starts, centre, radius, *args)
+        searches[-1].append((starts.numpy().copy(), radius, found.numpy()))
+        return found, lcb
+
+    monkeypatch.setattr(search_module, "minimize_lcb", recorded_minimize)
+    monkeypatch.setattr("asebo.optimize.optimizer.search", recorded_search)
+    opt = BOOptimizer(rattled_formic_acid(), logfile=None)
+    assert opt.run(fmax=0.05, steps=30)
+    retried = [calls for calls in searches if len(calls) > 1]
+    assert retried
+    for calls in retried:
+        for (_, radius, found), (starts, smaller, _) in zip(calls, calls[1:]):
+            assert smaller == pytest.approx(radius / 2)
+            np.testing.assert_array_equal(starts, found[None])
+
+
 def test_a_step_along_which_only_the_interpolation_curves_down_is_refused():
     """A Cartesian GP whose constant lies 1 eV below every residual puts a bump on each
     observation, and the bump curves every direction no configuration moved along

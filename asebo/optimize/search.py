@@ -39,15 +39,19 @@ class EnergyModel(Model):
         Positions that supply the fixed coordinates.
     free : bool tensor (3n,)
         Which flattened coordinates the optimizer moves; ``X`` holds only these.
+    offset : float
+        eV subtracted from the mean: the search measures the bound from the model's
+        energy at the centre of its box.
     """
 
     _num_outputs = 1
 
-    def __init__(self, gp, template, free):
+    def __init__(self, gp, template, free, offset=0.0):
         super().__init__()
         self.gp = gp
         self.template = template.reshape(-1)
         self.free = free
+        self.offset = offset
 
     @property
     def num_outputs(self):
@@ -69,14 +73,20 @@ class EnergyModel(Model):
         """Energy posterior at X (b, q, d): a GPyTorchPosterior with mean (b, q, 1)."""
         b, q, _ = X.shape
         mean, variance = self.gp.posterior(self.positions(X).reshape(b * q, -1, 3))
-        mean = mean.reshape(b, q)
+        mean = mean.reshape(b, q) - self.offset
         covariance = torch.diag_embed(variance.reshape(b, q))  # (b, q, q)
         posterior = GPyTorchPosterior(MultivariateNormal(mean, covariance))
         return posterior if posterior_transform is None else posterior_transform(posterior)
 
 
-def minimize_lcb(gp, starts, centre, radius, free, kappa, maxiter=200):
+def minimize_lcb(gp, starts, centre, radius, free, kappa, maxiter=200, tolerance=1e-5):
     """Minimise ``mu - kappa sigma`` in the box ``centre +- radius`` on the free coordinates.
+
+    L-BFGS-B stops when an iteration changes the bound by less than ``tolerance``
+    times ``max(|bound|, 1 eV)``. Measured from the model's energy at ``centre``,
+    the bound of a step is a drop below 1 eV, and the stop is a change below
+    ``tolerance`` eV, whatever the reference of the energy (a total energy of
+    thousands of eV, a DFT energy relative to atoms).
 
     Parameters
     ----------
@@ -90,6 +100,10 @@ def minimize_lcb(gp, starts, centre, radius, free, kappa, maxiter=200):
     free : bool tensor (3n,)
     kappa : float
         Exploration weight; 0 minimises the posterior mean.
+    maxiter : int
+        L-BFGS-B iterations.
+    tolerance : float
+        eV: the search stops when an iteration lowers the bound by less than this.
 
     Returns
     -------
@@ -97,7 +111,8 @@ def minimize_lcb(gp, starts, centre, radius, free, kappa, maxiter=200):
     lcb : float
         ``mu - kappa sigma`` there.
     """
-    model = EnergyModel(gp, centre, free)
+    offset = float(gp.predict(centre.numpy()[None])[0])
+    model = EnergyModel(gp, centre, free, offset)
     acquisition = UpperConfidenceBound(model, beta=kappa**2, maximize=False)
     lower = centre.reshape(-1)[free] - radius
     upper = centre.reshape(-1)[free] + radius
@@ -116,10 +131,11 @@ def minimize_lcb(gp, starts, centre, radius, free, kappa, maxiter=200):
             acquisition,
             lower_bounds=lower,
             upper_bounds=upper,
-            options={"maxiter": maxiter},
+            # BoTorch's batched L-BFGS-B takes ftol only with factr set to None
+            options={"maxiter": maxiter, "ftol": tolerance, "factr": None},
         )  # (s, 1, d), (s,)
     best = int(torch.argmax(values))
-    return model.positions(candidates[best].detach())[0], -float(values[best])
+    return model.positions(candidates[best].detach())[0], offset - float(values[best])
 
 
 class ShortenedStepError(RuntimeError):
@@ -138,15 +154,18 @@ def search(context, starts):
     down along the step only by its interpolation
     (:func:`asebo.optimize.trust.check_curvature_supported`); it is then repeated in a box
     half the size, closer to the configurations computed, up to
-    ``settings.search.retries`` times. The last box's proposal stands whatever its
-    uncertainty, and so does one in the smallest box, or where only rigid forces are
-    left (the shape has converged: the model has no drop left to be confident of).
+    ``settings.search.retries`` times, from where the refused search ended (clipped
+    into the smaller box, which still holds its direction). The last box's proposal
+    stands whatever its uncertainty, and so does one in the smallest box, or where
+    only rigid forces are left (the shape has converged: the model has no drop left to
+    be confident of). Each search stops when an iteration gains less than
+    ``settings.search.tolerance`` times the atoms it moves (:func:`minimize_lcb`).
 
     Parameters
     ----------
     context : asebo.optimize.proposal.StepContext
     starts : list of arrays (n, 3)
-        Where the search starts.
+        Where the first search starts.
 
     Returns
     -------
@@ -156,6 +175,7 @@ def search(context, starts):
     """
     gp, centre, trust = context.gp, context.centre, context.trust
     retries, confidence = context.settings.search.retries, context.settings.trust_region.confidence
+    moving_atoms = max(int(context.free.any(axis=1).sum()), 1)
     retried, notes = [], []
     for attempt in range(retries + 1):
         try:
@@ -167,8 +187,10 @@ def search(context, starts):
                 torch.as_tensor(context.free.reshape(-1)),
                 context.settings.search.kappa,
                 context.settings.search.maxiter,
+                context.settings.search.tolerance * moving_atoms,
             )
-            positions = shortened_step(gp, centre, found.numpy(), context.maxstep)
+            starts = [found.numpy()]  # a search again in a smaller box starts here
+            positions = shortened_step(gp, centre, starts[0], context.maxstep)
             checked = confidence is not None and attempt < retries
             if checked and not trust.at_floor and not context.rigid_left:
                 check_confident(gp, centre, positions, confidence)

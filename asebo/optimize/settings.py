@@ -25,6 +25,10 @@ class SearchSettings:
         model doubts), before the step turns into a step along the forces.
     maxiter : int
         L-BFGS-B iterations of one search.
+    tolerance : float
+        eV per moving atom: the search stops when an L-BFGS-B iteration lowers the
+        bound by less than this times the number of atoms it moves (an energy is
+        a sum over atoms; the precision a step needs grows with them).
     new : float
         Å: a proposal closer than this to a configuration computed teaches the model
         nothing, and the step goes along the forces instead.
@@ -33,6 +37,7 @@ class SearchSettings:
     kappa: float = 0.1
     retries: int = 3
     maxiter: int = 200
+    tolerance: float = 2e-7
     new: float = 1e-6
 
 
