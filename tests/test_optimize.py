@@ -653,6 +653,28 @@ def test_a_search_again_in_a_smaller_box_starts_where_the_refused_one_ended(monk
             np.testing.assert_array_equal(starts, found[None])
 
 
+def test_the_search_stops_at_its_tolerance_per_moving_atom(monkeypatch):
+    """An energy is a sum over atoms: the search's stop is the tolerance times the
+    atoms it moves, those no constraint holds."""
+    import asebo.optimize.search as search_module
+    from asebo.optimize.settings import SearchSettings
+
+    tolerances, minimize = [], search_module.minimize_lcb
+
+    def recorded_minimize(*args):
+        tolerances.append(args[-1])
+        return minimize(*args)
+
+    monkeypatch.setattr(search_module, "minimize_lcb", recorded_minimize)
+    atoms = molecule("CH3CH2OH")
+    atoms.rattle(0.05, seed=1)
+    atoms.set_constraint(FixAtoms(indices=[0, 1, 2]))
+    atoms.calc = get_calculator("gfn2")
+    BOOptimizer(atoms, logfile=None, search=SearchSettings(tolerance=3e-7)).run(fmax=0.05, steps=2)
+    assert tolerances
+    assert tolerances == pytest.approx([3e-7 * (len(atoms) - 3)] * len(tolerances))
+
+
 def test_a_step_along_which_only_the_interpolation_curves_down_is_refused():
     """A Cartesian GP whose constant lies 1 eV below every residual puts a bump on each
     observation, and the bump curves every direction no configuration moved along
