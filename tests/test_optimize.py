@@ -653,9 +653,11 @@ def test_a_search_again_in_a_smaller_box_starts_where_the_refused_one_ended(monk
             np.testing.assert_array_equal(starts, found[None])
 
 
-def test_the_search_stops_at_its_tolerance_per_moving_atom(monkeypatch):
+@pytest.mark.parametrize("prior", ["lindh", "gfn1"])
+def test_the_search_stops_at_its_tolerance_per_moving_atom(monkeypatch, prior):
     """An energy is a sum over atoms: the search's stop is the tolerance times the
-    atoms it moves, those no constraint holds."""
+    atoms it moves, those no constraint holds; under a prior calculator, whose model
+    is accurate, the calculator's tolerance."""
     import asebo.optimize.search as search_module
     from asebo.optimize.settings import SearchSettings
 
@@ -670,9 +672,12 @@ def test_the_search_stops_at_its_tolerance_per_moving_atom(monkeypatch):
     atoms.rattle(0.05, seed=1)
     atoms.set_constraint(FixAtoms(indices=[0, 1, 2]))
     atoms.calc = get_calculator("gfn2")
-    BOOptimizer(atoms, logfile=None, search=SearchSettings(tolerance=3e-7)).run(fmax=0.05, steps=2)
+    settings = SearchSettings(tolerance=3e-7, calculator_tolerance=4e-8)
+    options = {} if prior == "lindh" else {"prior": get_calculator(prior)}
+    BOOptimizer(atoms, logfile=None, search=settings, **options).run(fmax=0.05, steps=2)
+    per_atom = 3e-7 if prior == "lindh" else 4e-8
     assert tolerances
-    assert tolerances == pytest.approx([3e-7 * (len(atoms) - 3)] * len(tolerances))
+    assert tolerances == pytest.approx([per_atom * (len(atoms) - 3)] * len(tolerances))
 
 
 def test_a_step_along_which_only_the_interpolation_curves_down_is_refused():

@@ -159,7 +159,8 @@ def search(context, starts):
     stands whatever its uncertainty, and so does one in the smallest box, or where
     only rigid forces are left (the shape has converged: the model has no drop left to
     be confident of). Each search stops when an iteration gains less than
-    ``settings.search.tolerance`` times the atoms it moves (:func:`minimize_lcb`).
+    ``settings.search.tolerance`` (under a prior calculator ``calculator_tolerance``)
+    times the atoms it moves (:func:`minimize_lcb`).
 
     Parameters
     ----------
@@ -174,10 +175,11 @@ def search(context, starts):
         with no positions when every search failed.
     """
     gp, centre, trust = context.gp, context.centre, context.trust
-    retries, confidence = context.settings.search.retries, context.settings.trust_region.confidence
+    settings, confidence = context.settings.search, context.settings.trust_region.confidence
     moving_atoms = max(int(context.free.any(axis=1).sum()), 1)
+    tolerance = settings.calculator_tolerance if gp.prior.is_calculator else settings.tolerance
     retried, notes = [], []
-    for attempt in range(retries + 1):
+    for attempt in range(settings.retries + 1):
         try:
             found, _ = minimize_lcb(
                 gp,
@@ -185,13 +187,13 @@ def search(context, starts):
                 torch.as_tensor(centre),
                 trust.radius,
                 torch.as_tensor(context.free.reshape(-1)),
-                context.settings.search.kappa,
-                context.settings.search.maxiter,
-                context.settings.search.tolerance * moving_atoms,
+                settings.kappa,
+                settings.maxiter,
+                tolerance * moving_atoms,
             )
             starts = [found.numpy()]  # a search again in a smaller box starts here
             positions = shortened_step(gp, centre, starts[0], context.maxstep)
-            checked = confidence is not None and attempt < retries
+            checked = confidence is not None and attempt < settings.retries
             if checked and not trust.at_floor and not context.rigid_left:
                 check_confident(gp, centre, positions, confidence)
                 check_curvature_supported(gp, centre, positions, context.observations)

@@ -25,10 +25,12 @@ class SearchSettings:
         model doubts), before the step turns into a step along the forces.
     maxiter : int
         L-BFGS-B iterations of one search.
-    tolerance : float
+    tolerance, calculator_tolerance : float
         eV per moving atom: the search stops when an L-BFGS-B iteration lowers the
         bound by less than this times the number of atoms it moves (an energy is
-        a sum over atoms; the precision a step needs grows with them).
+        a sum over atoms; the precision a step needs grows with them). Under a prior
+        calculator, whose model is accurate enough that the search's precision is the
+        step's, ``calculator_tolerance``.
     new : float
         Å: a proposal closer than this to a configuration computed teaches the model
         nothing, and the step goes along the forces instead.
@@ -38,6 +40,7 @@ class SearchSettings:
     retries: int = 3
     maxiter: int = 200
     tolerance: float = 2e-7
+    calculator_tolerance: float = 5e-8
     new: float = 1e-6
 
 
