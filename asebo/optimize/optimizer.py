@@ -910,6 +910,7 @@ class BOOptimizer(Optimizer):
             normals,
             rigid_left,
             notes,
+            getattr(self, "fmax", None),
         )
 
     def fit_model(self):

@@ -145,33 +145,24 @@ def _replaced(proposal, positions, predicted, reason, note=None):
 
 
 def force_step(context, length):
-    """A configuration not computed yet along the free forces of the lowest one: of the
-    largest atomic steps ``length``, doubled up to ``maxstep`` and halved 39 times, the
-    one not computed before where the model's energy is lowest.
+    """A configuration not computed yet along the free forces of the lowest one.
 
-    Along the small forces of a converged structure a step of the trust radius can
-    press two atoms together (GFN2-xTB put one such step 140 eV up, where the model had
-    predicted 129); the model's lowest point along the forces is the step its line
-    search would take. Where the prior calculator fails, the first length not computed
-    before.
+    The largest atomic step is ``length``, doubled (up to ``maxstep``) or else halved
+    until it reaches a configuration not computed before.
     """
     observations, best = context.observations, context.best
     forces = observations.forces[best] * context.free  # (n, 3)
     direction = forces / max(np.linalg.norm(forces, axis=1).max(), 1e-12)
     lengths = [length * 2.0**k for k in range(12) if length * 2.0**k <= context.maxstep]
     lengths += [length * 0.5**k for k in range(1, 40)]
-    steps = [observations.positions[best] + step * direction for step in lengths]
-    new = [positions for positions in steps if context.is_new(positions)]
-    if not new:
-        raise RuntimeError(
-            "every step along the forces leads to a configuration already "
-            "computed: the forces vanish on the free coordinates"
-        )
-    try:
-        energies = context.gp.predict(np.array(new))  # (k,)
-    except PriorCalculationError:
-        return new[0]
-    return new[int(np.argmin(energies))]
+    for step in lengths:
+        positions = observations.positions[best] + step * direction
+        if context.is_new(positions):
+            return positions
+    raise RuntimeError(
+        "every step along the forces leads to a configuration already "
+        "computed: the forces vanish on the free coordinates"
+    )
 
 
 def only_rigid_forces_left(positions, forces, fmax, free, invariant):
