@@ -910,7 +910,6 @@ class BOOptimizer(Optimizer):
             normals,
             rigid_left,
             notes,
-            getattr(self, "fmax", None),
         )
 
     def fit_model(self):

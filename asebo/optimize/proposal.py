@@ -89,8 +89,6 @@ class StepContext:
         Only the net force and torque keep the lowest configuration from converging.
     notes : tuple of str
         Lines for the log from fitting the model.
-    fmax : float or None
-        eV/Å: the run's convergence criterion; None outside ``run``.
     """
 
     gp: object
@@ -104,7 +102,6 @@ class StepContext:
     flat_normals: np.ndarray
     rigid_left: bool
     notes: tuple = ()
-    fmax: object = None
 
     @property
     def centre(self):

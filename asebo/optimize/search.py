@@ -27,10 +27,6 @@ from asebo.optimize.trust import (
     check_curvature_supported,
 )
 
-TOLERANCE_FMAX = 0.05
-"""eV/Å: the fmax at which the search's tolerances were measured. Under a smaller fmax
-they shrink as its square, as the drop of a harmonic well at that force does."""
-
 
 class EnergyModel(Model):
     """BoTorch view of an :class:`asebo.model.gp.EnergyForceGP`: the energy posterior.
@@ -164,8 +160,7 @@ def search(context, starts):
     only rigid forces are left (the shape has converged: the model has no drop left to
     be confident of). Each search stops when an iteration gains less than
     ``settings.search.tolerance`` (under a prior calculator ``calculator_tolerance``)
-    times the atoms it moves, and times ``(fmax / TOLERANCE_FMAX)**2`` under a finer
-    fmax (:func:`minimize_lcb`).
+    times the atoms it moves (:func:`minimize_lcb`).
 
     Parameters
     ----------
@@ -183,8 +178,6 @@ def search(context, starts):
     settings, confidence = context.settings.search, context.settings.trust_region.confidence
     moving_atoms = max(int(context.free.any(axis=1).sum()), 1)
     tolerance = settings.calculator_tolerance if gp.prior.is_calculator else settings.tolerance
-    if context.fmax is not None:  # a finer fmax asks a finer search
-        tolerance *= min(1.0, (context.fmax / TOLERANCE_FMAX) ** 2)
     retried, notes = [], []
     for attempt in range(settings.retries + 1):
         try:

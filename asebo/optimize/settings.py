@@ -30,8 +30,7 @@ class SearchSettings:
         bound by less than this times the number of atoms it moves (an energy is
         a sum over atoms; the precision a step needs grows with them). Under a prior
         calculator, whose model is accurate enough that the search's precision is the
-        step's, ``calculator_tolerance``. Both hold for fmax 0.05 eV/Å and shrink as
-        the square of a finer one (:data:`asebo.optimize.search.TOLERANCE_FMAX`).
+        step's, ``calculator_tolerance``.
     new : float
         Å: a proposal closer than this to a configuration computed teaches the model
         nothing, and the step goes along the forces instead.
