@@ -636,8 +636,8 @@ def test_a_search_again_in_a_smaller_box_starts_where_the_refused_one_ended(monk
         searches.append([])
         return original_search(context, starts)
 
-    def recorded_minimize(gp, starts, centre, radius, *args):
-        found, lcb = minimize(gp, starts, centre, radius, *args)
+    def recorded_minimize(gp, starts, centre, radius, *args, **options):
+        found, lcb = minimize(gp, starts, centre, radius, *args, **options)
         searches[-1].append((starts.numpy().copy(), radius, found.numpy()))
         return found, lcb
 
@@ -649,7 +649,7 @@ def test_a_search_again_in_a_smaller_box_starts_where_the_refused_one_ended(monk
     assert retried
     for calls in retried:
         for (_, radius, found), (starts, smaller, _) in zip(calls, calls[1:]):
-            assert smaller == pytest.approx(radius / 2)
+            assert smaller == pytest.approx(max(radius / 2, TrustSettings().floor))
             np.testing.assert_array_equal(starts, found[None])
 
 
@@ -663,9 +663,9 @@ def test_the_search_stops_at_its_tolerance_per_moving_atom(monkeypatch, prior):
 
     tolerances, minimize = [], search_module.minimize_lcb
 
-    def recorded_minimize(*args):
+    def recorded_minimize(*args, **options):
         tolerances.append(args[-1])
-        return minimize(*args)
+        return minimize(*args, **options)
 
     monkeypatch.setattr(search_module, "minimize_lcb", recorded_minimize)
     atoms = molecule("CH3CH2OH")

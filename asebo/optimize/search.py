@@ -18,7 +18,9 @@ from botorch.models.model import Model
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
 
+from asebo.model.metric import InternalMetric
 from asebo.model.priors import PriorCalculationError
+from asebo.optimize.preconditioning import BoxCoordinates, prior_preconditioner
 from asebo.optimize.proposal import SEARCH, SEARCH_FAILED, Proposal
 from asebo.optimize.trust import (
     OverturnedCurvatureError,
@@ -42,16 +44,19 @@ class EnergyModel(Model):
     offset : float
         eV subtracted from the mean: the search measures the bound from the model's
         energy at the centre of its box.
+    box : asebo.optimize.preconditioning.BoxCoordinates, optional
+        ``X`` holds the box's coordinates ``y`` instead of the free coordinates.
     """
 
     _num_outputs = 1
 
-    def __init__(self, gp, template, free, offset=0.0):
+    def __init__(self, gp, template, free, offset=0.0, box=None):
         super().__init__()
         self.gp = gp
         self.template = template.reshape(-1)
         self.free = free
         self.offset = offset
+        self.box = box
 
     @property
     def num_outputs(self):
@@ -62,9 +67,10 @@ class EnergyModel(Model):
         return torch.Size([])
 
     def positions(self, X):
-        """Full positions (..., n, 3) from free coordinates X (..., d)."""
+        """Full positions (..., n, 3) from free coordinates X (..., d), or from the
+        box's coordinates where the model has a box."""
         full = self.template.expand(*X.shape[:-1], -1).clone()
-        full[..., self.free] = X
+        full[..., self.free] = X if self.box is None else self.box.to_box(X)
         return full.reshape(*X.shape[:-1], -1, 3)
 
     def posterior(
@@ -79,14 +85,19 @@ class EnergyModel(Model):
         return posterior if posterior_transform is None else posterior_transform(posterior)
 
 
-def minimize_lcb(gp, starts, centre, radius, free, kappa, maxiter=200, tolerance=1e-5):
+def minimize_lcb(
+    gp, starts, centre, radius, free, kappa, maxiter=200, tolerance=1e-5, preconditioner=None
+):
     """Minimise ``mu - kappa sigma`` in the box ``centre +- radius`` on the free coordinates.
 
     L-BFGS-B stops when an iteration changes the bound by less than ``tolerance``
     times ``max(|bound|, 1 eV)``. Measured from the model's energy at ``centre``,
     the bound of a step is a drop below 1 eV, and the stop is a change below
     ``tolerance`` eV, whatever the reference of the energy (a total energy of
-    thousands of eV, a DFT energy relative to atoms).
+    thousands of eV, a DFT energy relative to atoms). With a ``preconditioner`` the
+    search runs unconstrained in the box's coordinates
+    (:class:`asebo.optimize.preconditioning.BoxCoordinates`), else in the free
+    coordinates within L-BFGS-B's bounds.
 
     Parameters
     ----------
@@ -104,6 +115,9 @@ def minimize_lcb(gp, starts, centre, radius, free, kappa, maxiter=200, tolerance
         L-BFGS-B iterations.
     tolerance : float
         eV: the search stops when an iteration lowers the bound by less than this.
+    preconditioner : tuple of arrays (d, d), optional
+        ``P`` and ``P^{-1}`` (:func:`asebo.optimize.preconditioning.preconditioner`) on
+        the ``d`` free coordinates.
 
     Returns
     -------
@@ -112,12 +126,17 @@ def minimize_lcb(gp, starts, centre, radius, free, kappa, maxiter=200, tolerance
         ``mu - kappa sigma`` there.
     """
     offset = float(gp.predict(centre.numpy()[None])[0])
-    model = EnergyModel(gp, centre, free, offset)
-    acquisition = UpperConfidenceBound(model, beta=kappa**2, maximize=False)
-    lower = centre.reshape(-1)[free] - radius
-    upper = centre.reshape(-1)[free] + radius
+    middle = centre.reshape(-1)[free]  # (d,)
+    lower, upper = middle - radius, middle + radius
     initial = starts.reshape(len(starts), -1)[:, free]
-    initial = torch.minimum(torch.maximum(initial, lower), upper)[:, None, :]  # (s, 1, d)
+    initial = torch.minimum(torch.maximum(initial, lower), upper)  # (s, d)
+    box = None
+    if preconditioner is not None:
+        box = BoxCoordinates(middle, radius, *preconditioner)
+        initial, lower, upper = box.from_box(initial), None, None
+    model = EnergyModel(gp, centre, free, offset, box)
+    acquisition = UpperConfidenceBound(model, beta=kappa**2, maximize=False)
+    initial = initial[:, None, :]  # (s, 1, d)
     # gen_candidates_scipy itself, not optimize_acqf: optimize_acqf hands it an empty
     # map of fixed features, and BoTorch then rebuilds every input column by column
     # at each evaluation, a Python loop over the 3N coordinates and its backward (a
@@ -178,6 +197,8 @@ def search(context, starts):
     settings, confidence = context.settings.search, context.settings.trust_region.confidence
     moving_atoms = max(int(context.free.any(axis=1).sum()), 1)
     tolerance = settings.calculator_tolerance if gp.prior.is_calculator else settings.tolerance
+    preconditioned = settings.preconditioned and isinstance(gp.metric, InternalMetric)
+    preconditioner = prior_preconditioner(gp.prior, centre, context.free) if preconditioned else None
     retried, notes = [], []
     for attempt in range(settings.retries + 1):
         try:
@@ -190,6 +211,7 @@ def search(context, starts):
                 settings.kappa,
                 settings.maxiter,
                 tolerance * moving_atoms,
+                preconditioner=preconditioner,
             )
             starts = [found.numpy()]  # a search again in a smaller box starts here
             positions = shortened_step(gp, centre, starts[0], context.maxstep)

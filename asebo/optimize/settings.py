@@ -34,6 +34,11 @@ class SearchSettings:
     new : float
         Å: a proposal closer than this to a configuration computed teaches the model
         nothing, and the step goes along the forces instead.
+    preconditioned : bool
+        Under a model prior (the Lindh model) and the internal-coordinate kernel, whose
+        metric is that model's Hessian, search in coordinates of the trust box scaled
+        by the prior's Hessian at its centre (:mod:`asebo.optimize.preconditioning`);
+        False, or another prior or kernel, searches the Cartesian box.
     """
 
     kappa: float = 0.1
@@ -42,6 +47,7 @@ class SearchSettings:
     tolerance: float = 2e-7
     calculator_tolerance: float = 5e-8
     new: float = 1e-6
+    preconditioned: bool = True
 
 
 @dataclass(frozen=True)
