@@ -8,12 +8,11 @@ from ase.build import molecule
 
 from asebo.model.gp import EnergyForceGP
 from asebo.model.lindh import LindhModel
-from asebo.model.metric import EIGENVALUE_FLOOR, model_hessian
-from asebo.model.priors import ModelPrior
+from asebo.model.metric import EIGENVALUE_FLOOR, HessianMetric, InternalMetric, model_hessian
 from asebo.optimize.preconditioning import (
     BoxCoordinates,
+    metric_preconditioner,
     preconditioner,
-    prior_preconditioner,
 )
 from asebo.optimize.search import minimize_lcb
 from calculators import get_calculator
@@ -74,13 +73,17 @@ def test_box_coordinates_are_the_preconditioned_step_to_first_order():
     np.testing.assert_allclose(jacobian.numpy(), transform, atol=1e-12)
 
 
-def test_only_a_lindh_model_prior_preconditions():
+def test_an_internal_coordinate_metric_preconditions_with_its_models_hessian():
     atoms, model = lindh()
     free = np.ones((len(atoms), 3), dtype=bool)
     free[0] = False
-    transform, _ = prior_preconditioner(ModelPrior(model), atoms.positions, free)
-    assert transform.shape == (3 * len(atoms) - 3,) * 2
-    assert prior_preconditioner(None, atoms.positions, free) is None
+    metric = InternalMetric.from_model(model, atoms.positions)
+    transform, _ = metric_preconditioner(metric, atoms.positions, free)
+    expected, _ = preconditioner(model.gauss_newton_hessian(atoms.positions)[3:, 3:])
+    np.testing.assert_allclose(transform, expected)
+    assert metric_preconditioner(None, atoms.positions, free) is None
+    aligned = HessianMetric.from_model(model, atoms.positions)
+    assert metric_preconditioner(aligned, atoms.positions, free) is None
 
 
 @pytest.fixture(scope="module")

@@ -240,6 +240,11 @@ class InternalMetric:
         The metric is ``H^power`` to first order; 0 weighs every delocalized
         coordinate alike.
 
+    Attributes
+    ----------
+    model : asebo.model.lindh.LindhModel
+        The model the metric is built from.
+
     Raises
     ------
     ValueError
@@ -257,6 +262,7 @@ class InternalMetric:
     invariant = True  # to rigid motions, by construction
 
     def __init__(self, model, reference, power=POWER):
+        self.model = model
         reference = np.asarray(reference, dtype=np.float64)
         n = len(reference)
         vibrations = 3 * n - 6

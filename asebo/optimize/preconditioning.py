@@ -18,24 +18,24 @@ Computer Journal* 9, 67 (1966)).
 import numpy as np
 import torch
 
-from asebo.model.metric import EIGENVALUE_FLOOR
-from asebo.model.priors import ModelPrior
+from asebo.model.metric import EIGENVALUE_FLOOR, InternalMetric
 
 INSIDE = 0.98
 """A start on or beyond the box's face enters the map at this fraction of the radius,
 where ``tanh`` still passes a gradient (``1 - 0.98**2 = 0.04`` of it)."""
 
 
-def prior_preconditioner(prior, positions, free):
-    """:func:`preconditioner` of a model prior's Hessian at ``positions`` (n, 3) on the
-    ``free`` (n, 3) coordinates: the Lindh model's Gauss-Newton Hessian
-    (:meth:`asebo.model.lindh.LindhModel.gauss_newton_hessian`). None under any other
-    prior (a calculator, whose Hessian costs calls; a constant)."""
-    model = getattr(prior, "model", None) if isinstance(prior, ModelPrior) else None
-    if not hasattr(model, "gauss_newton_hessian"):
+def metric_preconditioner(metric, positions, free):
+    """:func:`preconditioner` at ``positions`` (n, 3) on the ``free`` (n, 3) coordinates
+    from the Lindh model an internal-coordinate metric is built from
+    (:class:`asebo.model.metric.InternalMetric`): the model's Gauss-Newton Hessian
+    (:meth:`asebo.model.lindh.LindhModel.gauss_newton_hessian`), the metric's own to
+    first order at its reference. None for another metric or none."""
+    if not isinstance(metric, InternalMetric):
         return None
     free = np.asarray(free, dtype=bool).ravel()  # (3n,)
-    return preconditioner(model.gauss_newton_hessian(positions)[np.ix_(free, free)])
+    hessian = metric.model.gauss_newton_hessian(positions)  # (3n, 3n)
+    return preconditioner(hessian[np.ix_(free, free)])
 
 
 def preconditioner(hessian):

@@ -18,9 +18,8 @@ from botorch.models.model import Model
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
 
-from asebo.model.metric import InternalMetric
 from asebo.model.priors import PriorCalculationError
-from asebo.optimize.preconditioning import BoxCoordinates, prior_preconditioner
+from asebo.optimize.preconditioning import BoxCoordinates, metric_preconditioner
 from asebo.optimize.proposal import SEARCH, SEARCH_FAILED, Proposal
 from asebo.optimize.trust import (
     OverturnedCurvatureError,
@@ -197,8 +196,9 @@ def search(context, starts):
     settings, confidence = context.settings.search, context.settings.trust_region.confidence
     moving_atoms = max(int(context.free.any(axis=1).sum()), 1)
     tolerance = settings.calculator_tolerance if gp.prior.is_calculator else settings.tolerance
-    preconditioned = settings.preconditioned and isinstance(gp.metric, InternalMetric)
-    preconditioner = prior_preconditioner(gp.prior, centre, context.free) if preconditioned else None
+    preconditioner = (
+        metric_preconditioner(gp.metric, centre, context.free) if settings.preconditioned else None
+    )
     retried, notes = [], []
     for attempt in range(settings.retries + 1):
         try:

@@ -35,10 +35,10 @@ class SearchSettings:
         Å: a proposal closer than this to a configuration computed teaches the model
         nothing, and the step goes along the forces instead.
     preconditioned : bool
-        Under a model prior (the Lindh model) and the internal-coordinate kernel, whose
-        metric is that model's Hessian, search in coordinates of the trust box scaled
-        by the prior's Hessian at its centre (:mod:`asebo.optimize.preconditioning`);
-        False, or another prior or kernel, searches the Cartesian box.
+        Under the internal-coordinate kernel, search in coordinates of the trust box
+        scaled by the Hessian of the Lindh model its metric is built from, at the box's
+        centre (:mod:`asebo.optimize.preconditioning`); False, or another kernel,
+        searches the Cartesian box.
     """
 
     kappa: float = 0.1
