@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import torch
 from ase.build import molecule
+from test_gp import samples
 
 from asebo.model.gp import EnergyForceGP
 from asebo.model.lindh import LindhModel
@@ -15,7 +16,6 @@ from asebo.optimize.preconditioning import (
     preconditioner,
 )
 from asebo.optimize.search import minimize_lcb
-from calculators import get_calculator
 
 
 def lindh(name="CH3CH2OH"):
@@ -88,16 +88,7 @@ def test_an_internal_coordinate_metric_preconditions_with_its_models_hessian():
 
 @pytest.fixture(scope="module")
 def water_gp():
-    atoms = molecule("H2O")
-    atoms.calc = get_calculator("gfn2")
-    rng = np.random.default_rng(3)
-    positions, energies, forces = [], [], []
-    for _ in range(5):
-        atoms.positions = molecule("H2O").positions + 0.05 * rng.normal(size=(3, 3))
-        positions.append(atoms.get_positions())
-        energies.append(atoms.get_potential_energy())
-        forces.append(atoms.get_forces())
-    P, E, F = np.array(positions), np.array(energies), np.array(forces)
+    atoms, P, E, F = samples(m=5, seed=3)
     gp = EnergyForceGP(fit_gamma=False, gamma=4.0, prior="mean").fit(P, E, F)
     return gp, P[int(np.argmin(E))], LindhModel(molecule("H2O").positions, atoms.numbers)
 
