@@ -85,6 +85,36 @@ def test_botorch_lcb_is_mean_minus_kappa_sigma(water, fitted):
     torch.testing.assert_close(-acquisition(X), expected, atol=0, rtol=1e-10)
 
 
+def test_corrections_add_their_curvature_along_each_direction(water, fitted):
+    """The mean gains ``sum_j a_j ((x - c) . d_j)^2 / 2`` and the variance nothing; a
+    search given a stiff curvature along the direction of its own step no longer moves
+    that way, and still descends along the others."""
+    _, P, E, _ = water
+    centre = torch.tensor(P[int(np.argmin(E))])
+    free = torch.ones(9, dtype=torch.bool)
+    rng = np.random.default_rng(3)
+    directions = rng.normal(size=(2, 9))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    curvatures = np.array([0.7, 2.5])
+    corrections = (torch.tensor(directions), torch.tensor(curvatures))
+    X = torch.tensor(P[:3].reshape(3, 1, 9) + 0.05 * rng.normal(size=(3, 1, 9)))
+    plain = EnergyModel(fitted, centre, free).posterior(X)
+    corrected = EnergyModel(fitted, centre, free, corrections=corrections).posterior(X)
+    along = (X.reshape(3, 9) - centre.reshape(9)).numpy() @ directions.T  # (3, 2)
+    expected = plain.mean.reshape(3).numpy() + 0.5 * along**2 @ curvatures
+    np.testing.assert_allclose(corrected.mean.reshape(3).numpy(), expected, rtol=0, atol=1e-12)
+    torch.testing.assert_close(corrected.variance, plain.variance, atol=0, rtol=0)
+
+    start = centre[None].clone()
+    step = (minimize_lcb(fitted, start, centre, 0.1, free, kappa=0.1)[0] - centre).reshape(9)
+    direction = (step / step.norm())[None]  # (1, 9)
+    stiff = (direction, torch.tensor([1e4]))
+    found, _ = minimize_lcb(fitted, start, centre, 0.1, free, kappa=0.1, corrections=stiff)
+    moved = (found - centre).reshape(9)
+    assert abs(float(moved @ direction[0])) < 1e-3 * float(step.norm())
+    assert fitted.predict(found.numpy()[None])[0] < fitted.predict(centre.numpy()[None])[0]
+
+
 def test_the_lcb_search_ends_where_it_ends_for_any_reference_of_the_energy(water):
     """L-BFGS-B stops on a relative change of the bound; measured from the model's
     energy at the centre, that stop is the same for total energies of any size."""

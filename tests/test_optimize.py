@@ -686,7 +686,8 @@ def test_a_step_along_which_only_the_interpolation_curves_down_is_refused():
     down, by ``r gamma`` (about 0.9 eV/Å² here), while the prior (a quadratic) curves
     up: a step that way is refused where the prior is softer than the bump, not where
     it is stiffer, and a lower configuration computed along the step lets it pass. The
-    curvature read is the second difference of the posterior energy."""
+    curvature read is the second difference of the posterior energy; the refusal
+    carries the step's direction and the prior's curvature above the model's."""
     from asebo.model.gp import EnergyForceGP
     from asebo.model.priors import Prior
     from asebo.optimize.model_hessian import directional_curvature
@@ -732,8 +733,10 @@ def test_a_step_along_which_only_the_interpolation_curves_down_is_refused():
     soft, overturned = results[0.05]
     stiff, kept = results[5.0]
     assert overturned < 0.0 < kept
-    with pytest.raises(OverturnedCurvatureError, match="curves down"):
+    with pytest.raises(OverturnedCurvatureError, match="curves down") as refused:
         check_curvature_supported(soft, x, x + 0.1 * mode, observations)
+    np.testing.assert_allclose(refused.value.direction, mode.ravel(), atol=1e-12)
+    assert refused.value.excess == pytest.approx(0.05 - overturned, rel=1e-3)
     check_curvature_supported(stiff, x, x + 0.1 * mode, observations)
 
     evidenced = Observations(observations.numbers)

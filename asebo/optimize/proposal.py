@@ -43,11 +43,12 @@ class Proposal:
     reason : str
         One of :data:`REASONS`.
     retried : tuple of str
-        Why each search before this one failed, in order, each repeated in a box half
-        the size: ``'prior_failed'`` (the prior calculator failed), ``'shortened'``
-        (the step cut back to ``maxstep`` leaves the descent), ``'uncertain'`` (the
-        model doubts its drop), ``'overturned'`` (the model curves down along the
-        step where its prior curves up, and no configuration computed falls that way).
+        Why each search before this one failed, in order: repeated in a box half the
+        size, ``'prior_failed'`` (the prior calculator failed), ``'shortened'`` (the
+        step cut back to ``maxstep`` leaves the descent), ``'uncertain'`` (the model
+        doubts its drop); repeated in the same box with the prior's curvature along
+        the step, ``'overturned'`` (the model curves down along the step where its
+        prior curves up, and no configuration computed falls that way).
     notes : tuple of str
         Lines for the log, in the order they arose.
     """

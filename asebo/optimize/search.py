@@ -45,17 +45,27 @@ class EnergyModel(Model):
         energy at the centre of its box.
     box : asebo.optimize.preconditioning.BoxCoordinates, optional
         ``X`` holds the box's coordinates ``y`` instead of the free coordinates.
+    corrections : tuple of arrays, optional
+        Unit directions ``d_j`` (k, 3n) and curvatures ``a_j`` (k,), eV/Å²: the mean
+        gains ``sum_j a_j ((x - template) . d_j)^2 / 2``, the prior's curvature along
+        each direction where the GP's interpolation alone curved down
+        (:func:`search`).
     """
 
     _num_outputs = 1
 
-    def __init__(self, gp, template, free, offset=0.0, box=None):
+    def __init__(self, gp, template, free, offset=0.0, box=None, corrections=None):
         super().__init__()
         self.gp = gp
         self.template = template.reshape(-1)
         self.free = free
         self.offset = offset
         self.box = box
+        self.corrections = None
+        if corrections is not None:
+            self.corrections = tuple(
+                torch.as_tensor(np.asarray(part), dtype=torch.float64) for part in corrections
+            )
 
     @property
     def num_outputs(self):
@@ -77,7 +87,12 @@ class EnergyModel(Model):
     ):
         """Energy posterior at X (b, q, d): a GPyTorchPosterior with mean (b, q, 1)."""
         b, q, _ = X.shape
-        mean, variance = self.gp.posterior(self.positions(X).reshape(b * q, -1, 3))
+        positions = self.positions(X).reshape(b * q, -1, 3)
+        mean, variance = self.gp.posterior(positions)
+        if self.corrections is not None:
+            directions, curvatures = self.corrections  # (k, 3n), (k,)
+            along = (positions.reshape(b * q, -1) - self.template) @ directions.T  # (bq, k)
+            mean = mean + 0.5 * (along**2) @ curvatures
         mean = mean.reshape(b, q) - self.offset
         covariance = torch.diag_embed(variance.reshape(b, q))  # (b, q, q)
         posterior = GPyTorchPosterior(MultivariateNormal(mean, covariance))
@@ -85,7 +100,16 @@ class EnergyModel(Model):
 
 
 def minimize_lcb(
-    gp, starts, centre, radius, free, kappa, maxiter=200, tolerance=1e-5, preconditioner=None
+    gp,
+    starts,
+    centre,
+    radius,
+    free,
+    kappa,
+    maxiter=200,
+    tolerance=1e-5,
+    preconditioner=None,
+    corrections=None,
 ):
     """Minimise ``mu - kappa sigma`` in the box ``centre +- radius`` on the free coordinates.
 
@@ -117,6 +141,8 @@ def minimize_lcb(
     preconditioner : tuple of arrays (d, d), optional
         ``P`` and ``P^{-1}`` (:func:`asebo.optimize.preconditioning.preconditioner`) on
         the ``d`` free coordinates.
+    corrections : tuple of arrays (k, 3n) and (k,), optional
+        Curvatures added to the mean along unit directions (:class:`EnergyModel`).
 
     Returns
     -------
@@ -133,7 +159,7 @@ def minimize_lcb(
     if preconditioner is not None:
         box = BoxCoordinates(middle, radius, *preconditioner)
         initial, lower, upper = box.from_box(initial), None, None
-    model = EnergyModel(gp, centre, free, offset, box)
+    model = EnergyModel(gp, centre, free, offset, box, corrections)
     acquisition = UpperConfidenceBound(model, beta=kappa**2, maximize=False)
     initial = initial[:, None, :]  # (s, 1, d)
     # gen_candidates_scipy itself, not optimize_acqf: optimize_acqf hands it an empty
@@ -167,13 +193,21 @@ def search(context, starts):
 
     A search fails where the prior calculator fails at a configuration it tries, where
     it goes beyond ``maxstep`` and the step cut back to it leaves the model's descent
-    (:func:`shortened_step`), where the model's own uncertainty leaves its drop in
-    doubt (:func:`asebo.optimize.trust.check_confident`), or where the model curves
-    down along the step only by its interpolation
-    (:func:`asebo.optimize.trust.check_curvature_supported`); it is then repeated in a box
-    half the size, closer to the configurations computed, up to
-    ``settings.search.retries`` times, from where the refused search ended (clipped
-    into the smaller box, which still holds its direction). The last box's proposal
+    (:func:`shortened_step`), or where the model's own uncertainty leaves its drop in
+    doubt (:func:`asebo.optimize.trust.check_confident`); it is then repeated in a box
+    half the size, closer to the configurations computed. Where the model curves down
+    along the step only by its interpolation
+    (:func:`asebo.optimize.trust.check_curvature_supported`), the box stays and the
+    search is repeated with the prior's curvature along that step in place of the
+    model's (:class:`EnergyModel`'s ``corrections``), as the checks at convergence read
+    such a mode (:func:`asebo.optimize.model_hessian.prior_where_interpolated`): the
+    fault lies along one direction, not in the box, and a trust region halved for it
+    stays small for the steps after (on the large molecules, runs crawled 1–3 meV a
+    step in boxes of 0.006–0.025 Å). From a second such direction on, the interpolation
+    fails in more than one direction at this size, and the box of this step's searches
+    halves too; the trust region stays. Either repeat starts from where the refused search
+    ended (clipped into a smaller box, which still holds its direction), up to
+    ``settings.search.retries`` times in all. The last search's proposal
     stands whatever its uncertainty, and so does one in the smallest box, or where
     only rigid forces are left (the shape has converged: the model has no drop left to
     be confident of). Each search stops when an iteration gains less than
@@ -199,33 +233,42 @@ def search(context, starts):
     preconditioner = (
         metric_preconditioner(gp.metric, centre, context.free) if settings.preconditioned else None
     )
-    retried, notes = [], []
+    box = trust  # of this step's searches: smaller than the trust region after a
+    # second direction only the interpolation curves down along
+    retried, notes, directions, curvatures = [], [], [], []
     for attempt in range(settings.retries + 1):
+        corrections = (directions, curvatures) if directions else None
         try:
             found, _ = minimize_lcb(
                 gp,
                 torch.as_tensor(np.array(starts)),
                 torch.as_tensor(centre),
-                trust.radius,
+                box.radius,
                 torch.as_tensor(context.free.reshape(-1)),
                 settings.kappa,
                 settings.maxiter,
                 tolerance * moving_atoms,
                 preconditioner=preconditioner,
+                corrections=corrections,
             )
             starts = [found.numpy()]  # a search again in a smaller box starts here
             positions = shortened_step(gp, centre, starts[0], context.maxstep)
             checked = confidence is not None and attempt < settings.retries
-            if checked and not trust.at_floor and not context.rigid_left:
+            if checked and not box.at_floor and not context.rigid_left:
                 check_confident(gp, centre, positions, confidence)
                 check_curvature_supported(gp, centre, positions, context.observations)
-        except (
-            PriorCalculationError,
-            ShortenedStepError,
-            UncertainStepError,
-            OverturnedCurvatureError,
-        ) as error:
-            trust = trust.shrunk()
+        except OverturnedCurvatureError as error:
+            directions.append(error.direction)
+            curvatures.append(error.excess)
+            retried.append(error.reason)
+            note = f"{error}; the search takes the prior's curvature along that step"
+            if len(directions) > 1:
+                box = box.shrunk()
+                note += f", in a box of {box.radius:.3g} Å for this step"
+            notes.append(note)
+            continue
+        except (PriorCalculationError, ShortenedStepError, UncertainStepError) as error:
+            trust, box = trust.shrunk(), box.shrunk()
             retried.append(error.reason)
             notes.append(f"{error}; the trust radius is halved to {trust.radius:.3g} Å")
             continue

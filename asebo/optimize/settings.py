@@ -20,9 +20,12 @@ class SearchSettings:
     kappa : float
         Exploration weight, >= 0; 0 minimises the mean (Wong and Kolter, eq. 35).
     retries : int
-        Searches in a box half the size after one that failed (a prior calculator
-        that fails, a step cut back to ``maxstep`` that leaves the descent, a drop the
-        model doubts), before the step turns into a step along the forces.
+        Searches repeated after one that failed: in a box half the size (a prior
+        calculator that fails, a step cut back to ``maxstep`` that leaves the descent,
+        a drop the model doubts), or in the same box with the prior's curvature along
+        a step only the GP's interpolation curves down along
+        (:func:`asebo.optimize.search.search`), before the step turns into a step
+        along the forces.
     maxiter : int
         L-BFGS-B iterations of one search.
     tolerance, calculator_tolerance : float

@@ -30,9 +30,21 @@ class UncertainStepError(RuntimeError):
 
 
 class OverturnedCurvatureError(RuntimeError):
-    """Along a proposed step the GP curves down where its prior curves up."""
+    """Along a proposed step the GP curves down where its prior curves up.
+
+    Attributes
+    ----------
+    direction : ndarray (3n,)
+        The unit step.
+    excess : float
+        eV/Å², the prior's curvature along it less the GP's (positive).
+    """
 
     reason = "overturned"  # as recorded in a proposal's ``retried``
+
+    def __init__(self, message, direction, excess):
+        super().__init__(message)
+        self.direction, self.excess = direction, excess
 
 
 @dataclass(frozen=True)
@@ -149,9 +161,10 @@ def check_curvature_supported(gp, centre, proposal, observations):
     went up (the 5 others gained 0.01 eV together), while the Lindh prior's curvature
     along the steps was 0.8–0.9 of the target's secant (median). The checks at
     convergence read such a curvature the same way
-    (:func:`asebo.optimize.model_hessian.prior_where_interpolated`). Where the prior
-    curves down too (a prior calculator at a saddle) or is flat (a constant prior),
-    the GP's curvature stands.
+    (:func:`asebo.optimize.model_hessian.prior_where_interpolated`), and the search
+    repeated after this error takes the prior's curvature along the step
+    (:func:`asebo.optimize.search.search`). Where the prior curves down too (a prior
+    calculator at a saddle) or is flat (a constant prior), the GP's curvature stands.
 
     Parameters
     ----------
@@ -181,5 +194,7 @@ def check_curvature_supported(gp, centre, proposal, observations):
         return
     raise OverturnedCurvatureError(
         f"along its step the model curves down ({model:.3g} eV/Å²) where its prior "
-        f"curves up ({prior:.3g} eV/Å²) and no configuration computed falls"
+        f"curves up ({prior:.3g} eV/Å²) and no configuration computed falls",
+        direction,
+        prior - model,
     )
