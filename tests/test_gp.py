@@ -14,7 +14,7 @@ from asebo.kernels.euclidean import cartesian_rbf_blocks_batched
 from asebo.kernels.radial import Matern52
 from asebo.kernels.svd import svd_kernel_blocks_batched
 from asebo.model.gp import CalculatorPrior, EnergyForceGP
-from asebo.optimize.search import EnergyModel, minimize_lcb
+from asebo.optimize.search import SEGMENT_POINTS, EnergyModel, lowest_on_segment, minimize_lcb
 from calculators import get_calculator
 
 
@@ -113,6 +113,31 @@ def test_corrections_add_their_curvature_along_each_direction(water, fitted):
     moved = (found - centre).reshape(9)
     assert abs(float(moved @ direction[0])) < 1e-3 * float(step.norm())
     assert fitted.predict(found.numpy()[None])[0] < fitted.predict(centre.numpy()[None])[0]
+
+
+def test_a_repeated_search_starts_where_the_corrected_bound_is_lowest_on_the_segment(water, fitted):
+    """The start after a refused direction is the lowest of the corrected bound on the
+    line from the centre to the refused end: the end itself where nothing is added, and
+    the centre where a stiff curvature is added along the whole segment."""
+    _, P, E, _ = water
+    centre = P[int(np.argmin(E))]
+    free = torch.ones(9, dtype=torch.bool)
+    end = minimize_lcb(fitted, torch.tensor(centre[None]), torch.tensor(centre), 0.1, free, 0.1)
+    end = end[0].numpy()
+    step = (end - centre).reshape(9)
+    direction = step / np.linalg.norm(step)
+    line = centre + np.linspace(0.0, 1.0, SEGMENT_POINTS)[:, None, None] * (end - centre)
+    mean, std = fitted.predict(line, return_std=True)
+    for curvature in (0.0, 0.3, 1e4):
+        bound = (
+            mean
+            + 0.5 * curvature * (np.linspace(0.0, 1.0, SEGMENT_POINTS) ** 2) * (step @ step)
+            - 0.1 * std
+        )
+        start = lowest_on_segment(fitted, centre, end, 0.1, ([direction], [curvature]))
+        np.testing.assert_allclose(start, line[int(np.argmin(bound))], atol=1e-12)
+    assert np.allclose(lowest_on_segment(fitted, centre, end, 0.1, ([direction], [0.0])), end)
+    assert np.allclose(lowest_on_segment(fitted, centre, end, 0.1, ([direction], [1e4])), centre)
 
 
 def test_the_lcb_search_ends_where_it_ends_for_any_reference_of_the_energy(water):

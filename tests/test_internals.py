@@ -68,6 +68,15 @@ def test_transpose_product_is_b_transpose_times_the_weights():
     )
 
 
+def test_left_product_is_the_matrix_times_the_dense_b():
+    _, _, primitives = primitives_of("CH3CH2OH")
+    x = torch.as_tensor(rattled("CH3CH2OH", seed=5, m=1))
+    _, derivatives = primitives.values_and_derivatives(x)
+    matrix = torch.as_tensor(np.random.default_rng(6).normal(size=(7, len(primitives))))
+    expected = matrix @ primitives.wilson_b(derivatives)[0]
+    torch.testing.assert_close(primitives.left_product(matrix, derivatives), expected)
+
+
 def test_atom_scatter_is_b_transpose_times_the_weights_at_every_batch_size():
     # the scatter keeps where the entries of one configuration land; a batch offsets
     # them by configuration
@@ -354,3 +363,20 @@ def test_internal_coordinates_of_a_pyramidal_reference_fold_past_the_plane():
     planar = InternalMetric(LindhModel(path[12], numbers), path[12])
     assert min(pyramidal.conditioning(x) for x in path) < InternalCoordinates().folded / 2
     assert min(planar.conditioning(x) for x in path) > 0.5
+
+
+def test_pullback_of_several_gradients_is_that_of_each_alone(ethanol_internal):
+    # the gradients share one product with the transform: each must come back as
+    # J^T g of its own configuration, in the order given
+    _, metric = ethanol_internal
+    x = torch.as_tensor(rattled("CH3CH2OH", seed=8, m=3))
+    features, pullback = metric.features_and_pullback(x)
+    rng = np.random.default_rng(9)
+    gradients = [torch.as_tensor(rng.normal(size=features.shape)) for _ in range(3)]
+    together = pullback(*gradients)
+    _, derivatives = metric.primitives.values_and_derivatives(x)
+    for gradient, pulled in zip(gradients, together):
+        for i in range(len(x)):
+            J = metric.transform @ metric.primitives.wilson_b(derivatives[i : i + 1])[0]
+            expected = J.T @ gradient[i].reshape(-1)[: metric.rank]
+            torch.testing.assert_close(pulled[i].reshape(-1), expected)

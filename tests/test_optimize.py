@@ -24,6 +24,7 @@ from killed_calls import PREAMBLE
 
 from asebo import BOOptimizer
 from asebo.model.metric import HessianMetric
+from asebo.model.priors import Prior
 from asebo.optimize.optimizer import RestartError
 from asebo.optimize.representations import (
     CartesianPositions,
@@ -680,6 +681,49 @@ def test_the_search_stops_at_its_tolerance_per_moving_atom(monkeypatch, prior):
     assert tolerances == pytest.approx([per_atom * (len(atoms) - 3)] * len(tolerances))
 
 
+class _QuadraticPrior(Prior):
+    """``k |x - c|^2 / 2``, its offset 1 eV below the mean residual: a Cartesian GP on it
+    puts a bump on each observation."""
+
+    constant = False
+
+    def __init__(self, centre, stiffness):
+        self.centre, self.stiffness = centre.ravel(), stiffness
+
+    def energies_and_gradients(self, positions):
+        flat = np.asarray(positions).reshape(len(positions), -1) - self.centre  # (m, 3n)
+        gradients = self.stiffness * flat
+        return 0.5 * np.sum(flat * gradients, axis=1), gradients.reshape(positions.shape)
+
+    def offset(self, energies, prior_energies):
+        return float(np.mean(np.asarray(energies) - prior_energies)) - 1.0
+
+
+def _water_after_two_steps():
+    """The observations of two steps on water, their lowest configuration (3, 3) and
+    a unit mode (3, 3) no configuration moved along."""
+    atoms = perturbed_water()
+    atoms.calc = get_calculator("gfn2")
+    optimizer = BOOptimizer(atoms, logfile=None)
+    optimizer.run(fmax=0.05, steps=2)
+    observations = optimizer.observations
+    positions = observations.arrays()[0]
+    x = positions[observations.best()]  # (3, 3)
+    explored = (positions - x).reshape(len(positions), -1).T  # (9, m)
+    basis = np.linalg.svd(explored, full_matrices=True)[0]  # (9, 9)
+    unexplored = basis[:, np.linalg.matrix_rank(explored) :].T  # rows, unit, orthogonal
+    return observations, x, unexplored[0].reshape(x.shape)
+
+
+def _bumped_gp(observations, centre, stiffness):
+    """A Cartesian GP on :class:`_QuadraticPrior` fitted to ``observations``."""
+    from asebo.model.gp import EnergyForceGP
+
+    prior = _QuadraticPrior(centre, stiffness)
+    gp = EnergyForceGP(kernel="cartesian", fit_gamma=False, gamma=1.0, prior=prior)
+    return gp.fit(*observations.arrays())
+
+
 def test_a_step_along_which_only_the_interpolation_curves_down_is_refused():
     """A Cartesian GP whose constant lies 1 eV below every residual puts a bump on each
     observation, and the bump curves every direction no configuration moved along
@@ -688,43 +732,15 @@ def test_a_step_along_which_only_the_interpolation_curves_down_is_refused():
     it is stiffer, and a lower configuration computed along the step lets it pass. The
     curvature read is the second difference of the posterior energy; the refusal
     carries the step's direction and the prior's curvature above the model's."""
-    from asebo.model.gp import EnergyForceGP
-    from asebo.model.priors import Prior
     from asebo.optimize.model_hessian import directional_curvature
     from asebo.optimize.observations import Observations
     from asebo.optimize.trust import OverturnedCurvatureError, check_curvature_supported
 
-    class SoftQuadratic(Prior):
-        constant = False
-
-        def __init__(self, centre, stiffness):
-            self.centre, self.stiffness = centre.ravel(), stiffness
-
-        def energies_and_gradients(self, positions):
-            flat = np.asarray(positions).reshape(len(positions), -1) - self.centre  # (m, 3n)
-            gradients = self.stiffness * flat
-            return 0.5 * np.sum(flat * gradients, axis=1), gradients.reshape(positions.shape)
-
-        def offset(self, energies, prior_energies):
-            return float(np.mean(np.asarray(energies) - prior_energies)) - 1.0
-
-    atoms = perturbed_water()
-    atoms.calc = get_calculator("gfn2")
-    optimizer = BOOptimizer(atoms, logfile=None)
-    optimizer.run(fmax=0.05, steps=2)
-    observations = optimizer.observations
+    observations, x, mode = _water_after_two_steps()
     positions, energies, forces = observations.arrays()
-    x = positions[observations.best()]  # (3, 3)
-    explored = (positions - x).reshape(len(positions), -1).T  # (9, m)
-    basis = np.linalg.svd(explored, full_matrices=True)[0]  # (9, 9)
-    unexplored = basis[:, np.linalg.matrix_rank(explored) :].T  # rows, unit, orthogonal
-    mode = unexplored[0].reshape(x.shape)
-
     results = {}
     for stiffness in (0.05, 5.0):
-        prior = SoftQuadratic(x, stiffness)
-        gp = EnergyForceGP(kernel="cartesian", fit_gamma=False, gamma=1.0, prior=prior)
-        gp.fit(positions, energies, forces)
+        gp = _bumped_gp(observations, x, stiffness)
         h = 1e-3
         along = gp.predict(np.array([x + h * mode, x, x - h * mode]))  # (3,)
         second = (along[0] - 2 * along[1] + along[2]) / h**2
@@ -744,6 +760,52 @@ def test_a_step_along_which_only_the_interpolation_curves_down_is_refused():
         evidenced.append(*computed)
     evidenced.append(x + 0.05 * mode, energies.min() - 1e-3, forces[0])
     check_curvature_supported(soft, x, x + 0.1 * mode, evidenced)
+
+
+def test_every_mode_only_the_interpolation_curves_down_along_is_found_and_corrected():
+    """Each mode of the model's Hessian that curves down comes back with the prior's
+    curvature above the model's; with those curvatures added the model no longer curves
+    down along a step that mixes the lowest mode with the next; a configuration
+    computed lower along a mode takes that mode out."""
+    from asebo.optimize.model_hessian import (
+        PROBE,
+        directional_curvature,
+        internal_basis,
+        interpolated_descents,
+        posterior_hessian,
+        prior_curvature,
+    )
+    from asebo.optimize.search import curves_down
+
+    observations, x, mode = _water_after_two_steps()
+    free = np.ones((3, 3), dtype=bool)
+    soft = _bumped_gp(observations, x, 0.05)
+    modes, excesses = interpolated_descents(soft, x, free, observations.arrays())
+    assert modes
+    for found, excess in zip(modes, excesses):
+        assert np.linalg.norm(found) == pytest.approx(1.0, abs=1e-12)
+        model = directional_curvature(soft, x, found)
+        assert model < 0.0
+        prior = prior_curvature(soft.prior, x, found, PROBE)
+        assert excess == pytest.approx(prior - model, rel=1e-3)
+    # a step mostly along the lowest mode, partly along the next, in the vibrations (the
+    # Cartesian GP curves the rotations too)
+    internal = internal_basis(x, free)  # (9, 3)
+    vectors = np.linalg.eigh(internal.T @ posterior_hessian(soft, x, free) @ internal)[1]
+    lowest, next_lowest = (internal @ vectors[:, :2]).T
+    step = np.cos(0.3) * lowest + np.sin(0.3) * next_lowest
+    assert curves_down(soft, x, step, [], [])
+    assert not curves_down(soft, x, step, modes, excesses)
+    positions, energies, forces = observations.arrays()
+    lower = x + 0.05 * modes[0].reshape(x.shape)  # computed lower along the first mode
+    evidenced = (
+        np.concatenate([positions, lower[None]]),
+        np.append(energies, energies.min() - 1e-3),
+        np.concatenate([forces, forces[:1]]),
+    )
+    remaining = interpolated_descents(soft, x, free, evidenced)[0]
+    assert len(remaining) == len(modes) - 1
+    assert all(abs(float(np.dot(kept, modes[0]))) < 1e-8 for kept in remaining)
 
 
 def pyramidal_formaldehyde():

@@ -370,7 +370,7 @@ class InternalMetric:
     def _jacobian(self, x):
         """``J = d psi / d x`` (r, 3n) at one configuration x (n, 3)."""
         _, derivatives = self.primitives.values_and_derivatives(x[None])
-        return self.transform @ self.primitives.wilson_b(derivatives)[0]
+        return self.primitives.left_product(self.transform, derivatives)
 
     def _gradient_map(self, x):
         """``(J J^T)^{-1} J = (J^T)^+`` (r, 3n) at one configuration x (n, 3)."""

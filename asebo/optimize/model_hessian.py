@@ -334,6 +334,51 @@ def prior_where_interpolated(curvature, prior, positions):
     )
 
 
+def interpolated_descents(gp, positions, free, observations):
+    """The modes of the model's Hessian at ``positions`` along which only the GP's
+    interpolation curves down, and how much the prior curves up more than the model
+    along each: what :func:`prior_where_interpolated` replaces at convergence, read
+    for a search.
+
+    A mode qualifies where the model's curvature is negative, the prior's (over
+    :data:`PROBE`) positive, and no configuration computed says the energy falls
+    along it (:func:`evidence_of_descent` without the prior): the three conditions
+    under which :func:`asebo.optimize.trust.check_curvature_supported` refuses a step.
+
+    Parameters
+    ----------
+    gp : asebo.model.gp.EnergyForceGP
+    positions : array (n, 3)
+    free : bool array (n, 3)
+    observations : tuple of arrays
+        Positions (m, n, 3), energies (m,) and forces (m, n, 3) computed, ``positions``
+        among them.
+
+    Returns
+    -------
+    modes : list of arrays (3n,)
+        Unit modes, in the free coordinates less the translations (and the rotations
+        where every coordinate is free).
+    excesses : list of float
+        The prior's curvature less the model's along each, eV/Å² (positive).
+    """
+    positions = np.asarray(positions, dtype=np.float64)
+    hessian = posterior_hessian(gp, positions, free)  # (3n, 3n)
+    basis = internal_basis(positions, free, bool(np.all(free)))  # (3n, k)
+    curvatures, vectors = np.linalg.eigh(basis.T @ hessian @ basis)  # (k,), (k, k)
+    modes = (basis @ vectors).T  # (k, 3n)
+    found, excesses = [], []
+    for index in np.flatnonzero(curvatures < 0.0):
+        mode = modes[index]
+        if evidence_of_descent(None, observations, positions, mode):
+            continue
+        prior = prior_curvature(gp.prior, positions, mode, PROBE)
+        if prior > 0.0:
+            found.append(mode)
+            excesses.append(prior - curvatures[index])
+    return found, excesses
+
+
 def prior_curvature(prior, positions, mode, step):
     """The prior's own curvature (eV/Å²) along the unit ``mode`` (3n,) at ``positions``
     (n, 3): the central difference of its gradient over ``step`` Å (two prior calls)."""
