@@ -334,16 +334,41 @@ def prior_where_interpolated(curvature, prior, positions):
     )
 
 
+def interpolation_excess(prior, observations, positions, mode, model):
+    """How much the prior curves up more than the model along the unit ``mode`` (3n,)
+    at ``positions`` (n, 3), eV/Å², where only the GP's interpolation curves down
+    there; None elsewhere.
+
+    Only the interpolation: the model's curvature ``model`` is negative, the prior's
+    (over :data:`PROBE`) positive, and no configuration computed says the energy falls
+    along the mode (:func:`evidence_of_descent` without the prior). The refusal of a
+    search's step (:func:`asebo.optimize.trust.check_curvature_supported`) and the
+    modes a repeated search corrects (:func:`interpolated_descents`) read it alike.
+
+    Parameters
+    ----------
+    prior : asebo.model.priors.Prior
+    observations : tuple of arrays
+        Positions (m, n, 3), energies (m,) and forces (m, n, 3) computed, ``positions``
+        among them.
+    positions : array (n, 3)
+    mode : array (3n,)
+    model : float
+        The model's curvature along ``mode``, eV/Å².
+    """
+    if model >= 0.0:
+        return None
+    along = prior_curvature(prior, positions, mode, PROBE)
+    if along <= 0.0 or evidence_of_descent(None, observations, positions, mode):
+        return None
+    return along - model
+
+
 def interpolated_descents(gp, positions, free, observations):
     """The modes of the model's Hessian at ``positions`` along which only the GP's
-    interpolation curves down, and how much the prior curves up more than the model
-    along each: what :func:`prior_where_interpolated` replaces at convergence, read
-    for a search.
-
-    A mode qualifies where the model's curvature is negative, the prior's (over
-    :data:`PROBE`) positive, and no configuration computed says the energy falls
-    along it (:func:`evidence_of_descent` without the prior): the three conditions
-    under which :func:`asebo.optimize.trust.check_curvature_supported` refuses a step.
+    interpolation curves down (:func:`interpolation_excess`), and how much the prior
+    curves up more than the model along each: what :func:`prior_where_interpolated`
+    replaces at convergence, read for a search.
 
     Parameters
     ----------
@@ -368,14 +393,11 @@ def interpolated_descents(gp, positions, free, observations):
     curvatures, vectors = np.linalg.eigh(basis.T @ hessian @ basis)  # (k,), (k, k)
     modes = (basis @ vectors).T  # (k, 3n)
     found, excesses = [], []
-    for index in np.flatnonzero(curvatures < 0.0):
-        mode = modes[index]
-        if evidence_of_descent(None, observations, positions, mode):
-            continue
-        prior = prior_curvature(gp.prior, positions, mode, PROBE)
-        if prior > 0.0:
+    for mode, curvature in zip(modes, curvatures):
+        excess = interpolation_excess(gp.prior, observations, positions, mode, curvature)
+        if excess is not None:
             found.append(mode)
-            excesses.append(prior - curvatures[index])
+            excesses.append(excess)
     return found, excesses
 
 

@@ -91,13 +91,20 @@ class EnergyModel(Model):
         positions = self.positions(X).reshape(b * q, -1, 3)
         mean, variance = self.gp.posterior(positions)
         if self.corrections is not None:
-            directions, curvatures = self.corrections  # (k, 3n), (k,)
-            along = (positions.reshape(b * q, -1) - self.template) @ directions.T  # (bq, k)
-            mean = mean + 0.5 * (along**2) @ curvatures
+            displacements = positions.reshape(b * q, -1) - self.template  # (bq, 3n)
+            mean = mean + added_energy(displacements, *self.corrections)
         mean = mean.reshape(b, q) - self.offset
         covariance = torch.diag_embed(variance.reshape(b, q))  # (b, q, q)
         posterior = GPyTorchPosterior(MultivariateNormal(mean, covariance))
         return posterior if posterior_transform is None else posterior_transform(posterior)
+
+
+def added_energy(displacements, directions, curvatures):
+    """``sum_j a_j (s . d_j)^2 / 2`` (b,) for displacements ``s`` (b, 3n) from the centre,
+    unit ``directions`` ``d_j`` (k, 3n) and ``curvatures`` ``a_j`` (k,), eV/Å²: what the
+    corrections of :class:`EnergyModel` add to its mean (NumPy arrays or tensors)."""
+    along = displacements @ directions.T  # (b, k)
+    return 0.5 * (along**2) @ curvatures
 
 
 def minimize_lcb(
@@ -242,8 +249,8 @@ def search(context, starts):
     preconditioner = (
         metric_preconditioner(gp.metric, centre, context.free) if settings.preconditioned else None
     )
-    box = trust  # of this step's searches: smaller than the trust region after a
-    # second direction only the interpolation curves down along
+    box = trust  # of this step's searches: smaller than the trust region from a
+    # second refusal as overturned on
     retried, notes, directions, curvatures = [], [], [], []
     for attempt in range(settings.retries + 1):
         corrections = (directions, curvatures) if directions else None
@@ -336,8 +343,8 @@ def lowest_on_segment(gp, centre, end, kappa, corrections):
     line = centre[None] + fractions[:, None, None] * (end - centre)[None]  # (t, n, 3)
     mean, std = gp.predict(line, return_std=True)  # (t,), (t,)
     directions, curvatures = (np.asarray(part) for part in corrections)  # (k, 3n), (k,)
-    along = (line - centre).reshape(len(line), -1) @ directions.T  # (t, k)
-    bound = mean + 0.5 * along**2 @ curvatures - kappa * std
+    displacements = (line - centre).reshape(len(line), -1)  # (t, 3n)
+    bound = mean + added_energy(displacements, directions, curvatures) - kappa * std
     return line[int(np.argmin(bound))]
 
 

@@ -14,12 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from asebo.optimize.model_hessian import (
-    PROBE,
-    directional_curvature,
-    evidence_of_descent,
-    prior_curvature,
-)
+from asebo.optimize.model_hessian import directional_curvature, interpolation_excess
 from asebo.optimize.settings import TrustSettings
 
 
@@ -187,14 +182,12 @@ def check_curvature_supported(gp, centre, proposal, observations):
         return
     direction = step / length
     model = directional_curvature(gp, centre, direction)
-    if model >= 0.0:
-        return
-    prior = prior_curvature(gp.prior, centre, direction, PROBE)
-    if prior <= 0.0 or evidence_of_descent(None, observations.arrays(), centre, direction):
+    excess = interpolation_excess(gp.prior, observations.arrays(), centre, direction, model)
+    if excess is None:
         return
     raise OverturnedCurvatureError(
         f"along its step the model curves down ({model:.3g} eV/Å²) where its prior "
-        f"curves up ({prior:.3g} eV/Å²) and no configuration computed falls",
+        f"curves up ({model + excess:.3g} eV/Å²) and no configuration computed falls",
         direction,
-        prior - model,
+        excess,
     )
