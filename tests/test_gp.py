@@ -14,7 +14,13 @@ from asebo.kernels.euclidean import cartesian_rbf_blocks_batched
 from asebo.kernels.radial import Matern52
 from asebo.kernels.svd import svd_kernel_blocks_batched
 from asebo.model.gp import CalculatorPrior, EnergyForceGP
-from asebo.optimize.search import SEGMENT_POINTS, EnergyModel, lowest_on_segment, minimize_lcb
+from asebo.optimize.search import (
+    SEGMENT_POINTS,
+    EnergyModel,
+    bound_to_maximise,
+    lowest_on_segment,
+    minimize_lcb,
+)
 from calculators import get_calculator
 
 
@@ -83,6 +89,38 @@ def test_botorch_lcb_is_mean_minus_kappa_sigma(water, fitted):
     mean, variance = fitted.posterior(X.reshape(3, 3, 3))
     expected = mean - kappa * variance.sqrt()
     torch.testing.assert_close(-acquisition(X), expected, atol=0, rtol=1e-10)
+
+
+@pytest.mark.parametrize("kappa", [1.7, 0.0, -1.3])
+def test_the_search_maximises_minus_mean_plus_kappa_sigma_for_either_sign(water, fitted, kappa):
+    """A negative kappa adds the uncertainty to the mean (the pessimistic bound), as a
+    positive one takes it off; both through the posterior the GP gives directly."""
+    _, P, _, _ = water
+    free = torch.ones(9, dtype=torch.bool)
+    model = EnergyModel(fitted, torch.tensor(P[0]), free)
+    rng = np.random.default_rng(4)
+    X = torch.tensor(P[:3].reshape(3, 1, 9) + 0.05 * rng.normal(size=(3, 1, 9)))
+    mean, variance = fitted.posterior(X.reshape(3, 3, 3))
+    expected = mean - kappa * variance.sqrt()
+    torch.testing.assert_close(-bound_to_maximise(model, kappa)(X), expected, atol=0, rtol=1e-10)
+
+
+def test_a_pessimistic_search_steps_where_the_model_is_surer(water, fitted):
+    """From the same start in the same box, the search of ``mu + sigma`` ends where the
+    model is surer than where the search of ``mu - sigma`` ends; each ends lower by
+    its own bound than the other's end."""
+    _, P, E, _ = water
+    centre = torch.tensor(P[int(np.argmin(E))])
+    free = torch.ones(9, dtype=torch.bool)
+    ends = {
+        kappa: minimize_lcb(fitted, centre[None], centre, 0.1, free, kappa=kappa)[0]
+        for kappa in (1.0, -1.0)
+    }
+    mean, variance = fitted.posterior(torch.stack([ends[1.0], ends[-1.0]]))
+    std = variance.sqrt()
+    assert std[1] < std[0]
+    assert mean[1] + std[1] <= mean[0] + std[0] + 1e-9
+    assert mean[0] - std[0] <= mean[1] - std[1] + 1e-9
 
 
 def test_corrections_add_their_curvature_along_each_direction(water, fitted):

@@ -77,6 +77,15 @@ def test_converges_with_gfn2_xtb_on_water_to_the_bfgs_minimum():
     assert atoms.calc.ncalls < 25
 
 
+def test_a_pessimistic_bound_converges_on_water_to_the_bfgs_minimum():
+    atoms = perturbed_water()
+    expected = bfgs_minimum(atoms, get_calculator("gfn2"))
+    atoms.calc = CountingCalculator(get_calculator("gfn2"))
+    assert BOOptimizer(atoms, logfile=None, kappa=-2.0).run(fmax=0.01, steps=60)
+    assert atoms.get_potential_energy() == pytest.approx(expected, abs=1e-3)
+    assert atoms.calc.ncalls < 25
+
+
 def test_run_twice_adds_steps_and_logs_predictions(tmp_path):
     atoms = lj_cluster(1)
     log = tmp_path / "bo.log"

@@ -50,6 +50,13 @@ def add_arguments(parser, folder, optimizers=None):
             "the '+'), 'bo+max' with a constant prior instead of the Lindh model",
         )
         add_symmetry_probe(parser)
+        parser.add_argument(
+            "--kappa",
+            type=float,
+            default=None,
+            help="bo's weight of the uncertainty in mu - kappa sigma; < 0 penalises "
+            "uncertain steps (default: bo's own, 0.1)",
+        )
     parser.add_argument("--calc", default="gfn2")
     parser.add_argument("--fmax", type=float, default=0.05)
     parser.add_argument("--steps", type=int, default=300)
@@ -75,13 +82,17 @@ def add_symmetry_probe(parser):
     )
 
 
-def probe_options(probe):
-    """bo's keyword arguments for a ``--symmetry-probe`` of ``probe`` Å (None: none)."""
-    if probe is None:
-        return None
-    from asebo.optimize.settings import SpecialCases
+def bo_options(probe=None, kappa=None):
+    """bo's keyword arguments for a ``--symmetry-probe`` of ``probe`` Å and a
+    ``--kappa`` (None: bo's defaults)."""
+    options = {}
+    if probe is not None:
+        from asebo.optimize.settings import SpecialCases
 
-    return {"special_cases": SpecialCases(symmetry_probe=probe)}
+        options["special_cases"] = SpecialCases(symmetry_probe=probe)
+    if kappa is not None:
+        options["kappa"] = kappa
+    return options or None
 
 
 def molecule_files(folder, wanted):
@@ -114,10 +125,10 @@ def _run_one(task):
     from asebo.campaign.relax import relax
 
     torch.set_num_threads(1)
-    path, label, calc, fmax, steps, audit, probe = task
+    path, label, calc, fmax, steps, audit, probe, kappa = task
     optimizer, _, prior = label.partition("+")
     atoms = read(path)
-    options = probe_options(probe) if optimizer == "bo" else None
+    options = bo_options(probe, kappa) if optimizer == "bo" else None
     try:
         result = relax(atoms, optimizer, calc, fmax, steps, prior=prior or None, options=options)
     except Exception as error:  # a failed run is reported, the others go on
@@ -140,8 +151,9 @@ def run(args):
     files = molecule_files(args.dir, args.molecules)
     audit = getattr(args, "audit", False)
     probe = getattr(args, "symmetry_probe", None)
+    kappa = getattr(args, "kappa", None)
     tasks = [
-        (f, o, args.calc, args.fmax, args.steps, audit, probe)
+        (f, o, args.calc, args.fmax, args.steps, audit, probe, kappa)
         for f in files
         for o in args.optimizers
     ]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asebo.benchmarks._relaxation_table import add_symmetry_probe, probe_options
+from asebo.benchmarks._relaxation_table import add_symmetry_probe, bo_options
 
 HIGHER = 0.01  # eV: a final energy this far above L-BFGS's is a different minimum
 
@@ -99,7 +99,7 @@ def compare_one(task):
     torch.set_num_threads(1)
     name, calc, prior, rattle, seed, fmax, limit, audit, probe = task
     atoms = rattled(name, rattle, seed)
-    options = probe_options(probe)
+    options = bo_options(probe)
     try:
         reference = relax(atoms, "lbfgs", calc, fmax, steps=1000)
         budget = max(1, int(limit * reference["calls"]))

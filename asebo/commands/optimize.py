@@ -41,7 +41,10 @@ def add_arguments(parser):
     parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å")
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument(
-        "--kappa", type=float, default=None, help="exploration weight of the lower confidence bound"
+        "--kappa",
+        type=float,
+        default=None,
+        help="weight of the uncertainty in mu - kappa sigma; < 0 penalises uncertain steps",
     )
     parser.add_argument("--maxstep", type=float, default=None, help="Å")
     parser.add_argument("--trajectory", type=Path, default=None)

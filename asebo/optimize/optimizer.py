@@ -173,7 +173,9 @@ class BOOptimizer(Optimizer):
         (``'max'``) or mean energy seen, or a number. A
         :class:`asebo.model.priors.Prior` object is taken as it is.
     kappa : float
-        Exploration weight of the lower confidence bound, >= 0; 0 minimises the mean.
+        Weight of the model's uncertainty in the bound ``mu - kappa sigma`` the search
+        minimises: > 0 explores (the lower confidence bound), 0 minimises the mean, < 0
+        penalises uncertain steps (``mu + |kappa| sigma``, a pessimistic bound).
         Default ``search.kappa`` (0.1).
     recentre : float
         With the ``'lindh'`` and ``'springs'`` priors: when the model puts the lowest-energy
@@ -318,7 +320,7 @@ class BOOptimizer(Optimizer):
         self.periodic = self.coordinates.has_cell or bool(np.any(constrained.pbc))
         search, trust_region = search or SearchSettings(), trust_region or TrustSettings()
         model = model or ModelSettings()
-        self.kappa = _number("kappa", kappa, search.kappa, positive=False)
+        self.kappa = _finite("kappa", kappa, search.kappa)
         self.representation = make_representation(kernel, atoms)
         self.recentre = _recentre(recentre, model, self.representation)
         self.prior_reason = None
@@ -1023,15 +1025,27 @@ def _checked_gp(options):
     return EnergyForceGP(**options)
 
 
-def _number(name, value, default, positive=True):
-    """``value`` (``default`` when None) as a finite float, > 0 or >= 0."""
+def _as_float(name, value, default):
+    """``value`` (``default`` when None) as a float; a TypeError for what is no number."""
     value = default if value is None else value
     if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
         raise TypeError(f"{name} must be a number, got {value!r}")
-    value = float(value)
-    if not np.isfinite(value) or value < 0 or (positive and value == 0):
-        bound = "> 0" if positive else ">= 0"
-        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
+    return float(value)
+
+
+def _finite(name, value, default):
+    """``value`` (``default`` when None) as a finite float, of either sign."""
+    value = _as_float(name, value, default)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return value
+
+
+def _number(name, value, default):
+    """``value`` (``default`` when None) as a finite float > 0."""
+    value = _as_float(name, value, default)
+    if not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
     return value
 
 

@@ -18,7 +18,9 @@ class SearchSettings:
     Attributes
     ----------
     kappa : float
-        Exploration weight, >= 0; 0 minimises the mean (Wong and Kolter, eq. 35).
+        Weight of the uncertainty in ``mu - kappa sigma``: > 0 explores (the lower
+        confidence bound of Wong and Kolter, eq. 35), 0 minimises the mean, < 0
+        penalises uncertain steps (:class:`asebo.optimize.search.PessimisticBound`).
     retries : int
         Searches repeated after one that failed: in a box half the size (a prior
         calculator that fails, a step cut back to ``maxstep`` that leaves the descent,

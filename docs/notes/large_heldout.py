@@ -1,12 +1,22 @@
 """Large molecules outside ``asebo bench large``: the check that its figures hold.
 
-12 molecules of 50–118 atoms, other kinds than the shipped set's (a macrolide, a
-taxane, a bile acid, a wax ester, a tetrasaccharide, a crown ether, two peptides,
-an HIV protease inhibitor, vitamin E, a propylene-glycol oligomer, an ethyl ester),
-built from SMILES as the set is but with another embedding seed (RDKit ETKDGv3 seed
-7, MMFF94), written to a folder and relaxed by ``asebo bench large --dir``, e.g.::
+Two sets of 12, other kinds than the shipped set's, built from SMILES as the set is
+but with other embedding seeds (RDKit ETKDGv3, MMFF94), written to a folder and
+relaxed by ``asebo bench large --dir``:
+
+- ``first`` (seed 7), 50–118 atoms: a macrolide, a taxane, a bile acid, a wax ester,
+  a tetrasaccharide, a crown ether, two peptides, an HIV protease inhibitor, vitamin
+  E, a propylene-glycol oligomer, an ethyl ester;
+- ``second`` (seed 11), 54–126 atoms: two terpenoid chains (squalene, beta-carotene),
+  a polyunsaturated fatty acid, a diacylglycerol with an oleoyl chain, a glycolipid
+  surfactant, a cyclic hexasaccharide (alpha-cyclodextrin), two peptides of 6 and 7
+  residues, and four drugs with flexible side chains (verapamil, tamoxifen,
+  sildenafil, lisinopril).
+
+For example::
 
     python docs/notes/large_heldout.py heldout
+    python docs/notes/large_heldout.py heldout2 second
     OMP_NUM_THREADS=1 asebo bench large --dir heldout --optimizers bo sella geometric
 """
 
@@ -18,9 +28,7 @@ from rdkit import Chem
 
 from asebo.smiles import molecule_from_smiles
 
-SEED = 7
-
-MOLECULES = {
+FIRST = {
     "ethyl_linoleate": r"CCCCC/C=C\C/C=C\CCCCCCCC(=O)OCC",
     "met_enkephalin": Chem.MolToSmiles(Chem.MolFromSequence("YGGFM")),
     "hexapeptide_agsvld": Chem.MolToSmiles(Chem.MolFromSequence("AGSVLD")),
@@ -43,10 +51,33 @@ MOLECULES = {
     "dibenzo_18_crown_6": "c1ccc2OCCOCCOc3ccccc3OCCOCCOc2c1",
 }
 
+SECOND = {
+    "squalene": r"CC(C)=CCC/C(C)=C/CC/C(C)=C/CC/C=C(\C)CC/C=C(\C)CCC=C(C)C",
+    "beta_carotene": r"CC1=C(C(C)(C)CCC1)/C=C/C(C)=C/C=C/C(C)=C/C=C/C=C(C)/C=C/C=C(C)/C=C/"
+    r"C2=C(C)CCCC2(C)C",
+    "arachidonic_acid": r"CCCCC/C=C\C/C=C\C/C=C\C/C=C\CCCC(=O)O",
+    "palmitoyl_oleoyl_glycerol": r"CCCCCCCCCCCCCCCC(=O)OC[C@@H](CO)OC(=O)CCCCCCC/C=C\CCCCCCCC",
+    "dodecyl_maltoside": "CCCCCCCCCCCCO[C@@H]1O[C@H](CO)[C@@H](O[C@H]2O[C@H](CO)[C@@H](O)"
+    "[C@H](O)[C@H]2O)[C@H](O)[C@H]1O",
+    "alpha_cyclodextrin": "OC[C@H]1O[C@@H]2O[C@H]3[C@H](O)[C@@H](O)[C@@H](O[C@H]4[C@H](O)"
+    "[C@@H](O)[C@@H](O[C@H]5[C@H](O)[C@@H](O)[C@@H](O[C@H]6[C@H](O)[C@@H](O)[C@@H](O"
+    "[C@H]7[C@H](O)[C@@H](O)[C@@H](O[C@H]1[C@H](O)[C@H]2O)O[C@@H]7CO)O[C@@H]6CO)O"
+    "[C@@H]5CO)O[C@@H]4CO)O[C@@H]3CO",
+    "verapamil": "COc1ccc(CCN(C)CCCC(C#N)(C(C)C)c2ccc(OC)c(OC)c2)cc1OC",
+    "tamoxifen": r"CC/C(=C(\c1ccccc1)c1ccc(OCCN(C)C)cc1)c1ccccc1",
+    "sildenafil": "CCCc1nn(C)c2c(=O)[nH]c(-c3cc(S(=O)(=O)N4CCN(C)CC4)ccc3OCC)nc12",
+    "lisinopril": "NCCCC[C@H](N[C@@H](CCc1ccccc1)C(=O)O)C(=O)N1CCC[C@H]1C(=O)O",
+    "peptide_vgvapg": Chem.MolToSmiles(Chem.MolFromSequence("VGVAPG")),
+    "peptide_saga_plv": Chem.MolToSmiles(Chem.MolFromSequence("SAGAPLV")),
+}
+
+SETS = {"first": (FIRST, 7), "second": (SECOND, 11)}  # molecules, embedding seed
+
 folder = Path(sys.argv[1] if len(sys.argv) > 1 else "heldout")
+molecules, seed = SETS[sys.argv[2] if len(sys.argv) > 2 else "first"]
 folder.mkdir(parents=True, exist_ok=True)
-for name, smiles in MOLECULES.items():
-    atoms = molecule_from_smiles(smiles, random_state=SEED)
-    comment = f"{name} {smiles} (RDKit ETKDGv3 seed {SEED}, MMFF94)"
+for name, smiles in molecules.items():
+    atoms = molecule_from_smiles(smiles, random_state=seed)
+    comment = f"{name} {smiles} (RDKit ETKDGv3 seed {seed}, MMFF94)"
     write(folder / f"{name}.xyz", atoms, comment=comment)
     print(f"{name}: {len(atoms)} atoms")
