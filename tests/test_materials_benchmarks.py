@@ -9,6 +9,7 @@ from ase.filters import FrechetCellFilter
 from ase.optimize import BFGS, FIRE
 from ase.optimize.precon import Exp, PreconLBFGS
 
+from asebo import BOOptimizer
 from asebo.benchmarks import _materials
 from asebo.benchmarks.adsorbates import ADSORBATES, adsorbate_systems
 from asebo.benchmarks.bulk import bulk_systems
@@ -159,6 +160,17 @@ def test_the_surface_table_counts_the_calls_of_a_direct_run(tmp_path):
     assert _row(markdown, "Al111_vacancy/1") == [str(bfgs), str(fire)]
     assert _row(markdown, "**total**") == [str(bfgs), str(fire)]
     assert _row(markdown, "**/ BFGS**") == ["1.00", f"{fire / bfgs:.2f}"]
+
+
+def test_the_kappa_option_reaches_bo_on_a_slab(tmp_path):
+    system = next(s for s in surface_systems() if s.name == "Ni100_adatom")
+    args = _args(tmp_path, ["Ni100_adatom"], ["bo"])
+    args.kappa = -3.0
+    _materials.run(args, surface_systems())
+    default = _direct(system.start(0), lambda a: BOOptimizer(a, logfile=None))
+    pessimistic = _direct(system.start(0), lambda a: BOOptimizer(a, logfile=None, kappa=-3.0))
+    assert pessimistic != default  # the pessimistic bound takes the adatom another way
+    assert _row(args.markdown.read_text(), "Ni100_adatom/1") == [str(pessimistic)]
 
 
 def test_the_cell_table_counts_the_calls_of_a_direct_run_through_the_filter(tmp_path):

@@ -125,6 +125,7 @@ def add_arguments(parser, optimizers=OPTIMIZERS, steps=300):
         "preconditioner), sella (pip install 'asebo[sella]'); 'bo+NAME' runs bo with the "
         "prior NAME (a model prior or a calculator preset)",
     )
+    add_kappa(parser)
     parser.add_argument("--starts", type=int, default=2, help="starts per system")
     parser.add_argument("--fmax", type=float, default=0.05)
     parser.add_argument("--steps", type=int, default=steps)
@@ -132,6 +133,17 @@ def add_arguments(parser, optimizers=OPTIMIZERS, steps=300):
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table here")
     parser.add_argument(
         "--json", type=Path, default=None, help="also write every run's figures here"
+    )
+
+
+def add_kappa(parser):
+    """The ``--kappa`` option: bo's weight of the uncertainty in its search's bound."""
+    parser.add_argument(
+        "--kappa",
+        type=float,
+        default=None,
+        help="bo's weight of the uncertainty in mu - kappa sigma; < 0 penalises "
+        "uncertain steps (default: bo's own, 0.1)",
     )
 
 
@@ -184,10 +196,10 @@ def relax_start(task):
     Parameters
     ----------
     task : tuple
-        ``(system, start, label, calc, fmax, steps, cell_filter)``: a
+        ``(system, start, label, calc, fmax, steps, cell_filter, kappa)``: a
         :class:`MaterialSystem`, the start's index, an optimizer label (``'bo'`` or
-        ``'bo+PRIOR'``...), a calculator preset, and the arguments of
-        :func:`asebo.campaign.relax.relax`.
+        ``'bo+PRIOR'``...), a calculator preset, the arguments of
+        :func:`asebo.campaign.relax.relax`, and bo's ``kappa`` (None: its default).
 
     Returns
     -------
@@ -205,9 +217,10 @@ def relax_start(task):
     from asebo.campaign.relax import EnergyRecorder, relax
 
     torch.set_num_threads(1)
-    system, start, label, calc, fmax, steps, cell_filter = task
+    system, start, label, calc, fmax, steps, cell_filter, kappa = task
     row = f"{system.name}/{start + 1}"
     optimizer, _, prior = label.partition("+")
+    options = {"kappa": kappa} if optimizer == "bo" and kappa is not None else None
     try:
         counter = EnergyRecorder(system_calculator(calc, system))
     except Exception as error:  # e.g. a calculator package that is not installed
@@ -221,6 +234,7 @@ def relax_start(task):
             steps,
             prior=prior or None,
             cell_filter=cell_filter,
+            options=options,
         )
     except Exception as error:  # a failed run is reported, the others go on
         return row, label, _failure(error, counter.ncalls)
@@ -262,8 +276,9 @@ def run(args, systems, calc="emt", cell_filter=None):
     rows = [f"{s.name}/{k + 1}" for s in chosen for k in range(args.starts)]
     # the costliest optimizers first, so that the pool ends together
     order = sorted(args.optimizers, key=lambda label: label.partition("+")[0] not in ("bo",))
+    kappa = getattr(args, "kappa", None)
     tasks = [
-        (system, k, label, calc, args.fmax, args.steps, cell_filter)
+        (system, k, label, calc, args.fmax, args.steps, cell_filter, kappa)
         for label in order
         for system in chosen
         for k in range(args.starts)

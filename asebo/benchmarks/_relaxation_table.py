@@ -19,7 +19,7 @@ import numpy as np
 from ase.build import minimize_rotation_and_translation
 from ase.io import read
 
-from asebo.benchmarks._materials import check_optimizers, table
+from asebo.benchmarks._materials import add_kappa, check_optimizers, table
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
@@ -50,13 +50,7 @@ def add_arguments(parser, folder, optimizers=None):
             "the '+'), 'bo+max' with a constant prior instead of the Lindh model",
         )
         add_symmetry_probe(parser)
-        parser.add_argument(
-            "--kappa",
-            type=float,
-            default=None,
-            help="bo's weight of the uncertainty in mu - kappa sigma; < 0 penalises "
-            "uncertain steps (default: bo's own, 0.1)",
-        )
+        add_kappa(parser)
     parser.add_argument("--calc", default="gfn2")
     parser.add_argument("--fmax", type=float, default=0.05)
     parser.add_argument("--steps", type=int, default=300)
