@@ -147,6 +147,19 @@ def add_kappa(parser):
     )
 
 
+def bo_options(probe=None, kappa=None):
+    """bo's keyword arguments for a ``--symmetry-probe`` of ``probe`` Å and a
+    ``--kappa`` (None: bo's defaults)."""
+    options = {}
+    if probe is not None:
+        from asebo.optimize.settings import SpecialCases
+
+        options["special_cases"] = SpecialCases(symmetry_probe=probe)
+    if kappa is not None:
+        options["kappa"] = kappa
+    return options or None
+
+
 def select(systems, wanted):
     """The systems whose name contains one of ``wanted`` (all when ``wanted`` is empty)."""
     if not wanted:
@@ -220,7 +233,7 @@ def relax_start(task):
     system, start, label, calc, fmax, steps, cell_filter, kappa = task
     row = f"{system.name}/{start + 1}"
     optimizer, _, prior = label.partition("+")
-    options = {"kappa": kappa} if optimizer == "bo" and kappa is not None else None
+    options = bo_options(kappa=kappa) if optimizer == "bo" else None
     try:
         counter = EnergyRecorder(system_calculator(calc, system))
     except Exception as error:  # e.g. a calculator package that is not installed

@@ -19,7 +19,7 @@ import numpy as np
 from ase.build import minimize_rotation_and_translation
 from ase.io import read
 
-from asebo.benchmarks._materials import add_kappa, check_optimizers, table
+from asebo.benchmarks._materials import add_kappa, bo_options, check_optimizers, table
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
@@ -74,19 +74,6 @@ def add_symmetry_probe(parser):
         help="bo's SpecialCases.symmetry_probe: at a symmetric endpoint that every "
         "configuration kept, one call this far off the symmetry (default: off)",
     )
-
-
-def bo_options(probe=None, kappa=None):
-    """bo's keyword arguments for a ``--symmetry-probe`` of ``probe`` Å and a
-    ``--kappa`` (None: bo's defaults)."""
-    options = {}
-    if probe is not None:
-        from asebo.optimize.settings import SpecialCases
-
-        options["special_cases"] = SpecialCases(symmetry_probe=probe)
-    if kappa is not None:
-        options["kappa"] = kappa
-    return options or None
 
 
 def molecule_files(folder, wanted):

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from asebo.benchmarks._relaxation_table import add_symmetry_probe, bo_options
+from asebo.benchmarks._materials import bo_options
+from asebo.benchmarks._relaxation_table import add_symmetry_probe
 
 HIGHER = 0.01  # eV: a final energy this far above L-BFGS's is a different minimum
 
