@@ -13,11 +13,12 @@ import numpy as np
 import pytest
 import torch
 from ase import Atoms
-from ase.build import bulk, molecule
+from ase.build import bulk, fcc111, molecule
 from ase.calculators.calculator import CalculationFailed, Calculator, all_changes
 from ase.calculators.emt import EMT
 from ase.calculators.lj import LennardJones
 from ase.constraints import FixAtoms
+from ase.filters import FrechetCellFilter
 from ase.io import read
 from ase.optimize import BFGS
 from killed_calls import PREAMBLE
@@ -31,7 +32,7 @@ from asebo.optimize.representations import (
     InternalCoordinates,
     PeriodicPositions,
 )
-from asebo.optimize.settings import TrustSettings
+from asebo.optimize.settings import SearchSettings, TrustSettings
 from calculators import CountingCalculator, get_calculator
 
 
@@ -84,6 +85,30 @@ def test_a_pessimistic_bound_converges_on_water_to_the_bfgs_minimum():
     assert BOOptimizer(atoms, logfile=None, kappa=-2.0).run(fmax=0.01, steps=60)
     assert atoms.get_potential_energy() == pytest.approx(expected, abs=1e-3)
     assert atoms.calc.ncalls < 25
+
+
+def test_the_default_bound_is_pessimistic_from_ninety_free_coordinates():
+    settings = SearchSettings()
+    assert settings.kappa_for(89, prior_calculator=False) == 0.1
+    assert settings.kappa_for(90, prior_calculator=False) == -3.0
+    assert settings.kappa_for(900, prior_calculator=True) == 0.1
+    assert SearchSettings(kappa=0.5).kappa_for(900, prior_calculator=False) == 0.5
+
+
+def test_the_default_bound_counts_the_free_coordinates_the_search_moves():
+    slab = fcc111("Cu", (3, 3, 4), vacuum=5.0)  # 36 atoms
+    slab.calc = EMT()
+    log = io.StringIO()
+    assert BOOptimizer(slab, logfile=log).kappa == -3.0  # 108 free coordinates
+    assert "kappa=-3: 108 free coordinates" in log.getvalue()
+    slab.set_constraint(FixAtoms(indices=[atom.index for atom in slab if atom.tag == 4]))
+    assert BOOptimizer(slab, logfile=None).kappa == 0.1  # 27 free atoms: 81
+    assert BOOptimizer(FrechetCellFilter(slab), logfile=None).kappa == -3.0  # 81 + 9
+    slab.set_constraint()
+    assert BOOptimizer(slab, logfile=None, prior=LennardJones()).kappa == 0.1
+    log = io.StringIO()
+    assert BOOptimizer(slab, logfile=log, kappa=0.3).kappa == 0.3
+    assert "kappa=" not in log.getvalue()
 
 
 def test_run_twice_adds_steps_and_logs_predictions(tmp_path):
@@ -852,7 +877,6 @@ def test_the_search_keeps_botorchs_warnings_out_of_the_users_way():
 
     from ase.build import bulk
     from ase.calculators.emt import EMT
-    from ase.filters import FrechetCellFilter
     from botorch.exceptions.warnings import BotorchWarning
     from gpytorch.utils.warnings import NumericalWarning
 

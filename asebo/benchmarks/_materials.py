@@ -143,7 +143,7 @@ def add_kappa(parser):
         type=float,
         default=None,
         help="bo's weight of the uncertainty in mu - kappa sigma; < 0 penalises "
-        "uncertain steps (default: bo's own, 0.1)",
+        "uncertain steps (default: bo's own, 0.1 below 90 free coordinates, -3 from 90)",
     )
 
 

@@ -176,7 +176,9 @@ class BOOptimizer(Optimizer):
         Weight of the model's uncertainty in the bound ``mu - kappa sigma`` the search
         minimises: > 0 explores (the lower confidence bound), 0 minimises the mean, < 0
         penalises uncertain steps (``mu + |kappa| sigma``, a pessimistic bound).
-        Default ``search.kappa`` (0.1).
+        Default ``search.kappa``, else by the number of free coordinates
+        (:meth:`asebo.optimize.settings.SearchSettings.kappa_for`): 0.1 below 90
+        (30 free atoms) and under a prior calculator, -3 from 90 on.
     recentre : float
         With the ``'lindh'`` and ``'springs'`` priors: when the model puts the lowest-energy
         configuration more than ``recentre`` eV above its minimum, the model is
@@ -286,7 +288,6 @@ class BOOptimizer(Optimizer):
     defaults: ClassVar[dict] = {
         **Optimizer.defaults,
         "maxstep": TrustSettings.default_maxstep,
-        "kappa": SearchSettings.kappa,
         "trust_radius": TrustSettings.default_radius,
     }
 
@@ -320,7 +321,6 @@ class BOOptimizer(Optimizer):
         self.periodic = self.coordinates.has_cell or bool(np.any(constrained.pbc))
         search, trust_region = search or SearchSettings(), trust_region or TrustSettings()
         model = model or ModelSettings()
-        self.kappa = _finite("kappa", kappa, search.kappa)
         self.representation = make_representation(kernel, atoms)
         self.recentre = _recentre(recentre, model, self.representation)
         self.prior_reason = None
@@ -332,6 +332,15 @@ class BOOptimizer(Optimizer):
                 prior = resolve_prior(prior)
             self.prior = make_prior(prior, atoms, self.recentre, model.lindh_stiffness)
         calculator = self.prior.is_calculator
+        free_coordinates = int(self._free_coordinates().sum())
+        self.kappa = _finite("kappa", kappa, search.kappa_for(free_coordinates, calculator))
+        chosen = kappa is None and search.kappa is None
+        self.kappa_reason = (
+            f"kappa={self.kappa:g}: {free_coordinates} free coordinates"
+            f" ({search.pessimistic_from} or more: a pessimistic bound)"
+            if chosen and self.kappa < 0
+            else None
+        )
         trend = self.representation.default_trend if model.trend is None else model.trend
         self.gp_options = {
             "trend": trend,
@@ -370,6 +379,8 @@ class BOOptimizer(Optimizer):
             self._write_notes([_periodic_note(self.coordinates, self.representation, self.prior)])
         if self.prior_reason is not None:
             self._write_notes([f"prior='auto': {self.prior_reason}"])
+        if self.kappa_reason is not None:
+            self._write_notes([self.kappa_reason])
         resumed = len(self.observations) > 0
         keep = resumed if append_trajectory is None else bool(append_trajectory)
         self.frames = (

@@ -17,10 +17,22 @@ class SearchSettings:
 
     Attributes
     ----------
-    kappa : float
+    kappa : float or None
         Weight of the uncertainty in ``mu - kappa sigma``: > 0 explores (the lower
         confidence bound of Wong and Kolter, eq. 35), 0 minimises the mean, < 0
         penalises uncertain steps (:class:`asebo.optimize.search.PessimisticBound`).
+        None chooses by the number of coordinates searched (:meth:`kappa_for`).
+    optimistic_kappa, pessimistic_kappa : float
+        ``kappa`` when it is None: ``optimistic_kappa`` for fewer than
+        ``pessimistic_from`` free coordinates and under a prior calculator,
+        ``pessimistic_kappa`` otherwise.
+    pessimistic_from : int
+        Free coordinates (three per free atom, and a filter's nine cell coordinates)
+        from which the default bound is pessimistic. The lowest point of the model's
+        mean over a box of ``d`` coordinates is where the GP's error happens to be most
+        negative, an error that grows with ``d`` (the optimizer's curse; Smith and
+        Winkler, Management Science 52, 311, 2006); a prior calculator's surface leaves
+        the GP little to correct.
     retries : int
         Searches repeated after one that failed: in a box half the size (a prior
         calculator that fails, a step cut back to ``maxstep`` that leaves the descent,
@@ -46,13 +58,25 @@ class SearchSettings:
         searches the Cartesian box.
     """
 
-    kappa: float = 0.1
+    kappa: float | None = None
+    optimistic_kappa: float = 0.1
+    pessimistic_kappa: float = -3.0
+    pessimistic_from: int = 90
     retries: int = 3
     maxiter: int = 200
     tolerance: float = 2e-7
     calculator_tolerance: float = 5e-8
     new: float = 1e-6
     preconditioned: bool = True
+
+    def kappa_for(self, free_coordinates, prior_calculator):
+        """``kappa``, or where it is None the default for a search over
+        ``free_coordinates`` coordinates, with or without a prior calculator."""
+        if self.kappa is not None:
+            return self.kappa
+        if prior_calculator or free_coordinates < self.pessimistic_from:
+            return self.optimistic_kappa
+        return self.pessimistic_kappa
 
 
 @dataclass(frozen=True)
