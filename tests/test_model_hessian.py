@@ -137,6 +137,26 @@ def test_held_coordinates_have_no_rows_and_translations_no_curvature(water_run):
     np.testing.assert_allclose(held[3:, 3:], hessian[3:, 3:], atol=1e-10)
 
 
+def test_one_fit_serves_a_step_and_its_hessian_is_computed_once(water_run):
+    gp = water_run.fit_model()
+    weights = gp._alpha.clone()
+    x = water_run.observations.positions[water_run.observations.best()]
+    free = np.ones(x.shape, dtype=bool)
+    hessian = posterior_hessian(gp, x, free)
+    computed = len(gp.hessians_)
+    hessian[0, 0] = np.nan  # the caller's copy: the memo keeps its own
+    again = posterior_hessian(gp, x, free)
+    assert len(gp.hessians_) == computed and np.isfinite(again).all()
+    assert len(water_run.fit_model().hessians_) == computed  # no new observation: no refit
+    np.testing.assert_array_equal(again, model_hessian._differenced_hessian(gp, x, free))
+    positions, energies, forces = water_run.observations.arrays()
+    refit = gp.fit(positions[:-1], energies[:-1], forces[:-1])  # another fit empties it
+    assert refit.hessians_ == {}
+    assert not np.allclose(posterior_hessian(refit, x, free), again, rtol=1e-6, atol=0)
+    gp.fit(positions, energies, forces)
+    np.testing.assert_array_equal(gp._alpha, weights)  # a refit of the same data: same fit
+
+
 def test_bases_are_orthonormal_and_orthogonal_to_the_rigid_motions():
     x = molecule("CH3CH2OH").positions
     basis = internal_basis(x, np.ones(x.shape, dtype=bool))

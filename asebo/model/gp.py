@@ -144,6 +144,9 @@ class EnergyForceGP:
         rows, else those nearest the lowest-energy one.
     solve_info_ : asebo.kernels.operators.SolveInfo or None
         How conjugate gradients solved over every observation (None: densely).
+    hessians_ : dict
+        The posterior Hessians of this fit computed so far, by configuration and free
+        mask (:func:`asebo.optimize.model_hessian.posterior_hessian`); emptied by each fit.
     """
 
     def __init__(
@@ -412,6 +415,7 @@ class EnergyForceGP:
         self._factor = factor  # (N', N'): Cholesky factor of K + Lambda / s^2 on them
         self._alpha = self._solve(y, gamma, select, factor, n)  # (m (3n+1),)
         self.outputscale_ = max(float(y @ self._alpha) / y.shape[0], 1e-12)
+        self.hessians_ = {}
         return self
 
     def _solve(self, y, gamma, select, factor, n_atoms):

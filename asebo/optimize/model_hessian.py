@@ -434,9 +434,18 @@ def posterior_hessian(gp, positions, free):
     Forward differences of the analytic posterior gradient along each free coordinate
     of ``free`` (n, 3) over :data:`FORWARD_STEP`, or central ones over
     :data:`NOISY_STEP` under a prior calculator, symmetrised; the rows and columns of
-    held coordinates are zero.
+    held coordinates are zero. Computed once per fit of ``gp`` at a configuration: the
+    check at convergence and a refused search of the same step read the same one.
     """
     positions = np.asarray(positions, dtype=np.float64)
+    key = (positions.tobytes(), np.asarray(free, dtype=bool).tobytes())
+    if key not in gp.hessians_:
+        gp.hessians_[key] = _differenced_hessian(gp, positions, free)
+    return gp.hessians_[key].copy()
+
+
+def _differenced_hessian(gp, positions, free):
+    """:func:`posterior_hessian`, computed."""
     n = len(positions)
     columns = np.flatnonzero(np.asarray(free).ravel())  # (f,)
     f = len(columns)

@@ -367,6 +367,7 @@ class BOOptimizer(Optimizer):
         ).astype(int)
         self.gp = _checked_gp(self.gp_options)  # bad options fail here, before any call
         self._metric = None  # (centre, metric) of the representation, from the last fit
+        self._last_fit = None  # (observations counted, gp, notes) of the last fit
         self._force_consistent = None  # whether the calculator gives free_energy
         self._mismatch_noted = False  # energy_force_mismatch is written once a run
         self._curvature_checked = None  # observations counted when the curvature was checked
@@ -926,7 +927,7 @@ class BOOptimizer(Optimizer):
         )
 
     def fit_model(self):
-        """Fit the GP to every observation so far and return it."""
+        """The GP fitted to every observation so far (fitted again only after a new one)."""
         gp, notes = self._fitted_model()
         self._write_notes(notes)
         return gp
@@ -935,7 +936,12 @@ class BOOptimizer(Optimizer):
         """The GP fitted to every observation, and notes for the log.
 
         One GP across steps: it keeps the kernel structure of the configurations seen.
+        Fitted once per observation: the check at convergence and the step after it
+        read the same fit (and its Hessians, :attr:`asebo.model.gp.EnergyForceGP.hessians_`).
         """
+        seen = len(self.observations)
+        if self._last_fit is not None and self._last_fit[0] == seen:
+            return self._last_fit[1:]
         positions, energies, forces = self.observations.arrays()
         prior = self.prior.for_observations(positions, energies)
         self.gp.prior = prior
@@ -945,7 +951,8 @@ class BOOptimizer(Optimizer):
         )
         if self._metric is not None:
             self.gp.metric = self._metric[1]
-        return self.gp.fit(positions, energies, forces), notes
+        self._last_fit = (seen, self.gp.fit(positions, energies, forces), notes)
+        return self._last_fit[1:]
 
     def _free_coordinates(self):
         """Boolean mask (N, 3) of the coordinates no constraint (nor a filter's mask)
