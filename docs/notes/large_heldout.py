@@ -11,12 +11,17 @@ relaxed by ``asebo bench large --dir``:
   a polyunsaturated fatty acid, a diacylglycerol with an oleoyl chain, a glycolipid
   surfactant, a cyclic hexasaccharide (alpha-cyclodextrin), two peptides of 6 and 7
   residues, and four drugs with flexible side chains (verapamil, tamoxifen,
-  sildenafil, lisinopril).
+  sildenafil, lisinopril);
+- ``third`` (seed 13), 62–125 atoms: a trisaccharide (raffinose), a sterol ester with
+  an oleoyl chain, a sphingolipid (a C16 ceramide), a glycol diether with octyl ends,
+  a biotin with a PEG linker, vitamin D3, two peptides of 4 and 6 residues, and four
+  drugs (simvastatin, montelukast, fexofenadine, bosentan).
 
 For example::
 
     python docs/notes/large_heldout.py heldout
     python docs/notes/large_heldout.py heldout2 second
+    python docs/notes/large_heldout.py heldout3 third
     OMP_NUM_THREADS=1 asebo bench large --dir heldout --optimizers bo sella geometric
 """
 
@@ -71,7 +76,26 @@ SECOND = {
     "peptide_saga_plv": Chem.MolToSmiles(Chem.MolFromSequence("SAGAPLV")),
 }
 
-SETS = {"first": (FIRST, 7), "second": (SECOND, 11)}  # molecules, embedding seed
+THIRD = {
+    "raffinose": "OC[C@H]1O[C@H](OC[C@H]2O[C@H](O[C@]3(CO)O[C@H](CO)[C@@H](O)[C@@H]3O)"
+    "[C@H](O)[C@@H](O)[C@@H]2O)[C@H](O)[C@@H](O)[C@H]1O",
+    "cholesteryl_oleate": r"CCCCCCCC/C=C\CCCCCCCC(=O)O[C@H]1CC[C@@]2(C)C(=CC[C@H]3[C@@H]4CC"
+    "[C@H]([C@H](C)CCCC(C)C)[C@@]4(C)CC[C@@H]32)C1",
+    "simvastatin": "CCC(C)(C)C(=O)O[C@H]1C[C@@H](C)C=C2C=C[C@H](C)[C@H](CC[C@@H]3C[C@@H](O)"
+    "CC(=O)O3)[C@@H]12",
+    "montelukast": r"CC(C)(O)c1ccccc1CC[C@@H](SCC1(CC(=O)O)CC1)c1cccc(/C=C/c2ccc3ccc(Cl)cc3n2)c1",
+    "fexofenadine": "CC(C)(C(=O)O)c1ccc(C(O)CCCN2CCC(C(O)(c3ccccc3)c3ccccc3)CC2)cc1",
+    "bosentan": "COc1ccccc1Oc1c(NS(=O)(=O)c2ccc(C(C)(C)C)cc2)nc(-c2ncccn2)nc1OCCO",
+    "ceramide_c16": r"CCCCCCCCCCCCC/C=C/[C@@H](O)[C@H](CO)NC(=O)CCCCCCCCCCCCCCC",
+    "triethylene_glycol_dioctyl_ether": "CCCCCCCCOCCOCCOCCOCCCCCCCC",
+    "biotin_peg3_amine": "NCCOCCOCCOCCNC(=O)CCCC[C@@H]1SC[C@@H]2NC(=O)N[C@H]12",
+    "peptide_klvffa": Chem.MolToSmiles(Chem.MolFromSequence("KLVFFA")),
+    "peptide_drvy": Chem.MolToSmiles(Chem.MolFromSequence("DRVY")),
+    "cholecalciferol": r"C=C1CC[C@H](O)C/C1=C/C=C1\CCC[C@@]2(C)[C@H]1CC[C@@H]2[C@H](C)CCCC(C)C",
+}
+
+# molecules, embedding seed
+SETS = {"first": (FIRST, 7), "second": (SECOND, 11), "third": (THIRD, 13)}
 
 folder = Path(sys.argv[1] if len(sys.argv) > 1 else "heldout")
 molecules, seed = SETS[sys.argv[2] if len(sys.argv) > 2 else "first"]
