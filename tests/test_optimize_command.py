@@ -180,3 +180,29 @@ def test_hessian_writes_the_model_vibrations_and_is_not_overwritten(tmp_path, ca
         ],
         "argon_vibrations.json exists: pass --force",
     )
+
+
+def test_hessian_as_an_array_is_the_model_hessian_at_the_end(tmp_path):
+    from asebo import BOOptimizer
+    from calculators import get_calculator
+
+    path = argon_file(tmp_path)
+    hessian, restart = tmp_path / "argon_hessian.npy", tmp_path / "bo.json"
+    argv = ["optimize", str(path), "--calc", "lj", "--restart", str(restart)]
+    assert main([*argv, "--hessian", str(hessian)]) == 0
+    written = np.load(hessian)
+    atoms = read(tmp_path / "argon_relaxed.xyz")
+    atoms.calc = get_calculator("lj")
+    resumed = BOOptimizer(atoms, restart=str(restart), logfile=None)  # the same observations
+    assert written.shape == (12, 12)
+    np.testing.assert_allclose(written, resumed.hessian(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(written, written.T, atol=1e-8)
+
+
+def test_hessian_with_another_suffix_is_refused_before_any_call(tmp_path):
+    path = argon_file(tmp_path)
+    one_line_exit(
+        ["optimize", str(path), "--calc", "lj", "--hessian", str(tmp_path / "h.txt")],
+        r"--hessian .*h.txt: name it .json \(ASE's VibrationsData\) or .npy",
+    )
+    assert not (tmp_path / "argon_relaxed.xyz").exists()

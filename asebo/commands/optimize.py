@@ -9,16 +9,22 @@ the calculator does not know, an ``--fmax`` or ``--steps`` that cannot be, an ou
 log, trajectory or restart file in a folder that does not exist, ``--observations``
 frames that are not of this molecule or hold no forces) stop it with a one-line
 message, the last three before any calculator call. ``--hessian FILE`` also writes
-the model's vibrations at the end (:meth:`asebo.BOOptimizer.vibrations`).
+the model's vibrations at the end (:meth:`asebo.BOOptimizer.vibrations`) to a
+``.json`` file, or its Hessian (:meth:`asebo.BOOptimizer.hessian`) to a ``.npy`` file;
+another suffix is refused before any call.
 """
 
 import math
 from pathlib import Path
 
+import numpy as np
 from ase import units
 
 from asebo.model.prior_names import AUTO, MODEL_PRIORS
 from calculators import available, get_calculator
+
+HESSIAN_SUFFIXES = (".json", ".npy")
+"""The files ``--hessian`` writes: ASE's vibrations, or the Hessian as an array."""
 
 
 def add_arguments(parser):
@@ -66,8 +72,9 @@ def add_arguments(parser):
         "--hessian",
         type=Path,
         default=None,
-        help="also write the model's Hessian at the end as ASE vibrations (JSON; "
-        "ase.vibrations.VibrationsData.read): frequencies and zero-point energy at no call",
+        help="also write the model's Hessian at the end, at no call: FILE.json as ASE "
+        "vibrations (ase.vibrations.VibrationsData.read: frequencies, zero-point energy), "
+        "FILE.npy as the (3N, 3N) array in eV/Å² (numpy.load)",
     )
     parser.add_argument("--logfile", default="-")
     parser.add_argument("--output", type=Path, default=None)
@@ -84,6 +91,11 @@ def _check_options(args, output):
         raise SystemExit(f"--fmax must be a positive force in eV/Å, got {args.fmax}")
     if args.steps < 0:
         raise SystemExit(f"--steps must be 0 or more, got {args.steps}")
+    if args.hessian is not None and args.hessian.suffix not in HESSIAN_SUFFIXES:
+        raise SystemExit(
+            f"--hessian {args.hessian}: name it .json (ASE's VibrationsData) or .npy (the "
+            "(3N, 3N) Hessian in eV/Å²)"
+        )
     for option, path in (("--output", output), ("--hessian", args.hessian)):
         if path is not None and path.exists() and not args.force:
             raise SystemExit(
@@ -164,13 +176,17 @@ def _write_vibrations(opt, path):
     curvature = opt.model_curvature()
     vibrations = opt.vibrations(curvature)
     path.unlink(missing_ok=True)  # ASE's writer refuses an existing file
-    vibrations.write(str(path))
+    if path.suffix == ".npy":
+        np.save(path, opt.hessian())  # (3N, 3N), eV/Å², atom-major
+    else:
+        vibrations.write(str(path))
     wavenumbers = vibrations.get_energies() / units.invcm
     # the rigid motions, projected out, sit at zero
     real = wavenumbers.real[(wavenumbers.imag == 0) & (wavenumbers.real > 1.0)]
     lowest = f"{real.min():.0f} cm⁻¹" if len(real) else "none"
     print(
-        f"model vibrations written to {path}: lowest real frequency {lowest}, zero-point "
+        f"model {'Hessian' if path.suffix == '.npy' else 'vibrations'} written to {path}: "
+        f"lowest real frequency {lowest}, zero-point "
         f"energy {vibrations.get_zero_point_energy():.4f} eV; the Hessian given as a "
         f"result, with the GP's constant at this configuration (the line at "
         f"convergence reads the GP that steps): {curvature.summary()}"
