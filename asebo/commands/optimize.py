@@ -177,7 +177,7 @@ def _write_vibrations(opt, path):
     vibrations = opt.vibrations(curvature)
     path.unlink(missing_ok=True)  # ASE's writer refuses an existing file
     if path.suffix == ".npy":
-        np.save(path, opt.hessian())  # (3N, 3N), eV/Å², atom-major
+        np.save(path, opt.hessian(curvature))  # (3N, 3N), eV/Å², atom-major
     else:
         vibrations.write(str(path))
     wavenumbers = vibrations.get_energies() / units.invcm

@@ -568,7 +568,7 @@ class BOOptimizer(Optimizer):
         (not one atom alone, nor atoms all held)."""
         return internal_basis(positions, *self._free_and_rotations()).shape[1] > 0
 
-    def hessian(self):
+    def hessian(self, curvature=None):
         """The model's Hessian (3N, 3N), eV/Å², at the lowest-energy configuration
         computed (:meth:`model_curvature`); no calculator call.
 
@@ -576,8 +576,15 @@ class BOOptimizer(Optimizer):
         configuration computed (nor a prior calculator) says the energy falls, the GP's
         interpolation alone, the curvature is the prior's where that is positive
         (:func:`asebo.optimize.model_hessian.prior_where_interpolated`).
+
+        Parameters
+        ----------
+        curvature : asebo.optimize.model_hessian.ModelCurvature, optional
+            :meth:`model_curvature` at the lowest configuration, where already at hand.
         """
-        return self._result_hessian(self._result_curvature(every_uncertainty=False))
+        if curvature is None:
+            curvature = self._result_curvature(every_uncertainty=False)
+        return self._result_hessian(curvature)
 
     def _result_hessian(self, curvature):
         """The Hessian (3N, 3N) :meth:`hessian` gives, from the :meth:`model_curvature`
