@@ -201,6 +201,30 @@ def test_bend_force_constant_is_lindhs():
     assert energy == pytest.approx(0.5 * 0.15 * Hartree * rho**2 * delta**2, rel=1e-10)
 
 
+@pytest.mark.parametrize("length", [0.96, 1.3])
+def test_capped_bends_are_no_stiffer_than_k_phi_and_the_rest_is_kept(length):
+    # water's bend weight rho_OH^2: 2.4 at 0.96 Å (capped to 1), 0.28 at 1.3 Å (kept)
+    angle, delta = np.radians(104.5), 0.01
+
+    def water(theta, stretch=0.0):
+        r = length + stretch
+        return np.array([[0, 0, 0], [r, 0, 0], [length * np.cos(theta), length * np.sin(theta), 0]])
+
+    model = LindhModel(water(angle), [8, 1, 1])
+    capped = model.with_capped_bends()
+    rho = lindh_weights(water(angle), [8, 1, 1])[0, 1]
+    k_phi = 0.15 * Hartree
+    bent, stretched = water(angle + delta), water(angle, stretch=1e-3)
+    assert capped.energy_and_forces(bent)[0] == pytest.approx(
+        0.5 * k_phi * min(rho**2, 1.0) * delta**2, rel=1e-10
+    )
+    assert model.energy_and_forces(bent)[0] == pytest.approx(
+        0.5 * k_phi * rho**2 * delta**2, rel=1e-10
+    )  # the model it came from is left as it was
+    assert capped.energy_and_forces(stretched)[0] == model.energy_and_forces(stretched)[0]
+    assert capped.energy_and_forces(stretched)[0] > 0
+
+
 def test_straight_angles_give_finite_forces():
     atoms = molecule("C2H2")  # H-C-C-H on a line: the bend directions are undefined
     model = LindhModel(atoms.positions, atoms.numbers)

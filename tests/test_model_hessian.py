@@ -286,6 +286,39 @@ def test_ethanols_hessian_is_taken_with_no_bump_at_its_configuration():
     assert errors[0] < errors[1]
 
 
+def test_benzenes_hessian_takes_a_prior_whose_bends_on_multiple_bonds_are_capped():
+    """Two calls from the Baker start. The steps' Lindh prior stiffens every bend on
+    benzene's short C–C bonds; the Hessian given as a result is the GP refitted under
+    the same model with those bends capped (``Prior.for_hessian``), and its zero-point
+    energy is then within 2 % of the target's, closer than under the steps' prior."""
+    import copy
+
+    from ase.io import read
+
+    atoms = read(DATA_DIR / "baker" / "06_benzene.xyz")
+    atoms.calc = get_calculator("gfn2")
+    optimizer = BOOptimizer(atoms, logfile=None)
+    assert optimizer.run(fmax=0.05)
+    best = optimizer.observations.best()
+    x = optimizer.observations.positions[best]
+    gp = optimizer.fit_model()
+    steps_prior = copy.copy(gp)
+    steps_prior.prior = AnchoredOffset(gp.prior, best)
+    steps_prior.fit_gamma, steps_prior.gamma = False, gp.gamma_
+    steps_prior.fit(*optimizer.observations.arrays())
+    uncapped = model_curvature(steps_prior, x, np.ones(x.shape, dtype=bool)).hessian
+    endpoint = atoms.copy()
+    endpoint.positions = x
+    target = zero_point_energy(
+        frequencies(finite_difference_hessian(endpoint, get_calculator("gfn2")), endpoint)
+    )
+    capped, steps = (
+        abs(zero_point_energy(frequencies(h, endpoint)) / target - 1)
+        for h in (optimizer.hessian(), uncapped)
+    )
+    assert capped < 0.02 < steps
+
+
 def test_water_vibrations_match_the_target_within_the_documented_tolerance(water_run):
     vibrations = water_run.vibrations()
     found = vibrations.get_frequencies()

@@ -501,8 +501,10 @@ class BOOptimizer(Optimizer):
             whether a configuration computed or a prior calculator says the energy
             falls (:func:`asebo.optimize.model_hessian.evidence_of_descent`). Of the
             GP whose constant is the residual at ``positions``
-            (:class:`asebo.model.priors.AnchoredOffset`): the checks at convergence
-            read the GP that steps, about the mean residual.
+            (:class:`asebo.model.priors.AnchoredOffset`) and whose Lindh prior has
+            softer heavy-atom stretches
+            (:meth:`asebo.model.priors.Prior.for_hessian`), refitted to the same
+            observations: the checks at convergence read the GP that steps.
 
         Raises
         ------
@@ -537,13 +539,15 @@ class BOOptimizer(Optimizer):
         (:func:`asebo.optimize.model_hessian.model_curvature`). ``anchored``: under a
         prior that curves, the GP's constant is the residual of the observation at
         ``positions`` (the lowest-energy one where none is there;
-        :class:`asebo.model.priors.AnchoredOffset`), its length scale kept."""
+        :class:`asebo.model.priors.AnchoredOffset`) and the prior is the one of the
+        Hessian given as a result (:meth:`asebo.model.priors.Prior.for_hessian`), its
+        length scale kept."""
         gp, _ = self._fitted_model()
         if anchored and not gp.prior.constant:
             found = self.observations.find(positions)
             refit = copy.copy(gp)  # the optimizer's own GP is left as it is
             refit.prior = AnchoredOffset(
-                gp.prior, self.observations.best() if found is None else found
+                gp.prior.for_hessian(), self.observations.best() if found is None else found
             )
             refit.fit_gamma, refit.gamma = False, gp.gamma_
             gp = refit.fit(*self.observations.arrays())
@@ -590,7 +594,8 @@ class BOOptimizer(Optimizer):
         """The Hessian (3N, 3N) :meth:`hessian` gives, from the :meth:`model_curvature`
         ``curvature`` at the lowest configuration."""
         positions = self.observations.positions[self.observations.best()]
-        return prior_where_interpolated(curvature, self.gp.prior, positions).hessian
+        prior = self.gp.prior.for_hessian()
+        return prior_where_interpolated(curvature, prior, positions).hessian
 
     def vibrations(self, curvature=None):
         """Harmonic vibrations of :meth:`hessian` at the lowest-energy configuration.
