@@ -1,6 +1,7 @@
 """The model's Hessian at a configuration: its curvatures, their uncertainty, the
 vibrations it gives, and the line in the log at convergence."""
 
+import copy
 import io
 
 import numpy as np
@@ -291,8 +292,6 @@ def test_benzenes_hessian_takes_a_prior_whose_bends_on_multiple_bonds_are_capped
     benzene's short C–C bonds; the Hessian given as a result is the GP refitted under
     the same model with those bends capped (``Prior.for_hessian``), and its zero-point
     energy is then within 2 % of the target's, closer than under the steps' prior."""
-    import copy
-
     from ase.io import read
 
     atoms = read(DATA_DIR / "baker" / "06_benzene.xyz")

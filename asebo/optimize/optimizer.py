@@ -501,8 +501,8 @@ class BOOptimizer(Optimizer):
             whether a configuration computed or a prior calculator says the energy
             falls (:func:`asebo.optimize.model_hessian.evidence_of_descent`). Of the
             GP whose constant is the residual at ``positions``
-            (:class:`asebo.model.priors.AnchoredOffset`) and whose Lindh prior has
-            softer heavy-atom stretches
+            (:class:`asebo.model.priors.AnchoredOffset`) and whose Lindh prior has no
+            bend stiffer than Lindh's ``k_phi``
             (:meth:`asebo.model.priors.Prior.for_hessian`), refitted to the same
             observations: the checks at convergence read the GP that steps.
 
