@@ -54,3 +54,28 @@ def test_the_model_is_rebuilt_around_the_best_observation_once_far_from_its_mini
     kept = RecentredLindh(atoms, recentre=away + 0.1)
     kept.for_observations(positions, energies)
     assert kept.centre == 0
+
+
+def test_a_prior_chosen_by_the_forces_keeps_the_model_that_fits_them():
+    atoms = g2["H2O"]
+    first = atoms.positions.copy()
+    stretched = first.copy()
+    stretched[1] += 0.3 * (first[1] - first[0])  # an O-H bond 30 % longer
+    positions, energies = np.array([stretched, first]), np.array([0.0, -1.0])
+    start_model = RecentredLindh(atoms, recentre=np.inf).for_observations(positions, energies)
+    rebuilt = RecentredLindh(atoms, recentre=0.3).for_observations(positions, energies)
+    grid = positions + np.array([0.0, 0.05])[:, None, None]  # (2, n, 3)
+    for fitting, other in ((start_model, rebuilt), (rebuilt, start_model)):
+        forces = -fitting.energies_and_gradients(positions)[1]  # (2, n, 3)
+        rule = RecentredLindh(atoms, recentre=0.3, prior_by_forces=True)
+        prior = rule.for_observations(positions, energies, forces)
+        centre, model = rule.metric_reference()
+        assert centre == 1  # the metric's model follows the run either way
+        np.testing.assert_array_equal(model.reference, first)
+        chosen = prior.energies_and_gradients(grid)[0]
+        np.testing.assert_allclose(chosen, fitting.energies_and_gradients(grid)[0], atol=1e-12)
+        assert abs(chosen - other.energies_and_gradients(grid)[0]).max() > 0.1
+    with pytest.raises(ValueError, match="forces"):
+        RecentredLindh(atoms, recentre=0.3, prior_by_forces=True).for_observations(
+            positions, energies
+        )

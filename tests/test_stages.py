@@ -70,8 +70,10 @@ def test_the_representation_sets_trend_and_recentring_and_model_settings_overrid
     assert isinstance(internal.representation, InternalCoordinates)
     assert internal.gp_options["trend"] == InternalCoordinates.default_trend == 30.0
     assert internal.recentre == InternalCoordinates.default_recentre == 2.0
+    assert internal.prior.prior_by_forces is InternalCoordinates.prior_by_forces is True
     aligned = BOOptimizer(atoms, logfile=None, kernel="anisotropic")
     assert aligned.gp_options["trend"] == 0.0 and aligned.recentre == 0.3
+    assert aligned.prior.prior_by_forces is False
     chosen = BOOptimizer(atoms, logfile=None, model=ModelSettings(trend=5.0, recentre=1.0))
     assert chosen.gp_options["trend"] == 5.0 and chosen.prior.recentre == 1.0
 

@@ -302,9 +302,10 @@ class RecentredSprings(Prior):
         """Index of the observation the springs are built around, and the springs."""
         return self.centre, self.springs
 
-    def for_observations(self, positions, energies):
+    def for_observations(self, positions, energies, forces=None):
         """The prior for observations at generalized ``positions`` (m, N, 3) with
-        ``energies`` (m,): a :class:`asebo.model.priors.CalculatorPrior` of the springs."""
+        ``energies`` (m,): a :class:`asebo.model.priors.CalculatorPrior` of the springs
+        (``forces`` unused)."""
         while self._seen < len(energies):
             self._seen += 1
             best = int(np.argmin(energies[: self._seen]))

@@ -83,8 +83,9 @@ class Prior:
         and the prior's own there, ``prior_energies`` (m,)."""
         raise NotImplementedError
 
-    def for_observations(self, positions, energies):
-        """The prior the GP takes for observations ``positions`` (m, n, 3), ``energies`` (m,)."""
+    def for_observations(self, positions, energies, forces=None):
+        """The prior the GP takes for observations ``positions`` (m, n, 3), ``energies``
+        (m,) and ``forces`` (m, n, 3)."""
         return self
 
     def metric_reference(self):
@@ -314,6 +315,17 @@ class RecentredLindh(Prior):
     down. The rule is replayed over the observations in order, so a resumed run
     rebuilds the model of the uninterrupted run.
 
+    The rebuilt model is the one a kernel's metric is built from
+    (:meth:`metric_reference`). With ``prior_by_forces`` the prior takes it only where it
+    fits the forces observed so far better than the prior's own model (the sum of the
+    squared differences over every observation): a prior rebuilt around another
+    configuration changes the residual of every observation made before it, which pays
+    after a distorted start (the start's stretches far from their lengths) and not
+    along a long way down the soft torsions, where the old model fits the path better
+    (the internal-coordinate kernel,
+    :class:`asebo.optimize.representations.InternalCoordinates`, whose linear trend
+    takes up the slope of the prior's well).
+
     A bend ``i-j-k`` at an atom ``j`` bonded to ``i`` and ``k`` only (an sp carbon:
     acetylene, CO2, a nitrile, rattled; bonded meaning ``rho > BONDED``) wider than
     ``NEARLY_STRAIGHT.straight_reference`` (150°,
@@ -338,6 +350,9 @@ class RecentredLindh(Prior):
         Energy above the model's minimum, eV, beyond which the model is rebuilt.
     stiffness : float
         The force constants relative to Lindh's (and twice his torsion constant).
+    prior_by_forces : bool
+        Whether the prior takes a rebuilt model only where it fits the observed forces
+        better (True), or always (False).
 
     Attributes
     ----------
@@ -349,11 +364,12 @@ class RecentredLindh(Prior):
 
     label = "lindh"
 
-    def __init__(self, atoms, recentre, stiffness=0.7):
+    def __init__(self, atoms, recentre, stiffness=0.7, prior_by_forces=False):
         self.atoms = atoms
         self.numbers = atoms.get_atomic_numbers()
         self.recentre = recentre
         self.stiffness = stiffness
+        self.prior_by_forces = prior_by_forces
         self.model = None
         self.centre = None
         self._prior = None
@@ -367,20 +383,37 @@ class RecentredLindh(Prior):
                 "periodic atoms) or a calculator"
             )
 
-    def for_observations(self, positions, energies):
-        """The prior for observations ``positions`` (m, n, 3) and ``energies`` (m,).
+    def for_observations(self, positions, energies, forces=None):
+        """The prior for observations ``positions`` (m, n, 3), ``energies`` (m,) and
+        ``forces`` (m, n, 3; needed with ``prior_by_forces``).
 
-        A :class:`ModelPrior` of the model, or a :class:`HighestEnergyPrior` when no
+        A :class:`ModelPrior` of a model, or a :class:`HighestEnergyPrior` when no
         two atoms are bonded (the model would be zero; the constant prior is better).
         """
+        if self.prior_by_forces and forces is None:
+            raise ValueError("a prior chosen by the forces needs the observed forces")
         while self._seen < len(energies):
             self._seen += 1
             best = int(np.argmin(energies[: self._seen]))
             if self.model is None:
                 self._build(positions, 0)
+                self._prior = self._model_prior(self.model)
             elif self.model.energy_and_forces(positions[best])[0] > self.recentre:
                 self._build(positions, best)
+                seen = slice(0, self._seen)
+                if not self.prior_by_forces or self._fits_better(positions[seen], forces[seen]):
+                    self._prior = self._model_prior(self.model)
         return self._prior
+
+    def _fits_better(self, positions, forces):
+        """Whether the model fits ``forces`` (k, n, 3) observed at ``positions`` (k, n, 3)
+        better than the prior's own model (or the prior has none)."""
+
+        def misfit(model):
+            return float(((forces + model.energies_and_gradients(positions)[1]) ** 2).sum())
+
+        kept = getattr(self._prior, "model", None)
+        return kept is None or misfit(self.model) < misfit(kept)
 
     def metric_reference(self):
         return self.centre, self.model
@@ -396,9 +429,10 @@ class RecentredLindh(Prior):
             reference_angles=lambda bends, angles: _straightened(bonded, bends, angles),
         )
         self.centre = index
-        self._prior = (
-            HighestEnergyPrior() if len(self.model.stretches) == 0 else ModelPrior(self.model)
-        )
+
+    @staticmethod
+    def _model_prior(model):
+        return HighestEnergyPrior() if len(model.stretches) == 0 else ModelPrior(model)
 
 
 def _straightened(bonded, bends, angles):
@@ -496,7 +530,7 @@ def constant_prior(prior):
     return ConstantPrior(prior)
 
 
-def make_prior(prior, atoms, recentre, stiffness=0.7):
+def make_prior(prior, atoms, recentre, stiffness=0.7, prior_by_forces=False):
     """The :class:`Prior` of the optimizer's ``prior`` argument for ``atoms``.
 
     Parameters
@@ -507,6 +541,8 @@ def make_prior(prior, atoms, recentre, stiffness=0.7):
         a prior object, taken as it is.
     atoms : ase.Atoms
     recentre, stiffness : float
+        Of :class:`RecentredLindh`, for ``'lindh'``.
+    prior_by_forces : bool
         Of :class:`RecentredLindh`, for ``'lindh'``.
 
     Raises
@@ -523,6 +559,10 @@ def make_prior(prior, atoms, recentre, stiffness=0.7):
         raise ValueError(
             f"prior must be an ASE calculator, {', '.join(MODEL_PRIORS)} or a number, got {prior!r}"
         )
-    made = RecentredLindh(atoms, recentre, stiffness) if prior == "lindh" else constant_prior(prior)
+    made = (
+        RecentredLindh(atoms, recentre, stiffness, prior_by_forces)
+        if prior == "lindh"
+        else constant_prior(prior)
+    )
     made.check(atoms)
     return made

@@ -185,7 +185,9 @@ class BOOptimizer(Optimizer):
         rebuilt around that configuration. By default ``model.recentre``, else the
         representation's (2 eV with the ``'internal'`` kernel, whose linear trend
         carries the way from the first configuration over smaller misfits; 0.3 eV
-        with the others).
+        with the others). With the ``'internal'`` kernel the rebuilt Lindh model is
+        the metric's, and the prior takes it only where it fits the observed forces
+        better than the model it has.
     maxstep : float
         Largest displacement of any atom in one step, Å. Default
         ``trust_region.maxstep``, else 0.2, and 0.6 under a prior calculator, whose
@@ -330,7 +332,13 @@ class BOOptimizer(Optimizer):
             if isinstance(prior, str) and prior == AUTO:
                 prior, self.prior_reason = automatic_prior(atoms)
                 prior = resolve_prior(prior)
-            self.prior = make_prior(prior, atoms, self.recentre, model.lindh_stiffness)
+            self.prior = make_prior(
+                prior,
+                atoms,
+                self.recentre,
+                model.lindh_stiffness,
+                self.representation.prior_by_forces,
+            )
         calculator = self.prior.is_calculator
         free_coordinates = int(self._free_coordinates().sum())
         self.kappa = _finite("kappa", kappa, search.kappa_for(free_coordinates, calculator))
@@ -955,7 +963,7 @@ class BOOptimizer(Optimizer):
         if self._last_fit is not None and self._last_fit[0] == seen:
             return self._last_fit[1:]
         positions, energies, forces = self.observations.arrays()
-        prior = self.prior.for_observations(positions, energies)
+        prior = self.prior.for_observations(positions, energies, forces)
         self.gp.prior = prior
         centre, model = self.prior.metric_reference()
         self._metric, notes = self.representation.metric(

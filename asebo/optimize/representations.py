@@ -11,8 +11,8 @@ optimizer is built (as Sella's ``initialize_pes`` decides its coordinates):
   model the prior recentres, and its own validity check on the observations (the
   internal coordinates give way to aligned positions where they fold);
 - :meth:`Representation.invariant`: whether the model is blind to rigid motions;
-- ``default_trend`` and ``default_recentre``: the GP's linear trend and the Lindh
-  prior's recentring that suit it.
+- ``default_trend``, ``default_recentre`` and ``prior_by_forces``: the GP's linear
+  trend and the Lindh prior's recentring that suit it.
 
 The five: :class:`InternalCoordinates` (``'internal'``), :class:`AlignedPositions`
 (``'anisotropic'``), :class:`SVDRepresentation` (``'svd'``),
@@ -77,12 +77,17 @@ class Representation:
         Slope variance of the GP's linear trend over a gradient's variance.
     default_recentre : float
         eV: the Lindh prior's recentring.
+    prior_by_forces : bool
+        Whether the Lindh prior takes its recentred model only where that fits the
+        observed forces better, while the metric follows the model each time
+        (:class:`asebo.model.priors.RecentredLindh`); else it always does.
     """
 
     name: ClassVar[str] = "cartesian"
     configuration_kernel: ClassVar[str] = "cartesian"
     default_trend: ClassVar[float] = 0.0
     default_recentre: ClassVar[float] = 0.3
+    prior_by_forces: ClassVar[bool] = False
 
     def check(self, atoms):
         """Raise ValueError where this representation cannot describe ``atoms``."""
@@ -197,6 +202,9 @@ class InternalCoordinates(AlignedPositions):
     # a model rebuilt under the trend changes the features too; beyond 2 eV the start's
     # model fails: PF3 drawn flat took 205 calls with no recentring, 11 with it
     default_recentre: ClassVar[float] = 2.0
+    # the trend takes up the slope of the old model's well: on a long way down the soft
+    # torsions the old model fits the forces better (docs/notes/large-molecules.md)
+    prior_by_forces: ClassVar[bool] = True
     folded: float = 0.2
 
     def check(self, atoms):
