@@ -484,8 +484,10 @@ class BOOptimizer(Optimizer):
 
     @property
     def lindh_model(self):
-        """The :class:`asebo.model.lindh.LindhModel` of the ``'lindh'`` prior (None before
-        a fit, and under another prior)."""
+        """The :class:`asebo.model.lindh.LindhModel` of the ``'lindh'`` prior, as last
+        recentred: the metric's, and the prior's unless it kept an earlier one
+        (:class:`asebo.model.priors.RecentredLindh`; None before a fit, and under another
+        prior)."""
         return self.prior.metric_reference()[1]
 
     # ---- the model's Hessian --------------------------------------------------------
