@@ -39,12 +39,19 @@ def test_only_wide_bends_of_two_coordinated_atoms_are_straightened(name, angles)
     assert straightened(name) == angles
 
 
-def test_the_model_is_rebuilt_around_the_best_observation_once_far_from_its_minimum():
+def stretched_water():
+    """Water and two observations: one O-H bond 30 % longer (energy 0), then the
+    molecule as relaxed (-1 eV); positions (2, 3, 3), energies (2,)."""
     atoms = g2["H2O"]
     first = atoms.positions.copy()
     stretched = first.copy()
-    stretched[1] += 0.3 * (first[1] - first[0])  # an O-H bond 30 % longer
-    positions, energies = np.array([stretched, first]), np.array([0.0, -1.0])
+    stretched[1] += 0.3 * (first[1] - first[0])
+    return atoms, np.array([stretched, first]), np.array([0.0, -1.0])
+
+
+def test_the_model_is_rebuilt_around_the_best_observation_once_far_from_its_minimum():
+    atoms, positions, energies = stretched_water()
+    stretched, first = positions
     away = LindhModel(stretched, atoms.numbers).energy_and_forces(first)[0]
     assert away > 0.3  # the relaxed geometry is far up the model around the start
     prior = RecentredLindh(atoms, recentre=0.3)
@@ -57,11 +64,8 @@ def test_the_model_is_rebuilt_around_the_best_observation_once_far_from_its_mini
 
 
 def test_a_prior_chosen_by_the_forces_keeps_the_model_that_fits_them():
-    atoms = g2["H2O"]
-    first = atoms.positions.copy()
-    stretched = first.copy()
-    stretched[1] += 0.3 * (first[1] - first[0])  # an O-H bond 30 % longer
-    positions, energies = np.array([stretched, first]), np.array([0.0, -1.0])
+    atoms, positions, energies = stretched_water()
+    first = positions[1]
     start_model = RecentredLindh(atoms, recentre=np.inf).for_observations(positions, energies)
     rebuilt = RecentredLindh(atoms, recentre=0.3).for_observations(positions, energies)
     grid = positions + np.array([0.0, 0.05])[:, None, None]  # (2, n, 3)
