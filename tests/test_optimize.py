@@ -594,6 +594,103 @@ def test_a_step_whose_drop_the_model_doubts_is_refused():
     check_confident(gp, centre, short, confidence=1000.0)
 
 
+def test_a_doubt_that_no_shorter_step_removes_is_told_from_one_that_a_smaller_box_does():
+    """Where the GP allows the gradients noise comparable to the forces (here under a
+    constant prior, whose slope is the GP's alone), drop and doubt both grow as the
+    step's length. check_confident, given the smallest box, checks the step cut to
+    half, a quarter... down to the smallest box: where one of these passes, or the
+    drop is surest at the shortest, it raises UncertainStepError (a smaller box helps);
+    where none passes and a longer length is surer, SlopeNoiseError with the surest
+    length. Without the smallest box every doubted step is an UncertainStepError."""
+    from asebo.optimize.trust import SlopeNoiseError, UncertainStepError, check_confident
+
+    floor = 1e-3  # Å
+    outcomes = {}
+    for gradient_noise in (2e-3, 1.0):
+        atoms = molecule("H2O")
+        atoms.rattle(stdev=0.05, seed=0)
+        atoms.calc = get_calculator("gfn2")
+        options = {"gradient_noise": gradient_noise}
+        opt = BOOptimizer(atoms, logfile=None, prior="max", gp_options=options)
+        opt.run(fmax=0.05, steps=1)
+        gp = opt.fit_model()
+        best = int(np.argmin(opt.energies))
+        centre = opt.positions_seen[best]  # (3, 3)
+        forces = opt.forces[best]
+        direction = forces / np.abs(forces).max()  # largest coordinate 1 Å
+        for length in (0.01, 0.1, 0.3):
+            proposal = centre + length * direction
+            fractions = [1.0]
+            while fractions[-1] * length > floor:
+                fractions.append(max(fractions[-1] / 2, floor / length))
+            points = np.array([centre] + [centre + f * length * direction for f in fractions])
+            mean, variance = (v.numpy() for v in gp.posterior(torch.as_tensor(points)))
+            drops = mean[0] - mean[1:]  # (k,)
+            deviations = np.sqrt(np.maximum(variance[1:] - variance[0], 1e-300))  # (k,)
+            surest = int(np.argmax(drops / deviations))
+            if drops[0] >= 3 * deviations[0]:
+                check_confident(gp, centre, proposal, 3.0, floor)
+                outcome = "confident"
+            elif (drops >= 3 * deviations).any() or drops[-1] <= 0 or surest == len(drops) - 1:
+                with pytest.raises(UncertainStepError):
+                    check_confident(gp, centre, proposal, 3.0, floor)
+                outcome = "smaller box"
+            else:
+                with pytest.raises(SlopeNoiseError) as error:
+                    check_confident(gp, centre, proposal, 3.0, floor)
+                assert error.value.length == pytest.approx(fractions[surest] * length)
+                with pytest.raises(UncertainStepError):
+                    check_confident(gp, centre, proposal, 3.0)
+                outcome = "slope noise"
+            outcomes.setdefault(gradient_noise, []).append(outcome)
+    # the default noise resolves the slope: a long step is refused, a short one passes;
+    # a noise of a gradient's whole prior deviation leaves every step in doubt
+    assert outcomes[2e-3][0] == "confident" and "smaller box" in outcomes[2e-3]
+    assert "slope noise" not in outcomes[2e-3]
+    assert "slope noise" in outcomes[1.0] and "confident" not in outcomes[1.0]
+
+
+def test_a_search_whose_doubt_is_the_slope_noise_is_repeated_once_where_it_is_surest(
+    monkeypatch,
+):
+    """Where the check finds the doubt to be the slope's noise (SlopeNoiseError), the
+    search is repeated once in a box the size of the surest length (the trust region
+    cut to it), and that search's proposal stands: it is checked no more."""
+    import asebo.optimize.search as search_module
+    from asebo.optimize.trust import SlopeNoiseError
+
+    events, minimize, check = [], search_module.minimize_lcb, search_module.check_confident
+
+    def recorded_minimize(gp, starts, centre, radius, *args, **options):
+        events.append(("search", radius))
+        return minimize(gp, starts, centre, radius, *args, **options)
+
+    def recorded_check(*args, **options):
+        try:
+            check(*args, **options)
+        except SlopeNoiseError as error:
+            events.append(("slope noise", error.length))
+            raise
+        events.append(("checked", None))
+
+    monkeypatch.setattr(search_module, "minimize_lcb", recorded_minimize)
+    monkeypatch.setattr(search_module, "check_confident", recorded_check)
+    atoms = molecule("H2O")
+    atoms.rattle(stdev=0.05, seed=0)
+    atoms.calc = get_calculator("gfn2")
+    options = {"gradient_noise": 1.0}
+    opt = BOOptimizer(atoms, logfile=None, prior="max", gp_options=options)
+    opt.run(fmax=0.05, steps=12)
+    noisy = [k for k, (what, _) in enumerate(events) if what == "slope noise"]
+    assert noisy
+    floor = TrustSettings().floor
+    for k in noisy:
+        assert events[k + 1] == ("search", pytest.approx(max(events[k][1], floor)))
+        assert k + 2 == len(events) or events[k + 2][0] == "search"
+    retried = [why for proposal in opt.proposals for why in proposal["retried"]]
+    assert retried.count("slope_noise") == len(noisy)
+
+
 def water_model_with_an_egg_box_gain():
     """The GP of water after 2 steps under GFN2-xTB, refitted with the lowest energy
     5 meV lower, as a grid's egg-box gain would put it: the model, which allows noise,

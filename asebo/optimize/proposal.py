@@ -46,7 +46,9 @@ class Proposal:
         Why each search before this one failed, in order: repeated in a box half the
         size, ``'prior_failed'`` (the prior calculator failed), ``'shortened'`` (the
         step cut back to ``maxstep`` leaves the descent), ``'uncertain'`` (the model
-        doubts its drop); repeated in the same box with the prior's curvature along
+        doubts its drop); repeated once in a box where the drop is surest and taken,
+        ``'slope_noise'`` (the doubt is the noise on the model's slope); repeated in
+        the same box with the prior's curvature along
         the step, ``'overturned'`` (the model curves down along the step where its
         prior curves up, and no configuration computed falls that way).
     notes : tuple of str

@@ -28,6 +28,7 @@ from asebo.optimize.preconditioning import BoxCoordinates, metric_preconditioner
 from asebo.optimize.proposal import SEARCH, SEARCH_FAILED, Proposal
 from asebo.optimize.trust import (
     OverturnedCurvatureError,
+    SlopeNoiseError,
     UncertainStepError,
     check_confident,
     check_curvature_supported,
@@ -244,7 +245,11 @@ def search(context, starts):
     it goes beyond ``maxstep`` and the step cut back to it leaves the model's descent
     (:func:`shortened_step`), or where the model's own uncertainty leaves its drop in
     doubt (:func:`asebo.optimize.trust.check_confident`); it is then repeated in a box
-    half the size, closer to the configurations computed. Where the model curves down
+    half the size, closer to the configurations computed. Where that doubt is the
+    noise on the model's slope, which no smaller box removes (a
+    :class:`asebo.optimize.trust.SlopeNoiseError`), it is repeated once in a box the
+    size of the length along the step where the drop is surest, the trust region cut
+    to it, and that search's proposal stands. Where the model curves down
     along the step only by its interpolation
     (:func:`asebo.optimize.trust.check_curvature_supported`), the box stays and the
     search is repeated with the prior's curvature along that step in place of the
@@ -293,6 +298,7 @@ def search(context, starts):
     box = trust  # of this step's searches: smaller than the trust region from a
     # second refusal as overturned on
     retried, notes, directions, curvatures = [], [], [], []
+    standing = False  # a box sized where the slope's noise leaves the drop surest
     for attempt in range(settings.retries + 1):
         corrections = (directions, curvatures) if directions else None
         try:
@@ -311,8 +317,8 @@ def search(context, starts):
             starts = [found.numpy()]  # a search again in a smaller box starts here
             positions = shortened_step(gp, centre, starts[0], context.maxstep)
             checked = confidence is not None and attempt < settings.retries
-            if checked and not box.at_floor and not context.rigid_left:
-                check_confident(gp, centre, positions, confidence)
+            if checked and not box.at_floor and not context.rigid_left and not standing:
+                check_confident(gp, centre, positions, confidence, box.settings.floor)
                 check_curvature_supported(gp, centre, positions, context.observations)
         except OverturnedCurvatureError as error:
             if not directions and not gp.prior.is_calculator:
@@ -333,6 +339,14 @@ def search(context, starts):
                 box = box.shrunk()
                 note += f", in a box of {box.radius:.3g} Å for this step"
             notes.append(note)
+            continue
+        except SlopeNoiseError as error:
+            trust, box, standing = trust.within(error.length), box.within(error.length), True
+            retried.append(error.reason)
+            notes.append(
+                f"{error}; the search is repeated in a box of {box.radius:.3g} Å, whose "
+                "proposal stands"
+            )
             continue
         except (PriorCalculationError, ShortenedStepError, UncertainStepError) as error:
             trust, box = trust.shrunk(), box.shrunk()
