@@ -266,8 +266,9 @@ def test_a_refusal_exits_with_the_usage_status_and_not_converged_with_one(tmp_pa
 def test_a_restart_file_that_cannot_grow_is_reported_with_the_observations_it_holds(tmp_path):
     path = argon_file(tmp_path)
     sized, restart = tmp_path / "sized.json", tmp_path / "bo.json"
-    argv = ["optimize", path, "--calc", "lj", "--logfile", tmp_path / "log", "--force"]
-    assert main([*map(str, argv), "--restart", str(sized), "--steps", "2"]) == 1
+    argv = ["optimize", str(path), "--calc", "lj", "--force"]
+    log = ["--logfile", str(tmp_path / "log")]
+    assert main([*argv, *log, "--restart", str(sized), "--steps", "2"]) == 1
     # the same run, where no file may reach the size of the third observation's save
     limit = sized.stat().st_size - 1
     status, stderr = finished(start_asebo([*argv, "--restart", restart], tmp_path, limit))
@@ -279,14 +280,15 @@ def test_a_restart_file_that_cannot_grow_is_reported_with_the_observations_it_ho
     )
     assert found, stderr
     assert int(found[1]) == saved_observations(restart) == 2
-    assert main([*map(str, argv), "--restart", str(restart)]) == 0  # resumed, converged
+    assert main([*argv, *log, "--restart", str(restart)]) == 0  # resumed, converged
 
 
 def test_a_trajectory_that_cannot_grow_is_named(tmp_path):
     path = argon_file(tmp_path)
     sized = tmp_path / "sized.traj"
-    argv = ["optimize", path, "--calc", "lj", "--logfile", tmp_path / "log", "--force"]
-    assert main([*map(str, argv), "--trajectory", str(sized), "--steps", "0"]) == 1
+    argv = ["optimize", str(path), "--calc", "lj", "--force"]
+    log = ["--logfile", str(tmp_path / "log")]
+    assert main([*argv, *log, "--trajectory", str(sized), "--steps", "0"]) == 1
     limit = sized.stat().st_size - 1  # the first frame cannot be written whole
     argv = [*argv, "--trajectory", tmp_path / "bo.traj"]
     status, stderr = finished(start_asebo(argv, tmp_path, limit))

@@ -92,10 +92,12 @@ def add_arguments(parser):
 
 
 def _one_line(error):
+    """The message of ``error`` on one line."""
     return " ".join(str(error).split())
 
 
 def _refuse(message):
+    """The stop of input refused before any call, with ``message``."""
     return CommandExit(message, REFUSED)
 
 
@@ -267,8 +269,9 @@ def _file_not_written(args, opt, error):
 
 
 def _kept(restart, which=""):
-    """What the restart file keeps, read back from it: ``'; the 4 observations are
-    kept in r.json (...)'``; empty where it holds none."""
+    """What the restart file keeps, read back from it, as the end of a line: ``'; the 4
+    observations are kept in r.json (...)'`` (``which`` after ``observations``); empty
+    where the file holds none, a hint to pass ``--restart`` where there is none."""
     from asebo.optimize.observations import RestartError, check_restart
 
     if restart is None:
