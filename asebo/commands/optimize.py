@@ -232,13 +232,14 @@ def _relax(args, opt):
         ) from interrupt
     except Exception as error:  # the calculator's own errors, or a file not written
         unwritten = _file_not_written(args, opt, error)
-        message = (
-            f"the {args.calc} calculator failed on {args.file}: "
-            f"{type(error).__name__}: {_one_line(error)}{_kept(args.restart, ' so far')}"
-            if unwritten is None
-            else f"could not write {unwritten}: {error.strerror}"
-            f"{_kept(args.restart, ' saved before')}"
-        )
+        if unwritten is not None:
+            reason = error.strerror or _one_line(error)
+            message = f"could not write {unwritten}: {reason}{_kept(args.restart, ' saved before')}"
+        else:
+            message = (
+                f"the {args.calc} calculator failed on {args.file}: {type(error).__name__}: "
+                f"{_one_line(error)}{_kept(args.restart, ' so far')}"
+            )
         raise CommandExit(message, FAILED) from error
 
 
