@@ -20,6 +20,7 @@ import sys
 
 import asebo.benchmarks
 import asebo.commands
+from asebo.commands import INTERRUPTED, CommandExit
 
 DESCRIPTION = (
     "Bayesian optimization of molecular geometries for ASE: relax a molecule with "
@@ -154,8 +155,26 @@ def build_parser(argv=()):
 
 
 def main(argv=None):
-    """Entry point of the ``asebo`` command; returns the exit status."""
+    """Entry point of the ``asebo`` command; returns the exit status.
+
+    A command stopped by :class:`asebo.commands.CommandExit` has its one line printed
+    to standard error, and the exception goes on with its status. Ctrl-C prints one
+    line (the command's own, where it gives one) and returns
+    :data:`asebo.commands.INTERRUPTED`, without a traceback.
+    """
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _run_command(argv)
+    except CommandExit as stop:
+        print(stop, file=sys.stderr)
+        raise
+    except KeyboardInterrupt as interrupt:
+        print(str(interrupt) or "asebo: interrupted", file=sys.stderr)
+        return INTERRUPTED
+
+
+def _run_command(argv):
+    """Parse ``argv`` and run its command; returns the exit status."""
     args = build_parser(argv).parse_args(argv)
     try:
         status = args.func(args)

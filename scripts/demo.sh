@@ -4,9 +4,9 @@
 # Installs into the Python that python3 runs (the virtual environment's when one is active).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# PyTorch before asebo, so that pip does not pull the GPU build; one already installed
-# (such as the CPU build from PyTorch's wheel index, see the README) is kept
-python3 -c "import torch" 2>/dev/null || python3 -m pip install -q torch==2.13.0
+# PyTorch before asebo, so that pip does not pull the GPU build: its CPU build, from
+# PyTorch's wheel index where that can be reached; one already installed is kept
+python3 -c "import torch" 2>/dev/null || scripts/install-torch.sh
 python3 -m pip install -q -e '.[campaign]'
 # 'asebo compare', run by the python3 that has just installed it
 python3 -m asebo.cli compare --molecules H2O NH3 CH3OH --optimizers bo lbfgs --starts 3 \

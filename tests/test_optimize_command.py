@@ -1,4 +1,13 @@
-"""`asebo optimize`: one-line errors for bad input, no overwritten output without --force."""
+"""`asebo optimize`: one-line errors for bad input, no overwritten output without --force,
+exit statuses, files that cannot be written, Ctrl-C."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -6,6 +15,10 @@ from ase import Atoms
 from ase.io import read
 
 from asebo.cli import main
+from asebo.commands import FAILED, INTERRUPTED, REFUSED
+from asebo.optimize.observations import check_restart
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def argon_file(tmp_path, count=4, name="argon.xyz"):
@@ -15,10 +28,11 @@ def argon_file(tmp_path, count=4, name="argon.xyz"):
     return path
 
 
-def one_line_exit(argv, match):
+def one_line_exit(argv, match, status=REFUSED):
     with pytest.raises(SystemExit, match=match) as raised:
         main(argv)
-    message = str(raised.value.code)
+    message = str(raised.value)
+    assert raised.value.code == status
     assert "\n" not in message and "Traceback" not in message
     return message
 
@@ -53,6 +67,7 @@ def test_an_element_the_calculator_does_not_know_is_reported(tmp_path):
     one_line_exit(
         ["optimize", str(path), "--calc", "emt"],
         "the emt calculator failed on .*iron.xyz: NotImplementedError: No EMT-potential for Fe",
+        FAILED,
     )
 
 
@@ -206,3 +221,222 @@ def test_hessian_with_another_suffix_is_refused_before_any_call(tmp_path):
         r"--hessian .*h.txt: name it .json \(ASE's VibrationsData\) or .npy",
     )
     assert not (tmp_path / "argon_relaxed.xyz").exists()
+
+
+def start_asebo(argv, cwd, file_size_limit=None):
+    """``asebo argv`` in a fresh interpreter on this checkout, started; no file it
+    writes may grow beyond ``file_size_limit`` bytes where given (RLIMIT_FSIZE: the
+    operating system refuses the write, as on a full disk)."""
+    code = "import sys\nfrom asebo.cli import main\nsys.exit(main(sys.argv[1:]))"
+    if file_size_limit is not None:
+        code = (
+            f"import resource\nresource.setrlimit(resource.RLIMIT_FSIZE, "
+            f"({file_size_limit}, {file_size_limit}))\n{code}"
+        )
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *map(str, argv)],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def finished(process, timeout=180):
+    """The return code and standard error of ``process`` once it ends."""
+    _, stderr = process.communicate(timeout=timeout)
+    return process.returncode, stderr
+
+
+def saved_observations(restart):
+    return len(check_restart(str(restart))["energies"])
+
+
+def test_a_refusal_exits_with_the_usage_status_and_not_converged_with_one(tmp_path):
+    path = argon_file(tmp_path)
+    (tmp_path / "argon_relaxed.xyz").write_text("keep me\n")
+    status, stderr = finished(start_asebo(["optimize", path, "--calc", "lj"], tmp_path))
+    assert status == REFUSED == 2
+    assert re.fullmatch(r".*argon_relaxed.xyz exists: pass --force.*\n", stderr)
+    argv = ["optimize", str(path), "--calc", "lj", "--force", "--steps", "1"]
+    assert main([*argv, "--logfile", str(tmp_path / "log")]) == 1
+
+
+def test_a_restart_file_that_cannot_grow_is_reported_with_the_observations_it_holds(tmp_path):
+    path = argon_file(tmp_path)
+    sized, restart = tmp_path / "sized.json", tmp_path / "bo.json"
+    argv = ["optimize", str(path), "--calc", "lj", "--force"]
+    log = ["--logfile", str(tmp_path / "log")]
+    assert main([*argv, *log, "--restart", str(sized), "--steps", "2"]) == 1
+    # the same run, where no file may reach the size of the third observation's save
+    limit = sized.stat().st_size - 1
+    status, stderr = finished(start_asebo([*argv, "--restart", restart], tmp_path, limit))
+    assert status == FAILED
+    found = re.fullmatch(
+        r"could not write \S*bo\.json: File too large; the (\d+) observations saved before "
+        r"are kept in \S*bo\.json \(run again to resume\)\n",
+        stderr,
+    )
+    assert found, stderr
+    assert int(found[1]) == saved_observations(restart) == 2
+    assert main([*argv, *log, "--restart", str(restart)]) == 0  # resumed, converged
+
+
+def test_a_trajectory_that_cannot_grow_is_named(tmp_path):
+    path = argon_file(tmp_path)
+    sized = tmp_path / "sized.traj"
+    argv = ["optimize", str(path), "--calc", "lj", "--force"]
+    log = ["--logfile", str(tmp_path / "log")]
+    assert main([*argv, *log, "--trajectory", str(sized), "--steps", "0"]) == 1
+    limit = sized.stat().st_size - 1  # the first frame cannot be written whole
+    argv = [*argv, "--trajectory", tmp_path / "bo.traj"]
+    status, stderr = finished(start_asebo(argv, tmp_path, limit))
+    assert status == FAILED
+    assert re.fullmatch(
+        r"could not write \S*bo\.traj: File too large; pass --restart to keep observations\n",
+        stderr,
+    ), stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_an_output_that_cannot_be_written_says_where_the_relaxed_structure_is(tmp_path):
+    path = argon_file(tmp_path)
+    output, restart = tmp_path / "full.xyz", tmp_path / "bo.json"
+    output.symlink_to("/dev/full")  # every write to it fails: no space left on device
+    argv = ["optimize", str(path), "--calc", "lj", "--restart", str(restart)]
+    argv += ["--logfile", str(tmp_path / "log")]
+    one_line_exit(
+        [*argv, "--output", str(output), "--force"],
+        r"could not write \S*full.xyz: No space left on device; the relaxed structure is kept "
+        r"in \S*bo.json: run again with the same --restart and another --output",
+        FAILED,
+    )
+    computed = saved_observations(restart)
+    relaxed = tmp_path / "relaxed.xyz"
+    assert main([*argv, "--output", str(relaxed)]) == 0
+    assert saved_observations(restart) == computed  # written without a call
+    stored = check_restart(str(restart))
+    np.testing.assert_allclose(read(relaxed).positions, stored["positions"][-1], atol=1e-6)
+
+
+UNWRITABLE = Path("/proc/self")
+"""A folder in which no one may create a file, the superuser included."""
+
+
+@pytest.mark.skipif(
+    os.access(UNWRITABLE, os.W_OK), reason="/proc/self is writable here: no such folder"
+)
+@pytest.mark.parametrize(
+    "option, name",
+    [
+        ("--output", "out.xyz"),
+        ("--hessian", "vib.json"),
+        ("--trajectory", "bo.traj"),
+        ("--restart", "bo.json"),
+        ("--logfile", "bo.log"),
+    ],
+)
+def test_a_file_in_a_folder_that_cannot_be_written_is_refused_before_any_call(
+    tmp_path, option, name
+):
+    path = argon_file(tmp_path)
+    one_line_exit(
+        ["optimize", str(path), "--calc", "lj", option, str(UNWRITABLE / name)],
+        f"{option} {UNWRITABLE / name}: the folder {UNWRITABLE} cannot be written to",
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["argon.xyz"]
+
+
+@pytest.mark.skipif(
+    os.geteuid() == 0,
+    reason="the superuser writes in a folder whatever its mode: the case of /proc/self "
+    "checks the refusal for every user",
+)
+def test_a_folder_without_write_permission_is_refused_before_any_call(tmp_path):
+    path = argon_file(tmp_path)
+    folder = tmp_path / "read_only"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        one_line_exit(
+            ["optimize", str(path), "--calc", "lj", "--output", str(folder / "out.xyz")],
+            "--output .*out.xyz: the folder .*read_only cannot be written to",
+        )
+    finally:
+        folder.chmod(0o755)
+    assert not (tmp_path / "argon_relaxed.xyz").exists()
+
+
+def test_an_output_name_of_no_format_ase_writes_is_refused_before_any_call(tmp_path):
+    path = argon_file(tmp_path)
+    one_line_exit(
+        ["optimize", str(path), "--calc", "lj", "--output", str(tmp_path / "out.abc")],
+        r"--output \S*out.abc: ASE cannot tell from its name a format it writes",
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["argon.xyz"]
+
+
+def test_an_observations_file_that_cannot_be_read_is_refused_in_one_line(tmp_path):
+    path = argon_file(tmp_path)
+    observations = tmp_path / "cut.traj"
+    observations.write_bytes(b"- of Ulm")
+    one_line_exit(
+        ["optimize", str(path), "--calc", "lj", "--observations", str(observations)],
+        r"argon.xyz: observations: cannot read \S*cut.traj.*give a complete ASE trajectory",
+    )
+
+
+def test_the_screen_gives_the_verdict_of_the_log_on_the_model_curvature(tmp_path, capsys):
+    path = argon_file(tmp_path)
+    log, hessian = tmp_path / "log", tmp_path / "vib.json"
+    argv = ["optimize", str(path), "--calc", "lj", "--logfile", str(log)]
+    assert main([*argv, "--hessian", str(hessian)]) == 0
+    verdicts = re.findall(r"at convergence, (.*)", log.read_text())
+    assert len(verdicts) == 1 and "lowest model curvature" in verdicts[0]
+    screen = capsys.readouterr().out.strip().splitlines()[-1]
+    assert screen.startswith(f"model vibrations written to {hessian}: lowest real frequency")
+    assert screen.endswith(f"; at convergence, {verdicts[0]}")
+    # not converged: no verdict in the log, and the screen's is the Hessian's
+    unconverged = tmp_path / "unconverged.log"
+    argv = ["optimize", str(path), "--calc", "lj", "--force", "--steps", "1"]
+    assert main([*argv, "--logfile", str(unconverged), "--hessian", str(hessian)]) == 1
+    assert "at convergence" not in unconverged.read_text()
+    screen = capsys.readouterr().out.strip().splitlines()[-1]
+    assert re.search(r"; the Hessian written: lowest model curvature \S+ ± \S+ eV/Å²: ", screen)
+
+
+def wait_for_step(log, step, process, timeout=120):
+    """Wait until the log ``log`` holds the line of ``step``."""
+    line = re.compile(rf"^\S+:\s+{step} \d\d:\d\d:\d\d ", re.MULTILINE)
+    deadline = time.monotonic() + timeout
+    while not (log.exists() and line.search(log.read_text())):
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "no step logged"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_ctrl_c_stops_the_command_with_one_line_and_status_130(tmp_path, keep):
+    path = argon_file(tmp_path)
+    log, restart = tmp_path / "log", tmp_path / "bo.json"
+    argv = ["optimize", path, "--calc", "lj", "--fmax", "1e-4", "--logfile", log]
+    process = start_asebo([*argv, "--restart", restart] if keep else argv, tmp_path)
+    wait_for_step(log, 1, process)
+    process.send_signal(signal.SIGINT)
+    status, stderr = finished(process)
+    assert status == INTERRUPTED == 130
+    assert "Traceback" not in stderr and stderr.count("\n") == 1, stderr
+    if keep:
+        found = re.fullmatch(
+            r"asebo optimize: interrupted at step (\d+); the (\d+) observations are kept in "
+            r"\S*bo\.json \(run again to resume\)\n",
+            stderr,
+        )
+        assert found, stderr
+        assert int(found[1]) >= 1 and int(found[2]) == saved_observations(restart)
+    else:
+        assert re.fullmatch(
+            r"asebo optimize: interrupted at step \d+; pass --restart to keep observations\n",
+            stderr,
+        ), stderr

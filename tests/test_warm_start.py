@@ -142,6 +142,39 @@ def test_an_xyz_file_without_forces_is_refused(tmp_path):
         BOOptimizer(ethanol(), observations=tmp_path / "missing.traj", logfile=None)
 
 
+def _damaged_file(folder, damage):
+    """A file of two frames of ethanol with energy and forces, then damaged."""
+    frames = []
+    for k in range(2):
+        frame = molecule("CH3CH2OH")
+        frame.calc = SinglePointCalculator(frame, energy=-k, forces=np.zeros((len(frame), 3)))
+        frames.append(frame)
+    suffix = ".json" if damage == "cut_json" else ".traj"
+    path = folder / f"{damage}{suffix}"
+    write(path, frames)
+    content = path.read_bytes()
+    damaged = {
+        "cut_traj": content[: len(content) * 3 // 4],  # a write cut short
+        "cut_json": content[: len(content) // 2],
+        "random": np.random.default_rng(0).bytes(len(content)),
+        "empty": b"",
+    }[damage]
+    path.write_bytes(damaged)
+    return path
+
+
+@pytest.mark.parametrize("damage", ["cut_traj", "cut_json", "random", "empty"])
+def test_a_file_that_cannot_be_read_is_named_in_one_value_error(tmp_path, damage):
+    path = _damaged_file(tmp_path, damage)
+    atoms = ethanol()
+    with pytest.raises(ValueError, match="observations: cannot read") as raised:
+        BOOptimizer(atoms, observations=path, logfile=None)
+    message = str(raised.value)
+    assert repr(str(path)) in message and "give a complete ASE trajectory" in message
+    assert "\n" not in message
+    assert atoms.calc.ncalls == 0
+
+
 def _copper_cell(a=3.7, seed=1):
     atoms = bulk("Cu", cubic=True, a=a)
     atoms.rattle(0.05, seed=seed)

@@ -3,23 +3,33 @@
 Logs, for every step, the time, the energy, the largest force and the energy the
 GP predicted for that configuration. Writes the relaxed structure to ``--output``
 (default: FILE's stem with ``_relaxed.xyz``; an existing file is kept unless
-``--force``) and returns 0 when converged, 1 when not. Problems with the input (a
-file ASE cannot read, no atoms, an unusable restart file, an element
-the calculator does not know, an ``--fmax`` or ``--steps`` that cannot be, an output,
-log, trajectory or restart file in a folder that does not exist, ``--observations``
-frames that are not of this molecule or hold no forces) stop it with a one-line
-message, the last three before any calculator call. ``--hessian FILE`` also writes
-the model's vibrations at the end (:meth:`asebo.BOOptimizer.vibrations`) to a
-``.json`` file, or its Hessian (:meth:`asebo.BOOptimizer.hessian`) to a ``.npy`` file;
-another suffix is refused before any call.
+``--force``). ``--hessian FILE`` also writes the model's vibrations at the end
+(:meth:`asebo.BOOptimizer.vibrations`) to a ``.json`` file, or its Hessian
+(:meth:`asebo.BOOptimizer.hessian`) to a ``.npy`` file, and prints the run's verdict
+on the model's curvature, the log's line at convergence.
+
+Exit status: 0 converged; 1 not converged (the same command with the same
+``--restart`` goes on); 2 the input refused before any calculator call (a file ASE
+cannot read, no atoms, an unusable restart file, an ``--fmax`` or ``--steps`` that
+cannot be, an existing output without ``--force``, a ``--hessian`` suffix other than
+``.json`` or ``.npy``, an output name whose format ASE cannot tell, an output,
+Hessian, log, trajectory or restart file that cannot be written there,
+``--observations`` that cannot be read, are not of this molecule or hold no
+forces); 3 a run stopped by its calculator (an element it does not know, say) or by
+a file it could not write (a full disk); 130 interrupted by Ctrl-C. Each stop prints
+one line, with the number of observations the restart file holds, read back from it.
 """
 
+import errno
 import math
+import os
+import traceback
 from pathlib import Path
 
 import numpy as np
 from ase import units
 
+from asebo.commands import FAILED, REFUSED, CommandExit
 from asebo.model.prior_names import AUTO, MODEL_PRIORS
 from calculators import available, get_calculator
 
@@ -82,25 +92,29 @@ def add_arguments(parser):
 
 
 def _one_line(error):
+    """The message of ``error`` on one line."""
     return " ".join(str(error).split())
+
+
+def _refuse(message):
+    """The stop of input refused before any call, with ``message``."""
+    return CommandExit(message, REFUSED)
 
 
 def _check_options(args, output):
     """Refuse a threshold, step count or file the run could not use, before any call."""
     if not (math.isfinite(args.fmax) and args.fmax > 0):
-        raise SystemExit(f"--fmax must be a positive force in eV/Å, got {args.fmax}")
+        raise _refuse(f"--fmax must be a positive force in eV/Å, got {args.fmax}")
     if args.steps < 0:
-        raise SystemExit(f"--steps must be 0 or more, got {args.steps}")
+        raise _refuse(f"--steps must be 0 or more, got {args.steps}")
     if args.hessian is not None and args.hessian.suffix not in HESSIAN_SUFFIXES:
-        raise SystemExit(
+        raise _refuse(
             f"--hessian {args.hessian}: name it .json (ASE's VibrationsData) or .npy (the "
             "(3N, 3N) Hessian in eV/Å²)"
         )
     for option, path in (("--output", output), ("--hessian", args.hessian)):
         if path is not None and path.exists() and not args.force:
-            raise SystemExit(
-                f"{path} exists: pass --force to overwrite it, or {option} another name"
-            )
+            raise _refuse(f"{path} exists: pass --force to overwrite it, or {option} another name")
     files = {
         "--output": output,
         "--trajectory": args.trajectory,
@@ -110,32 +124,90 @@ def _check_options(args, output):
     if args.logfile != "-":
         files["--logfile"] = Path(args.logfile)
     for option, path in files.items():
-        if path is not None and not path.absolute().parent.is_dir():
-            raise SystemExit(
-                f"{option} {path}: the folder {path.absolute().parent} does not exist; create it "
-                "first"
-            )
+        problem = None if path is None else _why_unwritable(path)
+        if problem is not None:
+            raise _refuse(f"{option} {path}: {problem}")
+    _check_output_format(output)
+
+
+def _why_unwritable(path):
+    """Why the file ``path`` cannot be written, or None where it can.
+
+    The folder must exist and be writable (the restart file is replaced through a
+    new file beside it), and an existing file writable. A superuser may write
+    wherever the mode bits say no, but not in a read-only file system: ``os.access``
+    answers for the user who runs the command.
+    """
+    folder = path.absolute().parent
+    if not folder.is_dir():
+        return f"the folder {folder} does not exist; create it first"
+    if path.is_dir():
+        return "is a folder: give a file name inside it"
+    if not os.access(folder, os.W_OK):
+        return f"the folder {folder} cannot be written to: choose a folder you can write to"
+    if path.exists() and not os.access(path, os.W_OK):
+        return "the file cannot be written: make it writable, or choose another name"
+    return None
+
+
+def _check_output_format(output):
+    """Refuse an ``--output`` name whose format ASE cannot tell or write."""
+    from ase.io.formats import UnknownFileTypeError, filetype, get_ioformat
+
+    try:
+        writable = get_ioformat(filetype(output, read=False)).can_write
+    except UnknownFileTypeError:
+        writable = False
+    if not writable:
+        raise _refuse(
+            f"--output {output}: ASE cannot tell from its name a format it writes; name "
+            "it .xyz, .extxyz, .traj, .json or another suffix of ase.io.write"
+        )
 
 
 def run(args):
     # the optimizer brings PyTorch and BoTorch, ase.io a second: imported here, not for --help
     import ase.io
 
+    output = args.output or args.file.with_name(f"{args.file.stem}_relaxed.xyz")
+    _check_options(args, output)
+    atoms = _read_structure(args.file)
+    atoms.calc = get_calculator(args.calc)
+    opt = _optimizer(args, atoms)
+    converged = _relax(args, opt)
+    _write_result(output, lambda: ase.io.write(output, atoms), _where_the_result_is(args))
+    energy = opt.optimizable.get_value()
+    fmax = opt.optimizable.gradient_norm(opt.optimizable.get_gradient())
+    print(
+        f"{'converged' if converged else 'not converged'} after {opt.nsteps} steps; "
+        f"energy {energy:.6f} eV, fmax {fmax:.4f} eV/Å; written to {output}"
+    )
+    if args.hessian is not None:
+        _write_vibrations(opt, args.hessian, _where_the_hessian_is(args, output))
+    return 0 if converged else 1
+
+
+def _read_structure(path):
+    """The one structure of the file ``path``, or a refusal in one line."""
+    import ase.io
+
+    try:
+        atoms = ase.io.read(path)
+    except Exception as error:  # any reader's error, in one line
+        raise _refuse(f"cannot read {path}: {_one_line(error)}") from error
+    if isinstance(atoms, list):
+        raise _refuse(f"{path} holds no structure: give a file with one molecule")
+    return atoms
+
+
+def _optimizer(args, atoms):
+    """The BOOptimizer of the options, or a refusal in one line before any call."""
     from asebo.model.priors import resolve_prior
     from asebo.optimize.optimizer import BOOptimizer, RestartError
 
-    output = args.output or args.file.with_name(f"{args.file.stem}_relaxed.xyz")
-    _check_options(args, output)
-    try:
-        atoms = ase.io.read(args.file)
-    except Exception as error:  # any reader's error, in one line
-        raise SystemExit(f"cannot read {args.file}: {_one_line(error)}") from error
-    if isinstance(atoms, list):
-        raise SystemExit(f"{args.file} holds no structure: give a file with one molecule")
-    atoms.calc = get_calculator(args.calc)
     prior = resolve_prior(args.prior)
     try:
-        opt = BOOptimizer(
+        return BOOptimizer(
             atoms,
             restart=None if args.restart is None else str(args.restart),
             logfile=args.logfile,
@@ -146,48 +218,134 @@ def run(args):
             observations=args.observations,
         )
     except (ValueError, TypeError, PermissionError, RestartError, FileNotFoundError) as error:
-        raise SystemExit(f"{args.file}: {_one_line(error)}") from error
+        raise _refuse(f"{args.file}: {_one_line(error)}") from error
+
+
+def _relax(args, opt):
+    """Whether ``opt`` converged; a failure or Ctrl-C stops the command with one line
+    that says what the restart file keeps."""
     try:
-        converged = opt.run(fmax=args.fmax, steps=args.steps)
-    except Exception as error:  # the calculator's own errors, in one line
-        kept = (
-            f"; the {len(opt.energies)} observations so far are kept in {args.restart}"
-            if args.restart and len(opt.energies)
-            else ""
+        return opt.run(fmax=args.fmax, steps=args.steps)
+    except KeyboardInterrupt as interrupt:
+        raise KeyboardInterrupt(
+            f"asebo optimize: interrupted at step {opt.nsteps}{_kept(args.restart)}"
+        ) from interrupt
+    except Exception as error:  # the calculator's own errors, or a file not written
+        unwritten = _file_not_written(args, opt, error)
+        if unwritten is not None:
+            reason = error.strerror or _one_line(error)
+            message = f"could not write {unwritten}: {reason}{_kept(args.restart, ' saved before')}"
+        else:
+            message = (
+                f"the {args.calc} calculator failed on {args.file}: {type(error).__name__}: "
+                f"{_one_line(error)}{_kept(args.restart, ' so far')}"
+            )
+        raise CommandExit(message, FAILED) from error
+
+
+WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+"""The errors of the operating system that only a write meets: a full disk or
+quota, a file larger than the limit, a read-only file system."""
+
+
+def _file_not_written(args, opt, error):
+    """The file whose writing raised ``error``, or None where it is no such error.
+
+    The restart file and the trajectory are told by the optimizer's objects that
+    were writing them when ``error`` was raised (the innermost frame first); another
+    file by the error's file name, for the errors of :data:`WRITE_ERRORS`.
+    """
+    if not isinstance(error, OSError):
+        return None
+    writers = {id(opt.observations): args.restart}
+    if opt.frames is not None:
+        writers[id(opt.frames)] = args.trajectory
+    for frame, _ in reversed(list(traceback.walk_tb(error.__traceback__))):
+        writer = id(frame.f_locals.get("self"))
+        if writer in writers:
+            return writers[writer]
+    if error.errno in WRITE_ERRORS:
+        return error.filename or "a file"
+    return None
+
+
+def _kept(restart, which=""):
+    """What the restart file keeps, read back from it, as the end of a line: ``'; the 4
+    observations are kept in r.json (...)'`` (``which`` after ``observations``); empty
+    where the file holds none, a hint to pass ``--restart`` where there is none."""
+    from asebo.optimize.observations import RestartError, check_restart
+
+    if restart is None:
+        return "; pass --restart to keep observations"
+    try:
+        stored = check_restart(os.fspath(restart))
+    except RestartError as error:
+        return f"; {_one_line(error)}"
+    saved = 0 if stored is None else len(stored["energies"])
+    if not saved:
+        return ""
+    counted = f"{saved} observation{'s' if saved > 1 else ''}{which} {'are' if saved > 1 else 'is'}"
+    return f"; the {counted} kept in {restart} (run again to resume)"
+
+
+def _where_the_result_is(args):
+    """Where the relaxed structure is kept when ``--output`` cannot be written."""
+    if args.restart is not None:
+        return (
+            f"the relaxed structure is kept in {args.restart}: run again with the same "
+            "--restart and another --output to write it without a call"
         )
-        raise SystemExit(
-            f"the {args.calc} calculator failed on {args.file}: "
-            f"{type(error).__name__}: {_one_line(error)}{kept}"
-        ) from error
-    ase.io.write(output, atoms)
-    energy = opt.optimizable.get_value()
-    fmax = opt.optimizable.gradient_norm(opt.optimizable.get_gradient())
-    print(
-        f"{'converged' if converged else 'not converged'} after {opt.nsteps} steps; "
-        f"energy {energy:.6f} eV, fmax {fmax:.4f} eV/Å; written to {output}"
+    if args.trajectory is not None:
+        return f"the relaxed structure is the last frame of {args.trajectory}"
+    return "the relaxed structure is lost: pass --restart to keep it"
+
+
+def _where_the_hessian_is(args, output):
+    """What is kept when ``--hessian`` cannot be written."""
+    again = (
+        "; run again with the same --restart and another --hessian to write it without a call"
+        if args.restart is not None
+        else ""
     )
-    if args.hessian is not None:
-        _write_vibrations(opt, args.hessian)
-    return 0 if converged else 1
+    return f"the relaxed structure is written to {output}{again}"
 
 
-def _write_vibrations(opt, path):
-    """Write the model's vibrations at the lowest configuration to ``path`` and say so."""
+def _write_result(path, write, kept):
+    """Call ``write``, which writes ``path``; a failure stops the command with one line
+    that says where the result is (``kept``)."""
+    try:
+        write()
+    except OSError as error:
+        raise CommandExit(
+            f"could not write {path}: {error.strerror or _one_line(error)}; {kept}", FAILED
+        ) from error
+
+
+def _write_vibrations(opt, path, kept):
+    """Write the model's vibrations at the lowest configuration to ``path`` and say so,
+    with the run's verdict on the model's curvature."""
     curvature = opt.model_curvature()
     vibrations = opt.vibrations(curvature)
-    path.unlink(missing_ok=True)  # ASE's writer refuses an existing file
-    if path.suffix == ".npy":
-        np.save(path, opt.hessian(curvature))  # (3N, 3N), eV/Å², atom-major
-    else:
-        vibrations.write(str(path))
+
+    def write():
+        path.unlink(missing_ok=True)  # ASE's writer refuses an existing file
+        if path.suffix == ".npy":
+            np.save(path, opt.hessian(curvature))  # (3N, 3N), eV/Å², atom-major
+        else:
+            vibrations.write(str(path))
+
+    _write_result(path, write, kept)
     wavenumbers = vibrations.get_energies() / units.invcm
     # the rigid motions, projected out, sit at zero
     real = wavenumbers.real[(wavenumbers.imag == 0) & (wavenumbers.real > 1.0)]
     lowest = f"{real.min():.0f} cm⁻¹" if len(real) else "none"
+    verdict = (
+        f"at convergence, {opt.curvature_verdict}"
+        if opt.curvature_verdict is not None
+        else f"the Hessian written: {curvature.summary()}"
+    )
     print(
         f"model {'Hessian' if path.suffix == '.npy' else 'vibrations'} written to {path}: "
         f"lowest real frequency {lowest}, zero-point "
-        f"energy {vibrations.get_zero_point_energy():.4f} eV; the Hessian given as a "
-        f"result, with the GP's constant at this configuration (the line at "
-        f"convergence reads the GP that steps): {curvature.summary()}"
+        f"energy {vibrations.get_zero_point_energy():.4f} eV; {verdict}"
     )

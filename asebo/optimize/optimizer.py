@@ -258,6 +258,10 @@ class BOOptimizer(Optimizer):
     prior : asebo.model.priors.Prior
     settings : asebo.optimize.settings.Settings
         Resolved for the prior and representation.
+    curvature_verdict : str or None
+        The run's verdict on the model's curvature, of the check at convergence
+        (:meth:`gradient_converged`; the log's line ``at convergence, ...``); None
+        before that check.
 
     Notes
     -----
@@ -379,6 +383,7 @@ class BOOptimizer(Optimizer):
         self._force_consistent = None  # whether the calculator gives free_energy
         self._mismatch_noted = False  # energy_force_mismatch is written once a run
         self._curvature_checked = None  # observations counted when the curvature was checked
+        self.curvature_verdict = None
         self._descent = None  # (positions (N, 3), reason) of the next such step or probe
         super().__init__(
             atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
@@ -732,7 +737,8 @@ class BOOptimizer(Optimizer):
                     "modes that break it is the prior's alone"
                 ]
             )
-        self._write_notes([f"at convergence, {curvature.summary()}{verdict}"])
+        self.curvature_verdict = f"{curvature.summary()}{verdict}"
+        self._write_notes([f"at convergence, {self.curvature_verdict}"])
         return converged
 
     def _refuted_curvature_step(self):

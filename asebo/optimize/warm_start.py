@@ -52,11 +52,19 @@ def read_frames(source):
     Returns
     -------
     list of ase.Atoms
+
+    Raises
+    ------
+    FileNotFoundError
+        For a file name where there is no file.
+    ValueError
+        For a file that no reader of ASE reads whole (empty, cut short, of another
+        format), naming the file.
     """
     if isinstance(source, (str, os.PathLike)):
         if not os.path.isfile(source):
             raise FileNotFoundError(f"observations: no file {os.fspath(source)!r}")
-        return list(read(source, index=":"))
+        return _read_file(os.fspath(source))
     if isinstance(source, Atoms):
         return [source]
     if not isinstance(source, Iterable):
@@ -65,6 +73,19 @@ def read_frames(source):
             "Atoms or an iterable of Atoms or ase.db rows"
         )
     return [item.toatoms() if hasattr(item, "toatoms") else item for item in source]
+
+
+def _read_file(path):
+    """Every frame of the file ``path``; a ValueError naming it where it cannot be read."""
+    try:
+        return list(read(path, index=":"))
+    except Exception as error:  # each reader and format has its own errors
+        reason = " ".join(f"{type(error).__name__}: {error}".split())
+        raise ValueError(
+            f"observations: cannot read {path!r} ({reason}): give a complete ASE "
+            "trajectory, ase.db file or extended XYZ file of calculations with energies "
+            "and forces"
+        ) from error
 
 
 def observed_frames(frames, coordinates):
