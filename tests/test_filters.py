@@ -278,9 +278,9 @@ def fixed_axis():
         (lambda: StrainFilter(cubic_cell()), TypeError, "got StrainFilter: use one of these"),
         (fixed_axis, TypeError, "FixCartesian with a cell filter"),
         (
-            lambda: FrechetCellFilter(cubic_cell(), hydrostatic_strain=True),
+            lambda: UnitCellFilter(cubic_cell(), constant_volume=True),
             ValueError,
-            "hydrostatic_strain",
+            "constant_volume exactly only through FrechetCellFilter",
         ),
         (flat_cell, ValueError, "zero volume"),
         (too_close, ValueError, "0.300 Å apart .* closer than 0.5 Å"),

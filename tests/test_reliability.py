@@ -191,7 +191,8 @@ def test_constraints_that_couple_coordinates_are_refused_before_any_call(constra
     with pytest.raises(
         TypeError,
         match=f"cannot honour the constraint "
-        f"{type(constraint).__name__}.*FixAtoms and FixCartesian",
+        f"{type(constraint).__name__}.*FixAtoms, FixCartesian, FixedPlane, FixedLine and "
+        "FixSymmetry",
     ):
         BOOptimizer(atoms, logfile=None)
     assert atoms.calc.ncalls == 0

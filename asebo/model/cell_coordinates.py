@@ -141,10 +141,26 @@ class GeneralizedCoordinates:
             free[self.n_atoms :] = self.mask != 0
         return free
 
+    def cell_projectors(self):
+        """Projectors (9, 9) onto the moves of the cell rows (3, 3) that the filter's
+        ``hydrostatic_strain`` (multiples of the identity: the cell keeps its shape) and
+        ``constant_volume`` (traceless: the Fréchet filter's logarithm keeps the volume)
+        allow; none for atoms or a filter without them."""
+        if not self.has_cell:
+            return []
+        identity = np.eye(3).ravel() / np.sqrt(3.0)  # (9,), unit
+        uniform = np.outer(identity, identity)
+        projectors = []
+        if self.filter_object.hydrostatic_strain:
+            projectors.append(uniform)
+        if self.filter_object.constant_volume:
+            projectors.append(np.eye(9) - uniform)
+        return projectors
+
     def record(self):
         """What a restart file keeps of a cell filter's coordinates, None for atoms: the
-        filter's kind, undeformed cell, factors, mask and pressure
-        (:func:`resume_filter`)."""
+        filter's kind, undeformed cell, factors, mask, pressure, ``hydrostatic_strain``
+        and ``constant_volume`` (:func:`resume_filter`)."""
         if not self.has_cell:
             return None
         return {
@@ -154,6 +170,8 @@ class GeneralizedCoordinates:
             "exp_cell_factor": self.exp_cell_factor,
             "mask": self.mask,
             "pressure": self.pressure,
+            "hydrostatic_strain": bool(self.filter_object.hydrostatic_strain),
+            "constant_volume": bool(self.filter_object.constant_volume),
         }
 
     def new_filter(self, atoms):
@@ -196,7 +214,9 @@ def resume_filter(system, record):
     Raises
     ------
     ValueError
-        Where ``system`` is not a filter of the same kind, factors, mask and pressure.
+        Where ``system`` is not a filter of the same kind, factors, mask, pressure,
+        ``hydrostatic_strain`` and ``constant_volume`` (a record without the last two
+        was made without them).
     """
     if record is None:
         return
@@ -206,10 +226,12 @@ def resume_filter(system, record):
             "given without a filter: pass them through the same filter to resume"
         )
     current = GeneralizedCoordinates.from_optimizable(system).record()
+    stored = {"hydrostatic_strain": False, "constant_volume": False, **record}
     differ = [
         name
-        for name in ("filter", "cell_factor", "exp_cell_factor", "mask", "pressure")
-        if not np.array_equal(np.asarray(current[name]), np.asarray(record[name]))
+        for name in current
+        if name != "reference_cell"
+        and not np.array_equal(np.asarray(current[name]), np.asarray(stored[name]))
     ]
     if differ:
         raise ValueError(

@@ -37,8 +37,8 @@ from typing import ClassVar
 import numpy as np
 from ase import Atoms
 from ase.calculators.calculator import PropertyNotImplementedError
-from ase.constraints import FixAtoms, FixCartesian
-from ase.filters import UnitCellFilter
+from ase.constraints import FixAtoms, FixCartesian, FixedLine, FixedPlane, FixSymmetry
+from ase.filters import FrechetCellFilter, UnitCellFilter
 from ase.neighborlist import neighbor_list
 from ase.optimize.optimize import OptimizableAtoms, Optimizer
 from ase.parallel import broadcast, world
@@ -84,12 +84,13 @@ from asebo.optimize.settings import (
     TrustSettings,
 )
 from asebo.optimize.stages import STAGES, only_rigid_forces_left, search_starts
+from asebo.optimize.subspace import free_subspace, held_axes
 from asebo.optimize.symmetry import held_symmetry
 from asebo.optimize.trust import TrustRegion
 from asebo.optimize.warm_start import observed_frames, read_frames
 
-SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian)
-FILTER_CONSTRAINTS = (FixAtoms,)  # those a cell filter's coordinates can honour
+SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian, FixedPlane, FixedLine, FixSymmetry)
+FILTER_CONSTRAINTS = (FixAtoms, FixSymmetry)  # those a cell filter's coordinates can honour
 QUADRATIC_PATIENCE = 3
 """Calls in a row that find nothing lower after which the model's quadratic no longer
 keeps a run with converged forces going (``special_cases.quadratic_drop``)."""
@@ -101,18 +102,22 @@ class _ObservedAtoms(OptimizableAtoms):
     ``observe()`` returns the energy and the unconstrained forces (N, 3) at the
     system's positions, calling the calculator only for a configuration not seen
     before; the constraints of ``atoms``, the atoms behind the system, act on their
-    first ``len(atoms)`` rows.
+    first ``len(atoms)`` rows, and the gradient is projected onto ``subspace``
+    (:class:`asebo.optimize.subspace.FreeSubspace`, the cell rows included) where given.
     """
 
-    def __init__(self, system, atoms, observe):
+    def __init__(self, system, atoms, observe, subspace=None):
         super().__init__(system)
         self.constrained = atoms
         self.observe = observe
+        self.subspace = subspace
 
     def get_gradient(self):
         forces = self.observe()[1].copy()  # (N, 3)
         for constraint in self.constrained.constraints:
             constraint.adjust_forces(self.constrained, forces[: len(self.constrained)])
+        if self.subspace is not None:
+            forces = self.subspace.project(forces)
         return -forces.ravel()
 
     def get_value(self):
@@ -125,13 +130,17 @@ class BOOptimizer(Optimizer):
     Parameters
     ----------
     atoms : ase.Atoms or cell filter
-        The molecule, slab or bulk, with a calculator attached; ``FixAtoms`` and
-        ``FixCartesian`` constraints are honoured, others refused. Or a cell filter
+        The molecule, slab or bulk, with a calculator attached; ``FixAtoms``,
+        ``FixCartesian``, ``FixedPlane``, ``FixedLine`` and ``FixSymmetry`` constraints
+        are honoured (the search moves in the subspace they allow,
+        :mod:`asebo.optimize.subspace`), others refused. Or a cell filter
         (:class:`ase.filters.FrechetCellFilter`, :class:`ase.filters.UnitCellFilter`,
-        :class:`ase.filters.ExpCellFilter`) of such atoms, with ``FixAtoms`` only and
-        without ``hydrostatic_strain`` or ``constant_volume`` (use its ``mask``): the
-        optimizer then moves the filter's generalized positions (the atoms and the
-        cell's deformation) along its forces (the virial included). The energy is the
+        :class:`ase.filters.ExpCellFilter`) of such atoms, with ``FixAtoms`` or
+        ``FixSymmetry``, its ``mask`` and ``hydrostatic_strain`` (the cell keeps its
+        shape) honoured, and ``constant_volume`` with the Fréchet filter (whose
+        traceless moves keep the volume): the optimizer then moves the filter's
+        generalized positions (the atoms and the cell's deformation) along its forces
+        (the virial included). The energy is the
         force-consistent one (``free_energy``) where the calculator gives it.
     restart : str, optional
         JSON file holding every observation; read if it exists, written each call.
@@ -324,6 +333,7 @@ class BOOptimizer(Optimizer):
         if stored is not None:
             self.coordinates = _resume_filter(atoms, stored, restart)
         constrained = self.coordinates.atoms  # the atoms behind a filter, or atoms
+        self.subspace = free_subspace(self.coordinates, self._free_coordinates())
         self.periodic = self.coordinates.has_cell or bool(np.any(constrained.pbc))
         search, trust_region = search or SearchSettings(), trust_region or TrustSettings()
         model = model or ModelSettings()
@@ -344,7 +354,11 @@ class BOOptimizer(Optimizer):
                 self.representation.prior_by_forces,
             )
         calculator = self.prior.is_calculator
-        free_coordinates = int(self._free_coordinates().sum())
+        free_coordinates = (
+            int(self._free_coordinates().sum())
+            if self.subspace is None
+            else self.subspace.dimension
+        )
         self.kappa = _finite("kappa", kappa, search.kappa_for(free_coordinates, calculator))
         chosen = kappa is None and search.kappa is None
         self.kappa_reason = (
@@ -388,7 +402,7 @@ class BOOptimizer(Optimizer):
         super().__init__(
             atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
         )
-        self.optimizable = _ObservedAtoms(atoms, constrained, self._observe)
+        self.optimizable = _ObservedAtoms(atoms, constrained, self._observe, self.subspace)
         if self.periodic:
             self._write_notes([_periodic_note(self.coordinates, self.representation, self.prior)])
         if self.prior_reason is not None:
@@ -682,7 +696,7 @@ class BOOptimizer(Optimizer):
             return converged
         self._curvature_checked = seen
         here = self.atoms.get_positions()
-        if self.coordinates.has_cell or not self._vibrates(here):
+        if self.coordinates.has_cell or self.subspace is not None or not self._vibrates(here):
             return converged
         gp, curvature = self._curvature_at(here, every_uncertainty=False)
         radius = max(self.trust.radius, self.initial_trust_radius)
@@ -933,7 +947,7 @@ class BOOptimizer(Optimizer):
         best = self.observations.best()
         free = self._free_coordinates()
         centres, normals = self._flat_start_centres(free)
-        rigid_left = only_rigid_forces_left(
+        rigid_left = self.subspace is None and only_rigid_forces_left(
             self.observations.positions[best],
             self.observations.forces[best],
             getattr(self, "fmax", None),  # set by run()
@@ -952,6 +966,7 @@ class BOOptimizer(Optimizer):
             normals,
             rigid_left,
             notes,
+            self.subspace,
         )
 
     def fit_model(self):
@@ -984,18 +999,20 @@ class BOOptimizer(Optimizer):
 
     def _free_coordinates(self):
         """Boolean mask (N, 3) of the coordinates no constraint (nor a filter's mask)
-        holds."""
+        holds whole: FixAtoms, FixCartesian, FixedPlane and FixedLine along an axis."""
         free = self.coordinates.free()  # FixAtoms, the filter's mask
         for constraint in self.coordinates.atoms.constraints:
-            if isinstance(constraint, FixCartesian):
-                free[constraint.index] &= ~np.asarray(constraint.mask, dtype=bool)
+            held = held_axes(constraint)
+            if held is not None:
+                free[constraint.index] &= ~held
         return free
 
     def _flat_start_centres(self, free):
         """Centres (c,) and normals (c, 3) of :func:`asebo.optimize.flat_centres.flat_centres`
         in the first configuration, with its forces, while it is the only one computed;
-        none otherwise, and none in a periodic cell."""
-        if len(self.observations) != 1 or self.periodic:
+        none otherwise, none in a periodic cell, and none where the constraints allow a
+        subspace only."""
+        if len(self.observations) != 1 or self.periodic or self.subspace is not None:
             return np.empty(0, dtype=int), np.empty((0, 3))
         return flat_centres(
             self.observations.positions[0], self.numbers, free, self.observations.forces[0]
@@ -1156,11 +1173,11 @@ def _check_system(system):
     a one-line error for what the optimizer cannot relax, before any call."""
     if isinstance(system, UnitCellFilter):  # FrechetCellFilter, ExpCellFilter too
         atoms = system.atoms
-        if system.hydrostatic_strain or system.constant_volume:
+        if system.constant_volume and not isinstance(system, FrechetCellFilter):
             raise ValueError(
-                "BOOptimizer cannot honour hydrostatic_strain or constant_volume of a cell "
-                "filter (its forces, not its positions, are projected): relax the cell "
-                "with a mask, or with an ASE optimizer such as BFGS"
+                f"BOOptimizer keeps the volume of constant_volume exactly only through "
+                f"FrechetCellFilter (traceless moves of its logarithm), not "
+                f"{type(system).__name__}: use FrechetCellFilter(atoms, constant_volume=True)"
             )
     elif isinstance(system, Atoms):
         atoms = system
@@ -1184,14 +1201,15 @@ def _check_system(system):
             if filtered:
                 raise TypeError(
                     f"BOOptimizer cannot honour the constraint {type(constraint).__name__} "
-                    "with a cell filter, whose coordinates move with the cell: use FixAtoms, "
-                    "or an ASE optimizer (BFGS) with the filter"
+                    "with a cell filter, whose coordinates move with the cell: use FixAtoms "
+                    "or FixSymmetry, or an ASE optimizer (BFGS) with the filter"
                 )
             raise TypeError(
                 f"BOOptimizer cannot honour the constraint {type(constraint).__name__}: it "
-                "searches the model over free Cartesian coordinates, which FixAtoms and "
-                "FixCartesian define; use one of these, or an ASE optimizer (BFGS) for "
-                "bond, angle or internal-coordinate constraints"
+                "searches the model over linear subspaces of the Cartesian coordinates, "
+                "which FixAtoms, FixCartesian, FixedPlane, FixedLine and FixSymmetry define; "
+                "use one of these, or an ASE optimizer (BFGS) for bond, angle or "
+                "internal-coordinate constraints"
             )
     if filtered or np.any(atoms.pbc):
         _check_cell(atoms, filtered)

@@ -92,6 +92,9 @@ class StepContext:
         Only the net force and torque keep the lowest configuration from converging.
     notes : tuple of str
         Lines for the log from fitting the model.
+    subspace : asebo.optimize.subspace.FreeSubspace or None
+        The displacements the constraints allow within ``free``, where they allow less
+        (:func:`asebo.optimize.subspace.free_subspace`).
     """
 
     gp: object
@@ -105,6 +108,7 @@ class StepContext:
     flat_normals: np.ndarray
     rigid_left: bool
     notes: tuple = ()
+    subspace: object = None
 
     @property
     def centre(self):

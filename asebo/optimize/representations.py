@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from ase.constraints import FixCartesian
+from ase.constraints import FixCartesian, FixedLine, FixedPlane
 
 from asebo.kernels.configuration import configuration_kernel
 from asebo.model.cell_coordinates import GeneralizedCoordinates
@@ -45,8 +45,9 @@ from asebo.model.straightness import is_near_linear
 
 
 def _fixed_axes(atoms):
-    """Whether a constraint holds coordinates along fixed axes (FixCartesian)."""
-    return any(isinstance(c, FixCartesian) for c in atoms.constraints)
+    """Whether a constraint holds coordinates along fixed directions in space
+    (FixCartesian, FixedPlane, FixedLine)."""
+    return any(isinstance(c, (FixCartesian, FixedPlane, FixedLine)) for c in atoms.constraints)
 
 
 def describes(atoms):
@@ -144,8 +145,8 @@ class SVDRepresentation(Representation):
             )
         if _fixed_axes(atoms):
             raise ValueError(
-                "FixCartesian holds coordinates along fixed axes, which the "
-                "rotation-invariant SVD kernel cannot tell apart: use "
+                "FixCartesian (or FixedPlane, FixedLine) holds coordinates along fixed "
+                "axes, which the rotation-invariant SVD kernel cannot tell apart: use "
                 "kernel='cartesian' (the default with FixCartesian)"
             )
 
@@ -288,7 +289,8 @@ class PeriodicPositions(Representation):
             )
         if _fixed_axes(self.coordinates.atoms):
             raise ValueError(
-                "FixCartesian holds coordinates along fixed axes, which the periodic "
+                "FixCartesian (or FixedPlane, FixedLine) holds coordinates along fixed "
+                "axes, which the periodic "
                 "kernel's springs do not separate: use kernel='cartesian' (the default "
                 "with FixCartesian), or FixAtoms"
             )

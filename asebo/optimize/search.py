@@ -56,17 +56,21 @@ class EnergyModel(Model):
         gains ``sum_j a_j ((x - template) . d_j)^2 / 2``, the prior's curvature along
         each direction where the GP's interpolation alone curved down
         (:func:`search`).
+    subspace : asebo.optimize.subspace.FreeSubspace, optional
+        The displacements from ``template`` the constraints allow: the positions of
+        ``X`` are projected onto them.
     """
 
     _num_outputs = 1
 
-    def __init__(self, gp, template, free, offset=0.0, box=None, corrections=None):
+    def __init__(self, gp, template, free, offset=0.0, box=None, corrections=None, subspace=None):
         super().__init__()
         self.gp = gp
         self.template = template.reshape(-1)
         self.free = free
         self.offset = offset
         self.box = box
+        self.subspace = subspace
         self.corrections = None
         if corrections is not None:
             self.corrections = tuple(
@@ -83,9 +87,12 @@ class EnergyModel(Model):
 
     def positions(self, X):
         """Full positions (..., n, 3) from free coordinates X (..., d), or from the
-        box's coordinates where the model has a box."""
+        box's coordinates where the model has a box; projected onto the subspace where
+        the model has one."""
         full = self.template.expand(*X.shape[:-1], -1).clone()
         full[..., self.free] = X if self.box is None else self.box.to_box(X)
+        if self.subspace is not None:
+            full = self.template + self.subspace.project_flat(full - self.template)
         return full.reshape(*X.shape[:-1], -1, 3)
 
     def posterior(
@@ -159,6 +166,7 @@ def minimize_lcb(
     tolerance=1e-5,
     preconditioner=None,
     corrections=None,
+    subspace=None,
 ):
     """Minimise ``mu - kappa sigma`` in the box ``centre +- radius`` on the free coordinates.
 
@@ -193,6 +201,9 @@ def minimize_lcb(
         the ``d`` free coordinates.
     corrections : tuple of arrays (k, 3n) and (k,), optional
         Curvatures added to the mean along unit directions (:class:`EnergyModel`).
+    subspace : asebo.optimize.subspace.FreeSubspace, optional
+        The displacements from ``centre`` the constraints allow (:class:`EnergyModel`):
+        the search moves within them.
 
     Returns
     -------
@@ -209,7 +220,7 @@ def minimize_lcb(
     if preconditioner is not None:
         box = BoxCoordinates(middle, radius, *preconditioner)
         initial, lower, upper = box.from_box(initial), None, None
-    model = EnergyModel(gp, centre, free, offset, box, corrections)
+    model = EnergyModel(gp, centre, free, offset, box, corrections, subspace)
     acquisition = bound_to_maximise(model, kappa)
     initial = initial[:, None, :]  # (s, 1, d)
     # gen_candidates_scipy itself, not optimize_acqf: optimize_acqf hands it an empty
@@ -313,6 +324,7 @@ def search(context, starts):
                 tolerance * moving_atoms,
                 preconditioner=preconditioner,
                 corrections=corrections,
+                subspace=context.subspace,
             )
             starts = [found.numpy()]  # a search again in a smaller box starts here
             positions = shortened_step(gp, centre, starts[0], context.maxstep)

@@ -145,13 +145,16 @@ def _replaced(proposal, positions, predicted, reason, note=None):
 
 
 def force_step(context, length):
-    """A configuration not computed yet along the free forces of the lowest one.
+    """A configuration not computed yet along the free forces of the lowest one (their
+    projection onto the constraints' subspace where there is one).
 
     The largest atomic step is ``length``, doubled (up to ``maxstep``) or else halved
     until it reaches a configuration not computed before.
     """
     observations, best = context.observations, context.best
     forces = observations.forces[best] * context.free  # (n, 3)
+    if context.subspace is not None:
+        forces = context.subspace.project(forces)
     direction = forces / max(np.linalg.norm(forces, axis=1).max(), 1e-12)
     lengths = [length * 2.0**k for k in range(12) if length * 2.0**k <= context.maxstep]
     lengths += [length * 0.5**k for k in range(1, 40)]

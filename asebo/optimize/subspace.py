@@ -1,0 +1,164 @@
+"""The displacements ASE's linear constraints allow, as an orthonormal basis.
+
+Most constraints hold whole coordinates: :class:`ase.constraints.FixAtoms`,
+:class:`ase.constraints.FixCartesian`, and :class:`ase.constraints.FixedPlane` or
+:class:`ase.constraints.FixedLine` along a Cartesian axis (:func:`held_axes`), and a
+cell filter's ``mask``; the optimizer's boolean mask of free coordinates says it all.
+Others allow a linear subspace of the free coordinates: :class:`ase.constraints.FixSymmetry`
+(the displacements and cell deformations its space group keeps), a plane or line
+along another direction, and a cell filter's ``hydrostatic_strain`` or
+``constant_volume`` (:meth:`asebo.model.cell_coordinates.GeneralizedCoordinates.cell_projectors`).
+:func:`free_subspace` gives the intersection of all of them as a
+:class:`FreeSubspace`: the search moves within it, and the forces of the convergence
+test are projected onto it.
+"""
+
+import numpy as np
+import torch
+from ase.constraints import FixCartesian, FixedLine, FixedPlane, FixSymmetry
+from ase.spacegroup.symmetrize import symmetrize_rank2
+
+NULL_EIGENVALUE = 1e-6
+"""Eigenvalues of the summed complements below this span the allowed subspace."""
+
+
+class FreeSubspace:
+    """The displacements (N, 3) a run may make: ``basis`` (3N, k), orthonormal columns.
+
+    Parameters
+    ----------
+    basis : array (3N, k)
+    """
+
+    def __init__(self, basis):
+        self.basis = np.asarray(basis, dtype=np.float64)
+        self._tensor = torch.as_tensor(self.basis)
+
+    @property
+    def dimension(self):
+        """``k``, the number of independent displacements."""
+        return self.basis.shape[1]
+
+    def project(self, vectors):
+        """The orthogonal projection of ``vectors`` (..., N, 3) onto the subspace (NumPy)."""
+        vectors = np.asarray(vectors, dtype=np.float64)
+        flat = vectors.reshape(*vectors.shape[:-2], -1)  # (..., 3N)
+        return ((flat @ self.basis) @ self.basis.T).reshape(vectors.shape)
+
+    def project_flat(self, vectors):
+        """The projection of flattened displacements (..., 3N), a tensor (differentiable)."""
+        return (vectors @ self._tensor) @ self._tensor.T
+
+
+def held_axes(constraint):
+    """Boolean (3,) of the Cartesian axes that ``constraint`` holds for its atoms, where
+    it holds whole axes (FixCartesian; FixedPlane or FixedLine along an axis); else None."""
+    if isinstance(constraint, (FixedPlane, FixedLine)):
+        direction = np.abs(np.asarray(constraint.dir, dtype=np.float64))
+        if not np.isclose(direction.max(), 1.0, rtol=0.0, atol=1e-12):
+            return None
+        along = direction > 0.5
+        return along if isinstance(constraint, FixedPlane) else ~along
+    if isinstance(constraint, FixCartesian):
+        return np.asarray(constraint.mask, dtype=bool)
+    return None
+
+
+def free_subspace(coordinates, free):
+    """The displacements the constraints of ``coordinates`` allow within ``free``.
+
+    Parameters
+    ----------
+    coordinates : asebo.model.cell_coordinates.GeneralizedCoordinates
+    free : bool array (N, 3)
+        The coordinates no constraint holds whole.
+
+    Returns
+    -------
+    FreeSubspace or None
+        None where no constraint allows less than the free coordinates.
+    """
+    projectors = _constraint_projectors(coordinates)
+    if not projectors:
+        return None
+    size = 3 * coordinates.rows
+    complement = np.diag((~np.asarray(free, dtype=bool)).ravel().astype(np.float64))
+    for projector in projectors:
+        rest = np.eye(size) - projector
+        complement += rest.T @ rest
+    values, vectors = np.linalg.eigh(complement)
+    return FreeSubspace(vectors[:, values < NULL_EIGENVALUE])
+
+
+def _constraint_projectors(coordinates):
+    """Projectors (3N, 3N) of the constraints that allow a subspace, not whole axes."""
+    size, n = 3 * coordinates.rows, coordinates.n_atoms
+    projectors = []
+    for block in coordinates.cell_projectors():
+        projectors.append(_embedded(block, slice(3 * n, size), size))
+    for constraint in coordinates.atoms.constraints:
+        if isinstance(constraint, FixSymmetry):
+            projectors.extend(_symmetry_projectors(constraint, coordinates))
+        elif isinstance(constraint, (FixedPlane, FixedLine)) and held_axes(constraint) is None:
+            projectors.append(_direction_projector(constraint, coordinates.rows))
+    return projectors
+
+
+def _embedded(block, where, size):
+    """The projector (size, size) that is ``block`` on the indices ``where`` and the
+    identity elsewhere."""
+    projector = np.eye(size)
+    projector[where, where] = block
+    return projector
+
+
+def _direction_projector(constraint, rows):
+    """The projector (3N, 3N) of a FixedPlane (the plane normal to its direction) or a
+    FixedLine (its direction) on its atoms."""
+    direction = np.asarray(constraint.dir, dtype=np.float64)
+    along = np.outer(direction, direction)
+    block = np.eye(3) - along if isinstance(constraint, FixedPlane) else along
+    projector = np.eye(3 * rows).reshape(rows, 3, rows, 3)
+    for index in np.atleast_1d(constraint.index):
+        projector[index, :, index, :] = block
+    return projector.reshape(3 * rows, 3 * rows)
+
+
+def _symmetry_projectors(constraint, coordinates):
+    """The projectors (3N, 3N) of FixSymmetry: the atoms' displacements its space group
+    keeps (where it adjusts positions), and the cell deformations (where it adjusts
+    the cell and a filter moves it)."""
+    size, n = 3 * coordinates.rows, coordinates.n_atoms
+    lattice = coordinates.frame  # the atoms' rows are Cartesian in this cell
+    projectors = []
+    if constraint.do_adjust_positions:
+        atoms = _rank1_projector(lattice, constraint.rotations, constraint.symm_map)
+        projectors.append(_embedded(atoms, slice(0, 3 * n), size))
+    if constraint.do_adjust_cell and coordinates.has_cell:
+        cell = _rank2_projector(lattice, constraint.rotations)
+        projectors.append(_embedded(cell, slice(3 * n, size), size))
+    return projectors
+
+
+def _rank1_projector(lattice, rotations, symmetry_maps):
+    """The symmetrisation (3n, 3n) of displacements (n, 3) as ASE's ``symmetrize_rank1``
+    does it: each operation's Cartesian rotation carries atom ``i`` to ``map[i]``."""
+    inverse = np.linalg.inv(lattice)
+    n = len(symmetry_maps[0])
+    projector = np.zeros((n, 3, n, 3))
+    atoms = np.arange(n)
+    for rotation, mapping in zip(rotations, symmetry_maps):
+        cartesian = lattice.T @ rotation @ inverse.T  # (3, 3)
+        projector[np.asarray(mapping), :, atoms, :] += cartesian
+    return projector.reshape(3 * n, 3 * n) / len(rotations)
+
+
+def _rank2_projector(lattice, rotations):
+    """The symmetrisation (9, 9) of a cell deformation (3, 3), as ASE's
+    ``symmetrize_rank2`` symmetrises a stress."""
+    inverse = np.linalg.inv(lattice)
+    columns = [
+        symmetrize_rank2(lattice, inverse, unit.reshape(3, 3), rotations).ravel()
+        for unit in np.eye(9)
+    ]
+    return np.array(columns).T
