@@ -70,6 +70,7 @@ from asebo.optimize.observations import (
     RestartError,
     TrajectoryFrames,
     calculator_identity,
+    calculator_results,
     check_calculator,
     check_restart,
 )
@@ -853,7 +854,8 @@ class BOOptimizer(Optimizer):
                 if self.coordinates.has_cell
                 else None
             )
-            index = self.observations.append(positions, energy, forces, stress)
+            results = calculator_results(self.coordinates.atoms)
+            index = self.observations.append(positions, energy, forces, stress, results)
             self.observations.save(
                 trust_radius=self.trust.radius, predicted_energy=self.predicted_energy, pending=None
             )
