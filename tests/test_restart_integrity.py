@@ -51,6 +51,92 @@ def relaxed(tmp_path, steps=3, **options):
     return restart, trajectory
 
 
+# ---- the start of the run -------------------------------------------------------------
+@pytest.mark.parametrize(
+    "other", [dimethyl_ether, lambda: ethanol(seed=2)], ids=["dimethyl ether", "new start"]
+)
+def test_a_restart_file_of_another_start_is_refused_before_any_call(tmp_path, other):
+    restart, _ = relaxed(tmp_path)
+    saved = restart.read_text()
+    atoms = other()
+    with pytest.raises(RestartError, match=r"holds a run from another start: .* Å .*same start"):
+        BOOptimizer(atoms, restart=str(restart), logfile=None)
+    assert atoms.calc.ncalls == 0
+    assert restart.read_text() == saved
+
+
+def test_a_cell_filter_from_another_start_or_cell_is_refused(tmp_path):
+    def copper(a=3.6, seed=1):
+        atoms = bulk("Cu", cubic=True, a=a)
+        atoms.rattle(0.05, seed=seed)
+        atoms.calc = CountingCalculator(EMT())
+        return atoms
+
+    restart = str(tmp_path / "cell.json")
+    BOOptimizer(FrechetCellFilter(copper()), restart=restart, logfile=None).run(fmax=0.01, steps=2)
+    resumed = BOOptimizer(FrechetCellFilter(copper()), restart=restart, logfile=None)
+    assert len(resumed.observations) == 3
+    for other in (copper(seed=2), copper(a=3.65)):
+        with pytest.raises(RestartError, match="another start"):
+            BOOptimizer(FrechetCellFilter(other), restart=restart, logfile=None)
+        assert other.calc.ncalls == 0
+
+
+def test_the_start_a_configuration_computed_and_a_rounded_start_resume(tmp_path):
+    restart, trajectory = relaxed(tmp_path)
+    record = Observations.load(ethanol().numbers, str(restart))
+    assert len(record) == 4
+    write(tmp_path / "start.xyz", ethanol())  # positions rounded to the file's digits
+    for atoms in (ethanol(), read(trajectory), read(trajectory, 1), read(tmp_path / "start.xyz")):
+        atoms.calc = CountingCalculator(EMT())
+        BOOptimizer(atoms, restart=str(restart), logfile=None)
+        assert atoms.calc.ncalls == 0
+
+
+def test_an_older_restart_file_without_its_start_still_resumes(tmp_path):
+    restart, _ = relaxed(tmp_path)
+    content = json.loads(restart.read_text())
+    del content["start"], content["kernel"], content["prior"], content["prior_calculator"]
+    restart.write_text(json.dumps(content))
+    opt = BOOptimizer(ethanol(seed=2), restart=str(restart), logfile=None)
+    assert len(opt.observations) == 4
+
+
+# ---- the kernel and the prior ---------------------------------------------------------
+@pytest.mark.parametrize(
+    ("first", "again", "match"),
+    [
+        ({"kernel": "svd"}, {"kernel": "internal"}, "kernel 'svd', not 'internal' as given"),
+        ({"prior": "max"}, {"prior": "lindh"}, "prior 'max', not 'lindh' as given"),
+        (
+            {"prior": LennardJones(sigma=1.2)},
+            {"prior": LennardJones(sigma=1.0)},
+            r"prior 'LennardJones' .*sigma.*1\.2.*, not 'LennardJones' .* as given",
+        ),
+    ],
+    ids=["kernel", "prior", "prior calculator"],
+)
+def test_a_resume_with_another_kernel_or_prior_is_refused(tmp_path, first, again, match):
+    restart, _ = relaxed(tmp_path, steps=1, **first)
+    saved = restart.read_text()
+    atoms = ethanol()
+    with pytest.raises(RestartError, match=f"{match}: pass the same"):
+        BOOptimizer(atoms, restart=str(restart), logfile=None, **again)
+    assert atoms.calc.ncalls == 0 and restart.read_text() == saved
+    same = BOOptimizer(ethanol(), restart=str(restart), logfile=None, **first)
+    assert len(same.observations) == 2
+
+
+def test_a_resume_without_kernel_or_prior_resumes_and_says_what_it_takes(tmp_path):
+    restart, _ = relaxed(tmp_path, steps=1, kernel="svd", prior="max")
+    log = tmp_path / "again.log"
+    opt = BOOptimizer(ethanol(), restart=str(restart), logfile=str(log))
+    assert len(opt.observations) == 2
+    text = log.read_text()
+    assert "the restart file's run took kernel 'svd'; this one takes 'internal'" in text
+    assert "the restart file's run took prior 'max'; this one takes 'lindh'" in text
+
+
 # ---- every result of the calculator ---------------------------------------------------
 def test_frames_carry_the_calculators_charges_and_dipole_across_a_resume(tmp_path):
     restart, trajectory = str(tmp_path / "bo.json"), str(tmp_path / "bo.traj")

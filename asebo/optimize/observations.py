@@ -23,6 +23,10 @@ from ase.parallel import world
 
 RESTART_VERSION = 1
 SAME_POSITIONS = 1e-10  # Å: configurations closer than this in every coordinate are one
+SAME_START = 1e-3
+"""Å per coordinate: atoms given to resume a run are its start (or a configuration it
+computed) within this; well above the rounding of positions written to a file, well
+below a change of geometry."""
 
 
 class RestartError(optimize.RestartError):
@@ -416,6 +420,42 @@ def check_calculator(path, stored, current):
         )
 
 
+def check_start(path, given, start, observations):
+    """Raise :class:`RestartError` when the positions ``given`` (N, 3) are neither the
+    recorded ``start`` of the run nor a configuration of its ``observations``.
+
+    Within :data:`SAME_START` Å per coordinate; the pending configuration counts as
+    one of them. Files written before the start was recorded (``start`` None) pass.
+    """
+    if start is None:
+        return
+    candidates = [np.asarray(start, dtype=float), *observations.positions]
+    pending = observations.state.get("pending")
+    if pending is not None:
+        candidates.append(np.asarray(pending, dtype=float))
+    distance = min(np.abs(given - candidate).max() for candidate in candidates)
+    if distance > SAME_START:
+        raise RestartError(
+            f"restart file {path} holds a run from another start: the atoms given are "
+            f"{distance:.3g} Å (largest coordinate difference) from its start and from each "
+            f"of its {len(observations)} configurations; pass the same start (or the last "
+            "frame of its trajectory) to resume, or another restart file name to start "
+            "afresh; this one was left untouched"
+        )
+
+
+def check_choice(path, what, stored, current):
+    """Raise :class:`RestartError` when the restart file's ``what`` (``'kernel'``,
+    ``'prior'``) was ``stored``, not the ``current`` one given; files written before
+    it was recorded (``stored`` None) pass."""
+    if stored is not None and stored != current:
+        raise RestartError(
+            f"restart file {path} holds a run with {what} {stored}, not {current} as given: "
+            f"pass the same {what} to resume, or another restart file name to start "
+            "afresh; this one was left untouched"
+        )
+
+
 def check_restart(path):
     """The content of the restart file ``path`` (None where there is none);
     :class:`RestartError` when it cannot be resumed from.
@@ -474,6 +514,11 @@ def _check_stored_values(state):
             raise ValueError(f"{name} that are not finite")
     if not np.isfinite(np.asarray(state["energies"], dtype=float)).all():
         raise ValueError("energies that are not finite")
+    start = state.get("start")
+    if start is not None:
+        start = np.asarray(start, dtype=float)
+        if start.shape != (n, 3) or not np.isfinite(start).all():
+            raise ValueError(f"a start of shape {start.shape}, not ({n}, 3) finite positions")
     radius = state["trust_radius"]
     if not (_is_real(radius) and np.isfinite(radius) and radius > 0):
         raise ValueError(f"trust_radius {radius!r}, not a positive length")

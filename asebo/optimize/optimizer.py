@@ -72,7 +72,9 @@ from asebo.optimize.observations import (
     calculator_identity,
     calculator_results,
     check_calculator,
+    check_choice,
     check_restart,
+    check_start,
 )
 from asebo.optimize.proposal import CURVATURE, PROBE, Proposal, StepContext
 from asebo.optimize.representations import make_representation
@@ -381,6 +383,7 @@ class BOOptimizer(Optimizer):
         self._mismatch_noted = False  # energy_force_mismatch is written once a run
         self._curvature_checked = None  # observations counted when the curvature was checked
         self._descent = None  # (positions (N, 3), reason) of the next such step or probe
+        self._given = {"kernel": kernel is not None, "prior": prior is not None}
         super().__init__(
             atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
         )
@@ -416,6 +419,8 @@ class BOOptimizer(Optimizer):
         self.observations = Observations(self.numbers, self.restart, self.comm)
         self.observations.state["calculator"] = self._calculator_identity()
         self.observations.state["cell_filter"] = self.coordinates.record()
+        self.observations.state.update(self._choices())
+        self.observations.state["start"] = self.atoms.get_positions()
         self.trust = TrustRegion(
             self.initial_trust_radius, self.maxstep, self.settings.trust_region
         )
@@ -427,6 +432,8 @@ class BOOptimizer(Optimizer):
         state = self.observations.state
         identity = self._calculator_identity()
         check_calculator(self.restart, state.get("calculator"), identity)
+        check_start(self.restart, self.atoms.get_positions(), state.get("start"), self.observations)
+        self._check_choices(state)
         state["calculator"] = identity
         self.trust = TrustRegion(
             float(state["trust_radius"]), self.maxstep, self.settings.trust_region
@@ -443,6 +450,33 @@ class BOOptimizer(Optimizer):
     def _calculator_identity(self):
         """The calculator's name and parameters, recorded in the restart file."""
         return calculator_identity(self.coordinates.atoms.calc)
+
+    def _choices(self):
+        """The kernel and prior of the run, as the restart file records them: the
+        representation's name, the prior's label and, for a prior calculator, its
+        name and parameters (:func:`asebo.optimize.observations.calculator_identity`)."""
+        calculator = getattr(self.prior, "calculator", None)
+        return {
+            "kernel": self.representation.name,
+            "prior": self.prior.label,
+            "prior_calculator": None if calculator is None else calculator_identity(calculator),
+        }
+
+    def _check_choices(self, state):
+        """Refuse a resume whose ``kernel`` or ``prior``, given, is not the restart
+        file's; where one was not given and the default differs, say so in the log."""
+        chosen = self._choices()
+        stored = {name: state.get(name, chosen[name]) for name in chosen}
+        for what, names in (("kernel", ["kernel"]), ("prior", ["prior", "prior_calculator"])):
+            if all(stored[name] == chosen[name] for name in names):
+                continue
+            was, now = (_choice_text(stored, names), _choice_text(chosen, names))
+            if self._given[what]:
+                check_choice(self.restart, what, was, now)
+            self._write_notes(
+                [f"the restart file's run took {what} {was}; this one takes {now}, the default"]
+            )
+        state.update(chosen)
 
     def todict(self):
         description = super().todict()
@@ -1027,6 +1061,11 @@ class BOOptimizer(Optimizer):
             f"{energy:15.6f} {fmax:15.6f} {predicted} {reason}"
         )
         self.logfile.write(line.rstrip() + "\n")
+
+
+def _choice_text(choices, names):
+    """How a log line or message names the kernel or prior of ``choices``."""
+    return " ".join(repr(choices[name]) for name in names if choices[name] is not None)
 
 
 def _recentre(recentre, model, representation):
