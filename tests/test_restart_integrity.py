@@ -137,6 +137,78 @@ def test_a_resume_without_kernel_or_prior_resumes_and_says_what_it_takes(tmp_pat
     assert "the restart file's run took prior 'max'; this one takes 'lindh'" in text
 
 
+# ---- warm starts: the frames' calculator ----------------------------------------------
+@pytest.fixture(name="emt_frames")
+def fixture_emt_frames(tmp_path):
+    """A BFGS run on ethanol with EMT: its trajectory and an ase.db of its frames."""
+    atoms = ethanol()
+    atoms.calc = EMT()
+    BFGS(atoms, trajectory=str(tmp_path / "emt.traj"), logfile=None).run(fmax=0.01, steps=3)
+    frames = read(tmp_path / "emt.traj", ":")
+    with connect(tmp_path / "emt.db") as db:
+        for frame in frames:
+            db.write(frame)
+    return tmp_path / "emt.traj", tmp_path / "emt.db"
+
+
+def test_frames_of_another_calculator_are_refused_before_any_call(emt_frames):
+    for source in (*emt_frames, connect(emt_frames[1]).select()):
+        atoms = ethanol(calc=lambda: get_calculator("gfn2"))
+        with pytest.raises(
+            ValueError,
+            match=r"frame 0 was computed by emt, not by this run's calculator \(tblite\)",
+        ):
+            BOOptimizer(atoms, observations=source, logfile=None)
+        assert atoms.calc.ncalls == 0
+
+
+def test_frames_of_the_same_calculator_or_without_a_name_are_taken(emt_frames):
+    opt = BOOptimizer(ethanol(), observations=emt_frames[0], logfile=None)  # EMT behind a counter
+    assert len(opt.observations) == 4
+    by_hand = []
+    for frame in read(emt_frames[0], ":"):
+        plain = frame.copy()
+        plain.calc = SinglePointCalculator(
+            plain, energy=frame.get_potential_energy(), forces=frame.get_forces()
+        )
+        by_hand.append(plain)
+    atoms = ethanol(calc=lambda: get_calculator("gfn2"))
+    assert len(BOOptimizer(atoms, observations=by_hand, logfile=None).observations) == 4
+
+
+def test_the_frames_asebo_writes_name_its_calculator(tmp_path):
+    _, trajectory = relaxed(tmp_path, steps=1)
+    assert {frame.calc.name for frame in read(trajectory, ":")} == {"emt"}
+    atoms = ethanol(calc=lambda: get_calculator("gfn2"))
+    with pytest.raises(ValueError, match="computed by emt"):
+        BOOptimizer(atoms, observations=trajectory, logfile=None)
+
+
+# ---- a warm-started run resumed -------------------------------------------------------
+def test_a_warm_started_run_resumed_by_the_same_script_follows_the_uninterrupted_path(tmp_path):
+    start = ethanol()
+    LBFGS(start, trajectory=str(tmp_path / "lbfgs.traj"), logfile=None).run(fmax=0.01, steps=3)
+    frames = str(tmp_path / "lbfgs.traj")
+
+    def script(restart, steps):
+        atoms = read(frames)
+        atoms.calc = CountingCalculator(EMT())
+        BOOptimizer(atoms, restart=restart, observations=frames, logfile=None).run(
+            fmax=0.001, steps=steps
+        )
+        return atoms
+
+    uninterrupted = script(str(tmp_path / "one.json"), 12)
+    restart = str(tmp_path / "two.json")
+    for steps in (2, 5, 5):  # stopped after 2 steps, then after 5 more
+        resumed = script(restart, steps)
+    path = Observations.load(start.numbers, str(tmp_path / "one.json")).positions
+    again = Observations.load(start.numbers, restart).positions
+    assert len(path) == len(again) == 4 + 12
+    np.testing.assert_allclose(np.array(again), np.array(path), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(resumed.positions, uninterrupted.positions, rtol=0, atol=1e-10)
+
+
 # ---- every result of the calculator ---------------------------------------------------
 def test_frames_carry_the_calculators_charges_and_dipole_across_a_resume(tmp_path):
     restart, trajectory = str(tmp_path / "bo.json"), str(tmp_path / "bo.traj")

@@ -249,9 +249,10 @@ class BOOptimizer(Optimizer):
         A warm start: energies and forces computed before, taken as observations at
         no cost (:meth:`replay_trajectory`): the trajectory of any optimizer, an
         ``ase.db`` file or ``db.select(...)`` rows, Atoms with single-point results.
-        Frames of other atoms, without energy and forces (without a stress under a
-        cell filter) or in another periodic cell are refused before any call. A frame
-        at the atoms' positions makes the first call unnecessary.
+        Frames of other atoms, of another calculator (by the name the frames keep),
+        without energy and forces (without a stress under a cell filter) or in another
+        periodic cell are refused before any call. A frame at the atoms' positions
+        makes the first call unnecessary.
     comm : communicator
         Ranks that take the same step: rank 0 computes it and broadcasts it.
 
@@ -847,8 +848,10 @@ class BOOptimizer(Optimizer):
         opens a file name as a trajectory) and by the ``observations`` argument; ``traj``
         is anything :func:`asebo.optimize.warm_start.read_frames` reads. The frames are
         checked whole before any is taken, written to the restart file, and come first
-        in the trajectory. The next step is not judged against the last proposal's
-        prediction (the trust radius is kept).
+        in the trajectory. Where a frame is taken, the next step is not judged against
+        the last proposal's prediction (the trust radius is kept); where none is (a
+        resumed run given its frames again), the pending proposal is judged as in the
+        uninterrupted run.
         """
         frames = read_frames(traj)
         observed = observed_frames(frames, self.coordinates)
@@ -857,6 +860,9 @@ class BOOptimizer(Optimizer):
             if self.observations.find(frame.positions) is None:
                 self.observations.append(frame.positions, frame.energy, frame.forces, frame.stress)
                 added += 1
+        if not added:  # a resumed run given its frames again: the pending step stands
+            self._write_notes([f"warm start: the {len(frames)} frames are observations already"])
+            return
         self.predicted_energy = None
         self.observations.save(trust_radius=self.trust.radius, predicted_energy=None)
         known = f", {len(observed) - added} of them known already" if added < len(observed) else ""
