@@ -209,6 +209,75 @@ def test_a_warm_started_run_resumed_by_the_same_script_follows_the_uninterrupted
     np.testing.assert_allclose(resumed.positions, uninterrupted.positions, rtol=0, atol=1e-10)
 
 
+# ---- one process at a time ------------------------------------------------------------
+HOLDER = textwrap.dedent("""
+    import sys
+    from ase.build import molecule
+    from ase.calculators.emt import EMT
+    from asebo import BOOptimizer
+
+    atoms = molecule("CH3CH2OH")
+    atoms.rattle(0.1, seed=1)
+    atoms.calc = EMT()
+    opt = BOOptimizer(atoms, restart=sys.argv[1], logfile=None)
+    opt.run(fmax=0.01, steps=1)
+    print("holding", flush=True)
+    sys.stdin.readline()
+""")
+
+
+def test_a_restart_file_in_use_by_another_process_is_refused(tmp_path):
+    restart = tmp_path / "bo.json"
+    script = tmp_path / "holder.py"
+    script.write_text(HOLDER)
+    holder = subprocess.Popen(
+        [sys.executable, str(script), str(restart)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    try:
+        assert holder.stdout.readline() == "holding\n"
+        saved = restart.read_text()
+        atoms = ethanol()
+        with pytest.raises(
+            RestartError,
+            match=rf"restart file {restart} is in use by another process \(pid {holder.pid}\): "
+            "wait for it or pass another restart file",
+        ):
+            BOOptimizer(atoms, restart=str(restart), trajectory=str(tmp_path / "t.traj"))
+        assert atoms.calc.ncalls == 0 and restart.read_text() == saved
+        assert not (tmp_path / "t.traj").exists()
+    finally:
+        os.kill(holder.pid, signal.SIGKILL)  # the holder dies without releasing anything
+        holder.wait()
+    opt = BOOptimizer(ethanol(), restart=str(restart), logfile=None)  # no stale lock
+    assert len(opt.observations) == 2
+    second = BOOptimizer(ethanol(), restart=str(restart), logfile=None)  # this process's own
+    opt.close()
+    second.close()
+
+
+def test_a_closed_optimizer_releases_the_lock_for_another_process(tmp_path):
+    restart = tmp_path / "bo.json"
+    opt = BOOptimizer(ethanol(), restart=str(restart), logfile=None)
+    opt.run(fmax=0.01, steps=1)
+    opt.close()
+    script = tmp_path / "holder.py"
+    script.write_text(HOLDER)
+    other = subprocess.run(
+        [sys.executable, str(script), str(restart)],
+        input="\n",
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert other.returncode == 0, other.stderr
+    assert other.stdout == "holding\n"
+
+
 # ---- every result of the calculator ---------------------------------------------------
 def test_frames_carry_the_calculators_charges_and_dipole_across_a_resume(tmp_path):
     restart, trajectory = str(tmp_path / "bo.json"), str(tmp_path / "bo.traj")

@@ -17,7 +17,10 @@ Every configuration is computed at most once: the observations
 Each evaluation is written to the restart file as soon as the calculator returns,
 and each proposal before it is computed, so a run killed at any moment and started
 again with the same restart file goes on with the same observations, repeats no
-calculator call and writes every evaluation to the trajectory exactly once.
+calculator call but the one a kill between its return and its save cut off, and
+writes every evaluation to the trajectory exactly once. The restart file is locked
+against other processes while an optimizer may write it
+(:class:`asebo.optimize.restart_lock.RestartLock`).
 
 Periodic cells (slabs, bulk) and ASE's cell filters (positions and cell together)
 take the periodic representation and the pair-spring prior by default
@@ -78,6 +81,7 @@ from asebo.optimize.observations import (
 )
 from asebo.optimize.proposal import CURVATURE, PROBE, Proposal, StepContext
 from asebo.optimize.representations import make_representation
+from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.search import search
 from asebo.optimize.settings import (
     ModelSettings,
@@ -138,7 +142,12 @@ class BOOptimizer(Optimizer):
         force-consistent one (``free_energy``) where the calculator gives it.
     restart : str, optional
         JSON file holding every observation; read if it exists, written each call.
-        A finished run read again reports convergence with no calculator call.
+        A finished run read again reports convergence with no calculator call. The
+        file records the run's start, kernel and prior: atoms neither at the start nor
+        at a configuration computed, and a ``kernel`` or ``prior`` given that is not
+        the run's, are refused. Locked against other processes from the construction
+        until the optimizer is closed or collected
+        (:class:`asebo.optimize.restart_lock.RestartLock`).
     logfile : file, str or None
         ``'-'`` for standard output. Each line adds the model's predicted energy (the
         lowest energy computed less the model's drop from there) and the reason of
@@ -395,25 +404,31 @@ class BOOptimizer(Optimizer):
             self._write_notes([f"prior='auto': {self.prior_reason}"])
         if self.kappa_reason is not None:
             self._write_notes([self.kappa_reason])
-        resumed = len(self.observations) > 0
-        keep = resumed if append_trajectory is None else bool(append_trajectory)
-        self.frames = (
-            None
-            if trajectory is None
-            else TrajectoryFrames(
-                trajectory,
-                constrained,
-                keep,
-                self.observations,
-                comm=comm,
-                description=self.todict(),
-                coordinates=self.coordinates,
+        # before anything is written: the trajectory, the warm start's observations
+        lock = self.closelater(RestartLock.acquire(self.restart, comm))
+        try:
+            resumed = len(self.observations) > 0
+            keep = resumed if append_trajectory is None else bool(append_trajectory)
+            self.frames = (
+                None
+                if trajectory is None
+                else TrajectoryFrames(
+                    trajectory,
+                    constrained,
+                    keep,
+                    self.observations,
+                    comm=comm,
+                    description=self.todict(),
+                    coordinates=self.coordinates,
+                )
             )
-        )
-        if self.frames is not None and self.frames.note is not None:
-            self._write_notes([self.frames.note])
-        if observations is not None:
-            self._replay_trajectory(observations)
+            if self.frames is not None and self.frames.note is not None:
+                self._write_notes([self.frames.note])
+            if observations is not None:
+                self._replay_trajectory(observations)
+        except BaseException:
+            lock.release()
+            raise
 
     # ---- state ----------------------------------------------------------------------
     def initialize(self):
