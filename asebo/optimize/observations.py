@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+from ase.calculators.calculator import all_properties
 from ase.calculators.singlepoint import SinglePointCalculator
 from ase.io.jsonio import decode, encode
 from ase.io.trajectory import Trajectory
@@ -22,6 +23,10 @@ from ase.parallel import world
 
 RESTART_VERSION = 1
 SAME_POSITIONS = 1e-10  # Å: configurations closer than this in every coordinate are one
+SAME_START = 1e-3
+"""Å per coordinate: atoms given to resume a run are its start (or a configuration it
+computed) within this; well above the rounding of positions written to a file, well
+below a change of geometry."""
 
 
 class RestartError(optimize.RestartError):
@@ -49,6 +54,10 @@ class Observations:
     stresses : list of arrays (6,) or None
         The calculator's stress (Voigt order, eV/Å³) where it was observed (under a
         cell filter), None elsewhere.
+    results : list of dict or None
+        Everything else the calculator computed at each observation (charges, dipole,
+        free energy, magnetic moments: :func:`calculator_results`), None where it is
+        not known (observations given as a warm start, or read from an older file).
     state : dict
         The optimizer's state saved with the observations (JSON-encodable values).
     """
@@ -61,7 +70,9 @@ class Observations:
         self.energies = []
         self.forces = []
         self.stresses = []
+        self.results = []
         self.state = {}
+        self._file_mode = None  # the restart file's permissions, from the umask
 
     def __len__(self):
         return len(self.energies)
@@ -90,16 +101,27 @@ class Observations:
             if stresses is None
             else [np.asarray(s, dtype=float) for s in stresses]
         )
+        results = stored.pop("results", None)  # absent from older files
+        record.results = (
+            [None] * len(record.energies)
+            if results is None
+            else [None if r is None else numeric_results(r) for r in results]
+        )
         stored.pop("version")
         record.state = stored
         return record
 
-    def append(self, positions, energy, forces, stress=None):
-        """Add an evaluation and return its index; the caller then :meth:`save` s."""
+    def append(self, positions, energy, forces, stress=None, results=None):
+        """Add an evaluation and return its index; the caller then :meth:`save` s.
+
+        ``results`` (a dict, optional) are the calculator's other results there
+        (:func:`calculator_results`), kept apart from ``energy`` and ``forces``.
+        """
         self.positions.append(np.array(positions, dtype=float))  # (n, 3)
         self.energies.append(float(energy))
         self.forces.append(np.array(forces, dtype=float))  # (n, 3)
         self.stresses.append(None if stress is None else np.array(stress, dtype=float))  # (6,)
+        self.results.append(None if results is None else numeric_results(results))
         return len(self.energies) - 1
 
     def find(self, positions, tolerance=SAME_POSITIONS):
@@ -122,7 +144,8 @@ class Observations:
         """Update the optimizer's state and write everything to the restart file.
 
         The file is written to a temporary file unique to this process in the same
-        folder, flushed to disk, then renamed over the restart file.
+        folder, given the permissions a new file gets under the process's umask,
+        flushed to disk, then renamed over the restart file.
         """
         self.state.update(state)
         if self.path is None or self.comm.rank != 0:
@@ -137,9 +160,14 @@ class Observations:
         }
         if self.stresses and all(stress is not None for stress in self.stresses):
             content["stresses"] = np.array(self.stresses)
+        if any(results is not None for results in self.results):
+            content["results"] = self.results
+        if self._file_mode is None:
+            self._file_mode = 0o666 & ~_umask()
         folder, name = os.path.split(os.path.abspath(self.path))
         descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
         try:
+            os.fchmod(descriptor, self._file_mode)  # mkstemp makes it 0600
             with os.fdopen(descriptor, "w") as fd:
                 fd.write(encode(content))
                 fd.flush()
@@ -250,6 +278,7 @@ class TrajectoryFrames:
                     observations.energies[index],
                     observations.forces[index],
                     observations.stresses[index],
+                    observations.results[index],
                 )
             )
         if self.opened:
@@ -262,9 +291,11 @@ class TrajectoryFrames:
                     traj.write(frame)
         self.written = len(observations)
 
-    def _frame(self, positions, energy, forces, stress=None):
-        """The atoms (n) at ``positions`` (N, 3) with ``energy``, ``forces`` (N, 3) and
-        the ``stress`` (6,) where one was observed."""
+    def _frame(self, positions, energy, forces, stress=None, results=None):
+        """The atoms (n) at ``positions`` (N, 3) with ``energy``, ``forces`` (N, 3), the
+        ``stress`` (6,) where one was observed, and the calculator's other ``results``
+        (a dict) where they are known; the frame's calculator bears the name of the
+        calculator that computed it."""
         frame = self.atoms.copy()
         coordinates = self.coordinates
         if coordinates is not None and coordinates.has_cell:
@@ -274,10 +305,13 @@ class TrajectoryFrames:
             frame.set_cell(configuration.cell, scale_atoms=False)
             positions = configuration.positions
         frame.set_positions(positions, apply_constraint=False)
-        results = {"energy": energy, "forces": forces}
+        results = {**(results or {}), "energy": energy, "forces": forces}
         if stress is not None:
             results["stress"] = stress
         frame.calc = SinglePointCalculator(frame, **results)
+        name = calculator_name(self.atoms.calc)
+        if name is not None:
+            frame.calc.name = name
         return frame
 
 
@@ -294,6 +328,69 @@ def _set_aside(path, comm):
     return aside
 
 
+def wrapped_calculators(calc):
+    """``calc`` and the calculators it wraps, outermost first.
+
+    Wrappers (counters, recorders) keep the calculator they wrap as ``calc``.
+    """
+    chain = [calc]
+    while getattr(chain[-1], "calc", None) is not None:
+        chain.append(chain[-1].calc)
+    return chain
+
+
+def calculator_name(calc):
+    """The name ASE gives the calculator that computes (``calc.name``), wrappers looked
+    through; None without a calculator."""
+    return None if calc is None else getattr(wrapped_calculators(calc)[-1], "name", None)
+
+
+def numeric_results(results):
+    """The entries of ``results`` that ASE's trajectories store (``all_properties``)
+    and that are numbers or numeric arrays, as float64 copies."""
+    kept = {}
+    for name, value in results.items():
+        if name not in all_properties or isinstance(value, (bool, str)):
+            continue
+        array = np.asarray(value)
+        if array.dtype.kind in "iuf":
+            kept[name] = float(array) if array.ndim == 0 else array.astype(np.float64)
+    return kept
+
+
+def calculator_results(atoms):
+    """What the calculator of ``atoms`` computed at their configuration, energy and
+    forces left out (:func:`numeric_results`), or None without a calculator.
+
+    The calculators a wrapper holds give their results too (a counting wrapper keeps
+    the energy and forces; the charges and dipole are its calculator's), those of the
+    outer calculator taking precedence; a wrapped calculator whose last
+    configuration is not that of ``atoms`` gives none.
+    """
+    if atoms.calc is None:
+        return None
+    results = {}
+    for calc in reversed(wrapped_calculators(atoms.calc)):
+        computed = getattr(calc, "atoms", None)
+        if calc is not atoms.calc and not _same_configuration(computed, atoms):
+            continue
+        results.update(numeric_results(getattr(calc, "results", None) or {}))
+    for name in ("energy", "forces"):
+        results.pop(name, None)
+    return results
+
+
+def _same_configuration(computed, atoms):
+    """Whether the atoms ``computed`` (a calculator's copy, or None) are ``atoms``."""
+    return (
+        computed is not None
+        and len(computed) == len(atoms)
+        and np.array_equal(computed.numbers, atoms.numbers)
+        and np.array_equal(computed.positions, atoms.positions)
+        and np.array_equal(computed.cell.array, atoms.cell.array)
+    )
+
+
 def calculator_identity(calc):
     """The name and parameters of the calculator that computes, as one canonical string.
 
@@ -301,8 +398,7 @@ def calculator_identity(calc):
     looked through: a run resumed with another wrapper resumes. Parameters are those
     of ``todict()`` (what differs from the calculator's defaults).
     """
-    while getattr(calc, "calc", None) is not None:
-        calc = calc.calc
+    calc = wrapped_calculators(calc)[-1]
     try:
         parameters = calc.todict()
     except Exception:  # a calculator without todict(): its name alone
@@ -321,6 +417,42 @@ def check_calculator(path, stored, current):
             f"restart file {path} holds observations of another calculator ({stored}), "
             f"not of this one ({current}): attach the same calculator to resume, or pass "
             "another restart file name to start afresh; this one was left untouched"
+        )
+
+
+def check_start(path, given, start, observations):
+    """Raise :class:`RestartError` when the positions ``given`` (N, 3) are neither the
+    recorded ``start`` of the run nor a configuration of its ``observations``.
+
+    Within :data:`SAME_START` Å per coordinate; the pending configuration counts as
+    one of them. Files written before the start was recorded (``start`` None) pass.
+    """
+    if start is None:
+        return
+    candidates = [np.asarray(start, dtype=float), *observations.positions]
+    pending = observations.state.get("pending")
+    if pending is not None:
+        candidates.append(np.asarray(pending, dtype=float))
+    distance = min(np.abs(given - candidate).max() for candidate in candidates)
+    if distance > SAME_START:
+        raise RestartError(
+            f"restart file {path} holds a run from another start: the atoms given are "
+            f"{distance:.3g} Å (largest coordinate difference) from its start and from each "
+            f"of its {len(observations)} configurations; pass the same start (or the last "
+            "frame of its trajectory) to resume, or another restart file name to start "
+            "afresh; this one was left untouched"
+        )
+
+
+def check_choice(path, what, stored, current):
+    """Raise :class:`RestartError` when the restart file's ``what`` (``'kernel'``,
+    ``'prior'``) was ``stored``, not the ``current`` one given; files written before
+    it was recorded (``stored`` None) pass."""
+    if stored is not None and stored != current:
+        raise RestartError(
+            f"restart file {path} holds a run with {what} {stored}, not {current} as given: "
+            f"pass the same {what} to resume, or another restart file name to start "
+            "afresh; this one was left untouched"
         )
 
 
@@ -359,6 +491,9 @@ def _read_restart(path):
             raise KeyError("positions, energies and forces differ in length")
         if "stresses" in state and np.shape(state["stresses"]) != (m, 6):
             raise ValueError(f"stresses of shape {np.shape(state['stresses'])}, not ({m}, 6)")
+        results = state.get("results", [None] * m)
+        if len(results) != m or not all(r is None or isinstance(r, dict) for r in results):
+            raise ValueError("results that are not one dictionary per observation")
         _check_stored_values(state)
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise RestartError(
@@ -379,12 +514,32 @@ def _check_stored_values(state):
             raise ValueError(f"{name} that are not finite")
     if not np.isfinite(np.asarray(state["energies"], dtype=float)).all():
         raise ValueError("energies that are not finite")
+    start = state.get("start")
+    if start is not None:
+        start = np.asarray(start, dtype=float)
+        if start.shape != (n, 3) or not np.isfinite(start).all():
+            raise ValueError(f"a start of shape {start.shape}, not ({n}, 3) finite positions")
     radius = state["trust_radius"]
     if not (_is_real(radius) and np.isfinite(radius) and radius > 0):
         raise ValueError(f"trust_radius {radius!r}, not a positive length")
     predicted = state.get("predicted_energy")
     if predicted is not None and not (_is_real(predicted) and np.isfinite(predicted)):
         raise ValueError(f"predicted_energy {predicted!r}, not a finite energy")
+
+
+def _umask():
+    """The process's umask: read from ``/proc/self/status`` where Linux gives it, else
+    set and restored at once."""
+    try:
+        with open("/proc/self/status") as fd:
+            for line in fd:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _is_real(value):

@@ -17,7 +17,10 @@ Every configuration is computed at most once: the observations
 Each evaluation is written to the restart file as soon as the calculator returns,
 and each proposal before it is computed, so a run killed at any moment and started
 again with the same restart file goes on with the same observations, repeats no
-calculator call and writes every evaluation to the trajectory exactly once.
+calculator call but the one a kill between its return and its save cut off, and
+writes every evaluation to the trajectory exactly once. The restart file is locked
+against other processes while an optimizer may write it
+(:class:`asebo.optimize.restart_lock.RestartLock`).
 
 Periodic cells (slabs, bulk) and ASE's cell filters (positions and cell together)
 take the periodic representation and the pair-spring prior by default
@@ -70,11 +73,15 @@ from asebo.optimize.observations import (
     RestartError,
     TrajectoryFrames,
     calculator_identity,
+    calculator_results,
     check_calculator,
+    check_choice,
     check_restart,
+    check_start,
 )
 from asebo.optimize.proposal import CURVATURE, PROBE, Proposal, StepContext
 from asebo.optimize.representations import make_representation
+from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.search import search
 from asebo.optimize.settings import (
     ModelSettings,
@@ -144,7 +151,12 @@ class BOOptimizer(Optimizer):
         force-consistent one (``free_energy``) where the calculator gives it.
     restart : str, optional
         JSON file holding every observation; read if it exists, written each call.
-        A finished run read again reports convergence with no calculator call.
+        A finished run read again reports convergence with no calculator call. The
+        file records the run's start, kernel and prior: atoms neither at the start nor
+        at a configuration computed, and a ``kernel`` or ``prior`` given that is not
+        the run's, are refused. Locked against other processes from the construction
+        until the optimizer is closed or collected
+        (:class:`asebo.optimize.restart_lock.RestartLock`).
     logfile : file, str or None
         ``'-'`` for standard output. Each line adds the model's predicted energy (the
         lowest energy computed less the model's drop from there) and the reason of
@@ -255,9 +267,10 @@ class BOOptimizer(Optimizer):
         A warm start: energies and forces computed before, taken as observations at
         no cost (:meth:`replay_trajectory`): the trajectory of any optimizer, an
         ``ase.db`` file or ``db.select(...)`` rows, Atoms with single-point results.
-        Frames of other atoms, without energy and forces (without a stress under a
-        cell filter) or in another periodic cell are refused before any call. A frame
-        at the atoms' positions makes the first call unnecessary.
+        Frames of other atoms, of another calculator (by the name the frames keep),
+        without energy and forces (without a stress under a cell filter) or in another
+        periodic cell are refused before any call. A frame at the atoms' positions
+        makes the first call unnecessary.
     comm : communicator
         Ranks that take the same step: rank 0 computes it and broadcasts it.
 
@@ -399,6 +412,7 @@ class BOOptimizer(Optimizer):
         self._curvature_checked = None  # observations counted when the curvature was checked
         self.curvature_verdict = None
         self._descent = None  # (positions (N, 3), reason) of the next such step or probe
+        self._given = {"kernel": kernel is not None, "prior": prior is not None}
         super().__init__(
             atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
         )
@@ -409,31 +423,39 @@ class BOOptimizer(Optimizer):
             self._write_notes([f"prior='auto': {self.prior_reason}"])
         if self.kappa_reason is not None:
             self._write_notes([self.kappa_reason])
-        resumed = len(self.observations) > 0
-        keep = resumed if append_trajectory is None else bool(append_trajectory)
-        self.frames = (
-            None
-            if trajectory is None
-            else TrajectoryFrames(
-                trajectory,
-                constrained,
-                keep,
-                self.observations,
-                comm=comm,
-                description=self.todict(),
-                coordinates=self.coordinates,
+        # before anything is written: the trajectory, the warm start's observations
+        lock = self.closelater(RestartLock.acquire(self.restart, comm))
+        try:
+            resumed = len(self.observations) > 0
+            keep = resumed if append_trajectory is None else bool(append_trajectory)
+            self.frames = (
+                None
+                if trajectory is None
+                else TrajectoryFrames(
+                    trajectory,
+                    constrained,
+                    keep,
+                    self.observations,
+                    comm=comm,
+                    description=self.todict(),
+                    coordinates=self.coordinates,
+                )
             )
-        )
-        if self.frames is not None and self.frames.note is not None:
-            self._write_notes([self.frames.note])
-        if observations is not None:
-            self._replay_trajectory(observations)
+            if self.frames is not None and self.frames.note is not None:
+                self._write_notes([self.frames.note])
+            if observations is not None:
+                self._replay_trajectory(observations)
+        except BaseException:
+            lock.release()
+            raise
 
     # ---- state ----------------------------------------------------------------------
     def initialize(self):
         self.observations = Observations(self.numbers, self.restart, self.comm)
         self.observations.state["calculator"] = self._calculator_identity()
         self.observations.state["cell_filter"] = self.coordinates.record()
+        self.observations.state.update(self._choices())
+        self.observations.state["start"] = self.atoms.get_positions()
         self.trust = TrustRegion(
             self.initial_trust_radius, self.maxstep, self.settings.trust_region
         )
@@ -445,6 +467,8 @@ class BOOptimizer(Optimizer):
         state = self.observations.state
         identity = self._calculator_identity()
         check_calculator(self.restart, state.get("calculator"), identity)
+        check_start(self.restart, self.atoms.get_positions(), state.get("start"), self.observations)
+        self._check_choices(state)
         state["calculator"] = identity
         self.trust = TrustRegion(
             float(state["trust_radius"]), self.maxstep, self.settings.trust_region
@@ -461,6 +485,33 @@ class BOOptimizer(Optimizer):
     def _calculator_identity(self):
         """The calculator's name and parameters, recorded in the restart file."""
         return calculator_identity(self.coordinates.atoms.calc)
+
+    def _choices(self):
+        """The kernel and prior of the run, as the restart file records them: the
+        representation's name, the prior's label and, for a prior calculator, its
+        name and parameters (:func:`asebo.optimize.observations.calculator_identity`)."""
+        calculator = getattr(self.prior, "calculator", None)
+        return {
+            "kernel": self.representation.name,
+            "prior": self.prior.label,
+            "prior_calculator": None if calculator is None else calculator_identity(calculator),
+        }
+
+    def _check_choices(self, state):
+        """Refuse a resume whose ``kernel`` or ``prior``, given, is not the restart
+        file's; where one was not given and the default differs, say so in the log."""
+        chosen = self._choices()
+        stored = {name: state.get(name, chosen[name]) for name in chosen}
+        for what, names in (("kernel", ["kernel"]), ("prior", ["prior", "prior_calculator"])):
+            if all(stored[name] == chosen[name] for name in names):
+                continue
+            was, now = (_choice_text(stored, names), _choice_text(chosen, names))
+            if self._given[what]:
+                check_choice(self.restart, what, was, now)
+            self._write_notes(
+                [f"the restart file's run took {what} {was}; this one takes {now}, the default"]
+            )
+        state.update(chosen)
 
     def todict(self):
         description = super().todict()
@@ -832,8 +883,10 @@ class BOOptimizer(Optimizer):
         opens a file name as a trajectory) and by the ``observations`` argument; ``traj``
         is anything :func:`asebo.optimize.warm_start.read_frames` reads. The frames are
         checked whole before any is taken, written to the restart file, and come first
-        in the trajectory. The next step is not judged against the last proposal's
-        prediction (the trust radius is kept).
+        in the trajectory. Where a frame is taken, the next step is not judged against
+        the last proposal's prediction (the trust radius is kept); where none is (a
+        resumed run given its frames again), the pending proposal is judged as in the
+        uninterrupted run.
         """
         frames = read_frames(traj)
         observed = observed_frames(frames, self.coordinates)
@@ -842,6 +895,9 @@ class BOOptimizer(Optimizer):
             if self.observations.find(frame.positions) is None:
                 self.observations.append(frame.positions, frame.energy, frame.forces, frame.stress)
                 added += 1
+        if not added:  # a resumed run given its frames again: the pending step stands
+            self._write_notes([f"warm start: the {len(frames)} frames are observations already"])
+            return
         self.predicted_energy = None
         self.observations.save(trust_radius=self.trust.radius, predicted_energy=None)
         known = f", {len(observed) - added} of them known already" if added < len(observed) else ""
@@ -873,7 +929,8 @@ class BOOptimizer(Optimizer):
                 if self.coordinates.has_cell
                 else None
             )
-            index = self.observations.append(positions, energy, forces, stress)
+            results = calculator_results(self.coordinates.atoms)
+            index = self.observations.append(positions, energy, forces, stress, results)
             self.observations.save(
                 trust_radius=self.trust.radius, predicted_energy=self.predicted_energy, pending=None
             )
@@ -1048,6 +1105,11 @@ class BOOptimizer(Optimizer):
             f"{energy:15.6f} {fmax:15.6f} {predicted} {reason}"
         )
         self.logfile.write(line.rstrip() + "\n")
+
+
+def _choice_text(choices, names):
+    """How a log line or message names the kernel or prior of ``choices``."""
+    return " ".join(repr(choices[name]) for name in names if choices[name] is not None)
 
 
 def _recentre(recentre, model, representation):

@@ -5,7 +5,7 @@ job cut short, a relaxation at a lower level of theory with the same calculator,
 ``ase.db`` of single points), is an energy and forces the GP can learn from at no
 cost. :func:`read_frames` takes what users hold such frames in; :func:`observed_frames`
 turns them into the positions, energies and forces an optimizer observes, refusing
-frames that are not observations of the same system.
+frames that are not observations of the same system, or that name another calculator.
 """
 
 import os
@@ -16,6 +16,8 @@ import numpy as np
 from ase import Atoms
 from ase.calculators.singlepoint import SinglePointCalculator
 from ase.io import read
+
+from asebo.optimize.observations import calculator_name, wrapped_calculators
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,11 @@ def observed_frames(frames, coordinates):
     frames : list of ase.Atoms
         With energy and forces (a single-point calculator, as trajectories and
         ``ase.db`` rows give them; a live calculator's results for these positions).
-        The frames' constraints play no part: forces are read unconstrained.
+        The frames' constraints play no part: forces are read unconstrained. A frame
+        whose calculator has a name (ASE's trajectories and ``ase.db`` rows keep the
+        name of the calculator that computed it) must name the calculator of the
+        atoms optimized, or a wrapper of it; a frame without one (a single-point
+        calculator built by hand) is taken.
     coordinates : asebo.model.cell_coordinates.GeneralizedCoordinates
         The optimizer's coordinates: the numbers to match, and under a cell filter
         the filter that turns atoms, cell and stress into its generalized positions
@@ -109,9 +115,10 @@ def observed_frames(frames, coordinates):
     Raises
     ------
     ValueError
-        For a frame of other atoms, without energy or forces (or stress under a
-        filter), with values that are not finite, or (without a filter) in another
-        periodic cell. Nothing is returned then: a warm start is taken whole or not.
+        For a frame of other atoms, of another calculator, without energy or forces
+        (or stress under a filter), with values that are not finite, or (without a
+        filter) in another periodic cell. Nothing is returned then: a warm start is
+        taken whole or not.
     """
     return [_observed(k, frame, coordinates) for k, frame in enumerate(frames)]
 
@@ -126,6 +133,7 @@ def _observed(k, frame, coordinates):
             f"{len(frame)} atoms) than those optimized ({atoms.get_chemical_formula()}, "
             f"{len(atoms)} atoms, in the same order)"
         )
+    _check_calculator(k, frame, atoms.calc)
     energy = _result(frame, "free_energy")
     energy = _result(frame, "energy") if energy is None else energy
     forces = _result(frame, "forces")
@@ -159,6 +167,22 @@ def _observed(k, frame, coordinates):
             "pass the atoms through a cell filter to take frames of other cells"
         )
     return ObservedFrame(np.array(frame.positions, dtype=float), float(energy), forces, None)
+
+
+def _check_calculator(k, frame, calc):
+    """Raise ValueError where frame ``k`` names a calculator (``frame.calc.name``) that
+    is neither ``calc`` nor one of the calculators it wraps; 'unknown' (a single-point
+    calculator's own name) names none."""
+    name = getattr(frame.calc, "name", None)
+    if not isinstance(name, str) or name.lower() in ("", "unknown") or calc is None:
+        return
+    names = {getattr(c, "name", None) for c in wrapped_calculators(calc)}
+    if name.lower() not in {n.lower() for n in names if isinstance(n, str)}:
+        raise ValueError(
+            f"observations: frame {k} was computed by {name}, not by this run's calculator "
+            f"({calculator_name(calc)}): a warm start takes frames of the same calculator "
+            "and settings; pass frames of this one, or no observations"
+        )
 
 
 def _result(frame, name):
