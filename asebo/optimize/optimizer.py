@@ -864,8 +864,10 @@ class BOOptimizer(Optimizer):
     def _energy(self):
         """The force-consistent energy (``free_energy``, whose gradient the forces are;
         with a filter's ``p V`` term) where the calculator gives it, as ASE's
-        optimizers take it, else the energy."""
-        if self._force_consistent is not False:
+        optimizers take it, else the energy. Decided at the first call, as ASE's
+        ``_use_force_consistent_energy`` does, and asked of the system (a cell filter
+        too) the same way at every call."""
+        if self._force_consistent is None:
             try:
                 energy = self.atoms.get_potential_energy(force_consistent=True)
             except PropertyNotImplementedError:
@@ -873,7 +875,7 @@ class BOOptimizer(Optimizer):
             else:
                 self._force_consistent = True
                 return energy
-        return self.atoms.get_potential_energy()
+        return self.atoms.get_potential_energy(force_consistent=self._force_consistent)
 
     # ---- the step -------------------------------------------------------------------
     def step(self):
@@ -1187,9 +1189,28 @@ def _check_system(system):
                 "FixCartesian define; use one of these, or an ASE optimizer (BFGS) for "
                 "bond, angle or internal-coordinate constraints"
             )
+    _check_finite(atoms, filtered or np.any(atoms.pbc))
     if filtered or np.any(atoms.pbc):
         _check_cell(atoms, filtered)
+    else:
+        _check_closest_approach(atoms)
     return GeneralizedCoordinates.from_optimizable(system)
+
+
+def _check_finite(atoms, periodic):
+    """Refuse a position that is NaN or inf, and such a cell where it counts (a cell
+    filter, a periodic axis)."""
+    bad = np.flatnonzero(~np.isfinite(atoms.positions).all(axis=1))
+    if len(bad):
+        raise ValueError(
+            f"atom {bad[0]} has a position that is not a finite number "
+            f"({atoms.positions[bad[0]].tolist()}): give every atom finite coordinates"
+        )
+    if periodic and not np.isfinite(np.array(atoms.cell)).all():
+        raise ValueError(
+            f"the cell holds a number that is not finite ({np.array(atoms.cell).tolist()}): "
+            "give every lattice vector finite components"
+        )
 
 
 def _check_cell(atoms, filtered):
@@ -1203,9 +1224,20 @@ def _check_cell(atoms, filtered):
             "the cell has zero volume along its periodic axes: give every periodic "
             "lattice vector a length (atoms.cell), or set atoms.pbc = False for a molecule"
         )
-    distances = neighbor_list("d", atoms, CLOSEST_APPROACH)
-    if len(distances):
-        raise ValueError(
-            f"two atoms are {distances.min():.3f} Å apart (across the periodic boundary?), "
-            f"closer than {CLOSEST_APPROACH} Å: separate them or enlarge the cell"
-        )
+    _check_closest_approach(atoms)
+
+
+def _check_closest_approach(atoms):
+    """Refuse two atoms closer than ``CLOSEST_APPROACH`` Å, a molecule's or a periodic
+    system's (across the boundary too): no calculator is asked about such a pair."""
+    first, second, distances = neighbor_list("ijd", atoms, CLOSEST_APPROACH)
+    if not len(distances):
+        return
+    closest = int(np.argmin(distances))
+    pair = sorted((int(first[closest]), int(second[closest])))
+    periodic = bool(np.any(atoms.pbc))
+    raise ValueError(
+        f"atoms {pair[0]} and {pair[1]} are {distances[closest]:.3f} Å apart"
+        f"{' (across the periodic boundary?)' if periodic else ''}, closer than "
+        f"{CLOSEST_APPROACH} Å: separate them{' or enlarge the cell' if periodic else ''}"
+    )
