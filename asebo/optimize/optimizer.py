@@ -40,7 +40,7 @@ from ase.calculators.calculator import PropertyNotImplementedError
 from ase.constraints import FixAtoms, FixCartesian
 from ase.filters import UnitCellFilter
 from ase.neighborlist import neighbor_list
-from ase.optimize.optimize import OptimizableAtoms, Optimizer
+from ase.optimize.optimize import DEFAULT_MAX_STEPS, OptimizableAtoms, Optimizer
 from ase.parallel import broadcast, world
 
 from asebo.model.cell_coordinates import GeneralizedCoordinates, resume_filter
@@ -83,7 +83,12 @@ from asebo.optimize.settings import (
     SpecialCases,
     TrustSettings,
 )
-from asebo.optimize.stages import STAGES, only_rigid_forces_left, search_starts
+from asebo.optimize.stages import (
+    STAGES,
+    NoProgressError,
+    only_rigid_forces_left,
+    search_starts,
+)
 from asebo.optimize.symmetry import held_symmetry
 from asebo.optimize.trust import TrustRegion
 from asebo.optimize.warm_start import observed_frames, read_frames
@@ -409,6 +414,16 @@ class BOOptimizer(Optimizer):
             self._write_notes([self.frames.note])
         if observations is not None:
             self._replay_trajectory(observations)
+
+    def irun(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
+        """ASE's :meth:`ase.optimize.optimize.Optimizer.irun`, with ``fmax`` refused
+        before any call unless it is a finite number > 0."""
+        return super().irun(_number("fmax", fmax, None), steps)
+
+    def run(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
+        """ASE's :meth:`ase.optimize.optimize.Optimizer.run`, with ``fmax`` refused
+        before any call unless it is a finite number > 0."""
+        return super().run(_number("fmax", fmax, None), steps)
 
     # ---- state ----------------------------------------------------------------------
     def initialize(self):
@@ -891,6 +906,9 @@ class BOOptimizer(Optimizer):
                 self._mismatch_noted = True
         proposal = self._propose() if self.comm.rank == 0 else None
         proposal = broadcast(proposal, root=0, comm=self.comm)
+        if isinstance(proposal, NoProgressError):
+            self._stop_without_progress(proposal)
+            return
         self._write_notes(proposal.notes)
         self.atoms.set_positions(proposal.positions)
         self.predicted_energy, self.trust = proposal.predicted_energy, proposal.trust
@@ -905,10 +923,37 @@ class BOOptimizer(Optimizer):
             proposals=self.proposals,
         )
 
+    def _stop_without_progress(self, error):
+        """End the run unconverged at the lowest configuration computed, with a line in
+        the log: ``error`` (:class:`asebo.optimize.stages.NoProgressError`) says no step
+        along its forces is left that the calls could tell apart from it."""
+        best = self.observations.best()
+        forces = self.observations.forces[best] * self._free_coordinates()
+        self._write_notes(
+            [
+                f"the forces at the lowest configuration "
+                f"({np.linalg.norm(forces, axis=1).max():.2g} eV/Å) are at the calculator's "
+                f"noise level ({error}): the run stops unconverged, the lowest "
+                "configuration computed kept in the atoms"
+            ]
+        )
+        self.atoms.set_positions(self.observations.positions[best])
+        self.predicted_energy = None
+        self.max_steps = self.nsteps + 1  # ASE's loop ends after this step
+
     def _propose(self):
         """The next configuration to compute (:class:`asebo.optimize.proposal.Proposal`):
         the model's search, then the first stage of :data:`asebo.optimize.stages.STAGES`
-        that replaces it. Writes nothing: the notes travel with the proposal."""
+        that replaces it; the :class:`asebo.optimize.stages.NoProgressError` of a stage
+        that finds no configuration left to compute. Writes nothing: the notes travel
+        with the proposal."""
+        try:
+            return self._proposal()
+        except NoProgressError as error:
+            return error
+
+    def _proposal(self):
+        """:meth:`_propose`'s proposal."""
         context = self._step_context()
         if self._descent is not None:
             (positions, reason), self._descent = self._descent, None

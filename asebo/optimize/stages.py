@@ -29,6 +29,7 @@ from ase import Atoms
 
 from asebo.model.priors import PriorCalculationError
 from asebo.optimize.flat_centres import tilted
+from asebo.optimize.model_hessian import directional_curvature
 from asebo.optimize.proposal import FORCE_STEP, RIGID_MOVE, TILT
 from asebo.optimize.rigid import moved_rigidly, rigid_part, rigid_step
 from asebo.optimize.search import within_maxstep
@@ -144,25 +145,59 @@ def _replaced(proposal, positions, predicted, reason, note=None):
     )
 
 
+class NoProgressError(RuntimeError):
+    """No configuration along the forces of the lowest one is left to compute: the
+    step the model's quadratic asks for was computed already, and came out no lower."""
+
+
 def force_step(context, length):
     """A configuration not computed yet along the free forces of the lowest one.
 
     The largest atomic step is ``length``, doubled (up to ``maxstep``) or else halved
-    until it reaches a configuration not computed before.
+    until it reaches a configuration not computed before. Where the model's Newton
+    step along the forces (:func:`newton_length`) is shorter than the trust region's
+    floor, no box holds it: the step is that one alone, new where it lies beyond
+    :data:`asebo.optimize.observations.SAME_POSITIONS` of every configuration.
+
+    Raises
+    ------
+    NoProgressError
+        Where no such step is left.
     """
     observations, best = context.observations, context.best
     forces = observations.forces[best] * context.free  # (n, 3)
     direction = forces / max(np.linalg.norm(forces, axis=1).max(), 1e-12)
+    newton = newton_length(context.gp, context.centre, forces)
+    if newton < context.settings.trust_region.floor:
+        positions = observations.positions[best] + newton * direction
+        if observations.find(positions) is None:
+            return positions
+        raise NoProgressError(
+            f"the model's Newton step along the forces ({newton:.2g} Å) was computed "
+            "already and came out no lower"
+        )
     lengths = [length * 2.0**k for k in range(12) if length * 2.0**k <= context.maxstep]
     lengths += [length * 0.5**k for k in range(1, 40)]
     for step in lengths:
         positions = observations.positions[best] + step * direction
         if context.is_new(positions):
             return positions
-    raise RuntimeError(
-        "every step along the forces leads to a configuration already "
-        "computed: the forces vanish on the free coordinates"
-    )
+    raise NoProgressError("every step along the forces leads to a configuration already computed")
+
+
+def newton_length(gp, positions, forces):
+    """The largest atomic move (Å) of the step along ``forces`` (n, 3) from ``positions``
+    (n, 3) to the minimum of the model's quadratic along them: ``|f|_max / k``, with
+    ``k`` the model's curvature along the unit forces
+    (:func:`asebo.optimize.model_hessian.directional_curvature`); infinite where the
+    model does not curve up along them or the forces vanish."""
+    norm = np.linalg.norm(forces)
+    if norm == 0.0:
+        return np.inf
+    curvature = directional_curvature(gp, positions, (forces / norm).ravel())
+    if curvature <= 0.0:
+        return np.inf
+    return float(np.linalg.norm(forces, axis=1).max() / curvature)
 
 
 def only_rigid_forces_left(positions, forces, fmax, free, invariant):
