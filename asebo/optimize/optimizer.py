@@ -55,6 +55,7 @@ from asebo.model.priors import (
     resolve_prior,
 )
 from asebo.model.springs import CLOSEST_APPROACH
+from asebo.optimize.bonding import bond_changes
 from asebo.optimize.consistency import energy_force_mismatch
 from asebo.optimize.flat_centres import flat_centres
 from asebo.optimize.model_hessian import (
@@ -417,13 +418,38 @@ class BOOptimizer(Optimizer):
 
     def irun(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
         """ASE's :meth:`ase.optimize.optimize.Optimizer.irun`, with ``fmax`` refused
-        before any call unless it is a finite number > 0."""
-        return super().irun(_number("fmax", fmax, None), steps)
+        before any call unless it is a finite number > 0, and a line in the log at
+        the end where the bonding changed (:attr:`bonds_changed`)."""
+        return self._noting_bonds(super().irun(_number("fmax", fmax, None), steps))
 
     def run(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
         """ASE's :meth:`ase.optimize.optimize.Optimizer.run`, with ``fmax`` refused
-        before any call unless it is a finite number > 0."""
-        return super().run(_number("fmax", fmax, None), steps)
+        before any call unless it is a finite number > 0, and a line in the log at
+        the end where the bonding changed (:attr:`bonds_changed`)."""
+        converged = super().run(_number("fmax", fmax, None), steps)
+        self._note_bonds()
+        return converged
+
+    def _noting_bonds(self, steps):
+        """The generator ``steps`` of :meth:`irun`, then :meth:`_note_bonds`."""
+        yield from steps
+        self._note_bonds()
+
+    def _note_bonds(self):
+        """A line in the log where :attr:`bonds_changed` says the bonding changed."""
+        changes = self.bonds_changed
+        if changes:
+            self._write_notes([f"{changes.describe()} (first configuration to the lowest)"])
+
+    @property
+    def bonds_changed(self):
+        """The bonds broken and made from the first configuration computed to the
+        lowest (:class:`asebo.optimize.bonding.BondChanges`, false where none); None
+        for a periodic system, and before any call."""
+        if self.periodic or not len(getattr(self, "observations", ())):
+            return None
+        positions = self.observations.positions
+        return bond_changes(self.numbers, positions[0], positions[self.observations.best()])
 
     # ---- state ----------------------------------------------------------------------
     def initialize(self):
