@@ -190,11 +190,15 @@ def newton_length(gp, positions, forces):
     (n, 3) to the minimum of the model's quadratic along them: ``|f|_max / k``, with
     ``k`` the model's curvature along the unit forces
     (:func:`asebo.optimize.model_hessian.directional_curvature`); infinite where the
-    model does not curve up along them or the forces vanish."""
+    model does not curve up along them, the forces vanish or the prior calculator
+    fails."""
     norm = np.linalg.norm(forces)
     if norm == 0.0:
         return np.inf
-    curvature = directional_curvature(gp, positions, (forces / norm).ravel())
+    try:
+        curvature = directional_curvature(gp, positions, (forces / norm).ravel())
+    except PriorCalculationError:
+        return np.inf
     if curvature <= 0.0:
         return np.inf
     return float(np.linalg.norm(forces, axis=1).max() / curvature)
