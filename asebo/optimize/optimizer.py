@@ -418,9 +418,12 @@ class BOOptimizer(Optimizer):
 
     def irun(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
         """ASE's :meth:`ase.optimize.optimize.Optimizer.irun`, with ``fmax`` refused
-        before any call unless it is a finite number > 0, and a line in the log at
-        the end where the bonding changed (:attr:`bonds_changed`)."""
-        return self._noting_bonds(super().irun(_number("fmax", fmax, None), steps))
+        before any call unless it is a finite number > 0 or 0 (ASE's way of taking
+        ``steps`` steps, as its own tests do), and a line in the log at the end where
+        the bonding changed (:attr:`bonds_changed`)."""
+        stepping = not isinstance(fmax, bool) and isinstance(fmax, (int, float)) and fmax == 0
+        fmax = 0.0 if stepping else _number("fmax", fmax, None)
+        return self._noting_bonds(super().irun(fmax, steps))
 
     def run(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
         """ASE's :meth:`ase.optimize.optimize.Optimizer.run`, with ``fmax`` refused
