@@ -47,7 +47,7 @@ def test_water_converges_to_a_tight_fmax_with_gfn2():
 
 
 def test_a_run_below_the_calculators_noise_stops_with_its_lowest_configuration():
-    water, optimizer, converged, log = relaxed_water(1e-7)
+    water, optimizer, converged, log = relaxed_water(1e-9)
     assert not converged
     assert "are at the calculator's noise level" in log
     best = optimizer.observations.best()
