@@ -491,14 +491,17 @@ def mass_weighted_internal_basis(positions, masses, rotations=True):
 
 
 def _rigid(positions, rotations):
-    """Displacements (3n, 6) of the rigid motions, (3n, 3) of the translations alone."""
+    """Displacements (3n, 6) of the rigid motions (3n, 5) for a linear molecule, (3n, 3)
+    of the translations alone."""
     modes = rigid_modes(positions)
     return modes if rotations else modes[:, :3]
 
 
 def _complement(rigid):
     """Orthonormal basis (3n, k) of the complement of the span of ``rigid`` (3n, r);
-    a direction of relative size below ``RCOND`` (a linear molecule's axis) is none."""
+    a direction of relative size below ``RCOND`` (the rotations of one atom) is none.
+    A linear molecule's rigid motions are five
+    (:func:`asebo.optimize.rigid.rotation_axes`)."""
     left, values, _ = np.linalg.svd(rigid, full_matrices=False)
     span = left[:, values > RCOND * values.max()]  # (3n, r')
     complement = np.linalg.svd(np.eye(len(rigid)) - span @ span.T)[0]  # (3n, 3n)

@@ -43,7 +43,7 @@ from ase.calculators.calculator import PropertyNotImplementedError
 from ase.constraints import FixAtoms, FixCartesian, FixedLine, FixedPlane, FixSymmetry
 from ase.filters import FrechetCellFilter, UnitCellFilter
 from ase.neighborlist import neighbor_list
-from ase.optimize.optimize import OptimizableAtoms, Optimizer
+from ase.optimize.optimize import DEFAULT_MAX_STEPS, OptimizableAtoms, Optimizer
 from ase.parallel import broadcast, world
 
 from asebo.model.cell_coordinates import GeneralizedCoordinates, resume_filter
@@ -58,6 +58,7 @@ from asebo.model.priors import (
     resolve_prior,
 )
 from asebo.model.springs import CLOSEST_APPROACH
+from asebo.optimize.bonding import bond_changes
 from asebo.optimize.consistency import energy_force_mismatch
 from asebo.optimize.flat_centres import flat_centres
 from asebo.optimize.model_hessian import (
@@ -90,7 +91,12 @@ from asebo.optimize.settings import (
     SpecialCases,
     TrustSettings,
 )
-from asebo.optimize.stages import STAGES, only_rigid_forces_left, search_starts
+from asebo.optimize.stages import (
+    STAGES,
+    NoProgressError,
+    only_rigid_forces_left,
+    search_starts,
+)
 from asebo.optimize.subspace import free_subspace, held_axes
 from asebo.optimize.symmetry import held_symmetry
 from asebo.optimize.trust import TrustRegion
@@ -448,6 +454,44 @@ class BOOptimizer(Optimizer):
         except BaseException:
             lock.release()
             raise
+
+    def irun(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
+        """ASE's :meth:`ase.optimize.optimize.Optimizer.irun`, with ``fmax`` refused
+        before any call unless it is a finite number > 0 or 0 (ASE's way of taking
+        ``steps`` steps, as its own tests do), and a line in the log at the end where
+        the bonding changed (:attr:`bonds_changed`)."""
+        stepping = not isinstance(fmax, bool) and isinstance(fmax, (int, float)) and fmax == 0
+        fmax = 0.0 if stepping else _number("fmax", fmax, None)
+        return self._noting_bonds(super().irun(fmax, steps))
+
+    def run(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
+        """ASE's :meth:`ase.optimize.optimize.Optimizer.run`, with ``fmax`` refused
+        before any call unless it is a finite number > 0, and a line in the log at
+        the end where the bonding changed (:attr:`bonds_changed`)."""
+        converged = super().run(_number("fmax", fmax, None), steps)
+        self._note_bonds()
+        return converged
+
+    def _noting_bonds(self, steps):
+        """The generator ``steps`` of :meth:`irun`, then :meth:`_note_bonds`."""
+        yield from steps
+        self._note_bonds()
+
+    def _note_bonds(self):
+        """A line in the log where :attr:`bonds_changed` says the bonding changed."""
+        changes = self.bonds_changed
+        if changes:
+            self._write_notes([f"{changes.describe()} (first configuration to the lowest)"])
+
+    @property
+    def bonds_changed(self):
+        """The bonds broken and made from the first configuration computed to the
+        lowest (:class:`asebo.optimize.bonding.BondChanges`, false where none); None
+        for a periodic system, and before any call."""
+        if self.periodic or not len(getattr(self, "observations", ())):
+            return None
+        positions = self.observations.positions
+        return bond_changes(self.numbers, positions[0], positions[self.observations.best()])
 
     # ---- state ----------------------------------------------------------------------
     def initialize(self):
@@ -941,8 +985,10 @@ class BOOptimizer(Optimizer):
     def _energy(self):
         """The force-consistent energy (``free_energy``, whose gradient the forces are;
         with a filter's ``p V`` term) where the calculator gives it, as ASE's
-        optimizers take it, else the energy."""
-        if self._force_consistent is not False:
+        optimizers take it, else the energy. Decided at the first call, as ASE's
+        ``_use_force_consistent_energy`` does, and asked of the system (a cell filter
+        too) the same way at every call."""
+        if self._force_consistent is None:
             try:
                 energy = self.atoms.get_potential_energy(force_consistent=True)
             except PropertyNotImplementedError:
@@ -950,7 +996,7 @@ class BOOptimizer(Optimizer):
             else:
                 self._force_consistent = True
                 return energy
-        return self.atoms.get_potential_energy()
+        return self.atoms.get_potential_energy(force_consistent=self._force_consistent)
 
     # ---- the step -------------------------------------------------------------------
     def step(self):
@@ -966,6 +1012,9 @@ class BOOptimizer(Optimizer):
                 self._mismatch_noted = True
         proposal = self._propose() if self.comm.rank == 0 else None
         proposal = broadcast(proposal, root=0, comm=self.comm)
+        if isinstance(proposal, NoProgressError):
+            self._stop_without_progress(proposal)
+            return
         self._write_notes(proposal.notes)
         self.atoms.set_positions(proposal.positions)
         self.predicted_energy, self.trust = proposal.predicted_energy, proposal.trust
@@ -980,10 +1029,37 @@ class BOOptimizer(Optimizer):
             proposals=self.proposals,
         )
 
+    def _stop_without_progress(self, error):
+        """End the run unconverged at the lowest configuration computed, with a line in
+        the log: ``error`` (:class:`asebo.optimize.stages.NoProgressError`) says no step
+        along its forces is left that the calls could tell apart from it."""
+        best = self.observations.best()
+        forces = self.observations.forces[best] * self._free_coordinates()
+        self._write_notes(
+            [
+                f"the forces at the lowest configuration "
+                f"({np.linalg.norm(forces, axis=1).max():.2g} eV/Å) are at the calculator's "
+                f"noise level ({error}): the run stops unconverged, the lowest "
+                "configuration computed kept in the atoms"
+            ]
+        )
+        self.atoms.set_positions(self.observations.positions[best])
+        self.predicted_energy = None
+        self.max_steps = self.nsteps + 1  # ASE's loop ends after this step
+
     def _propose(self):
         """The next configuration to compute (:class:`asebo.optimize.proposal.Proposal`):
         the model's search, then the first stage of :data:`asebo.optimize.stages.STAGES`
-        that replaces it. Writes nothing: the notes travel with the proposal."""
+        that replaces it; the :class:`asebo.optimize.stages.NoProgressError` of a stage
+        that finds no configuration left to compute. Writes nothing: the notes travel
+        with the proposal."""
+        try:
+            return self._proposal()
+        except NoProgressError as error:
+            return error
+
+    def _proposal(self):
+        """:meth:`_propose`'s proposal."""
         context = self._step_context()
         if self._descent is not None:
             (positions, reason), self._descent = self._descent, None
@@ -1273,9 +1349,28 @@ def _check_system(system):
                 "use one of these, or an ASE optimizer (BFGS) for bond, angle or "
                 "internal-coordinate constraints"
             )
+    _check_finite(atoms, filtered or np.any(atoms.pbc))
     if filtered or np.any(atoms.pbc):
         _check_cell(atoms, filtered)
+    else:
+        _check_closest_approach(atoms)
     return GeneralizedCoordinates.from_optimizable(system)
+
+
+def _check_finite(atoms, periodic):
+    """Refuse a position that is NaN or inf, and such a cell where it counts (a cell
+    filter, a periodic axis)."""
+    bad = np.flatnonzero(~np.isfinite(atoms.positions).all(axis=1))
+    if len(bad):
+        raise ValueError(
+            f"atom {bad[0]} has a position that is not a finite number "
+            f"({atoms.positions[bad[0]].tolist()}): give every atom finite coordinates"
+        )
+    if periodic and not np.isfinite(np.array(atoms.cell)).all():
+        raise ValueError(
+            f"the cell holds a number that is not finite ({np.array(atoms.cell).tolist()}): "
+            "give every lattice vector finite components"
+        )
 
 
 def _check_cell(atoms, filtered):
@@ -1289,9 +1384,20 @@ def _check_cell(atoms, filtered):
             "the cell has zero volume along its periodic axes: give every periodic "
             "lattice vector a length (atoms.cell), or set atoms.pbc = False for a molecule"
         )
-    distances = neighbor_list("d", atoms, CLOSEST_APPROACH)
-    if len(distances):
-        raise ValueError(
-            f"two atoms are {distances.min():.3f} Å apart (across the periodic boundary?), "
-            f"closer than {CLOSEST_APPROACH} Å: separate them or enlarge the cell"
-        )
+    _check_closest_approach(atoms)
+
+
+def _check_closest_approach(atoms):
+    """Refuse two atoms closer than ``CLOSEST_APPROACH`` Å, a molecule's or a periodic
+    system's (across the boundary too): no calculator is asked about such a pair."""
+    first, second, distances = neighbor_list("ijd", atoms, CLOSEST_APPROACH)
+    if not len(distances):
+        return
+    closest = int(np.argmin(distances))
+    pair = sorted((int(first[closest]), int(second[closest])))
+    periodic = bool(np.any(atoms.pbc))
+    raise ValueError(
+        f"atoms {pair[0]} and {pair[1]} are {distances[closest]:.3f} Å apart"
+        f"{' (across the periodic boundary?)' if periodic else ''}, closer than "
+        f"{CLOSEST_APPROACH} Å: separate them{' or enlarge the cell' if periodic else ''}"
+    )

@@ -13,15 +13,46 @@ without changing the molecule's shape.
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-RCOND = 1e-10  # relative singular value below which a rigid mode is dropped (linear molecules)
+RCOND = 1e-10  # relative singular value below which a rigid mode is dropped (one atom)
 NEGLIGIBLE = 1e-12  # a rigid part this small relative to the forces is round-off
+LINEAR = 1e-2
+"""Largest spread of a linear molecule's atoms across its line, relative to the spread
+along it (:func:`is_linear`). A relaxed linear molecule is bent by the forces left
+at convergence over its bend's stiffness, soft for a long chain: a relative
+tolerance of round-off, or of 1e-3, takes some relaxed ones for bent, whose bend
+across the plane of the residual bend then turns as their rotation about the line
+and is lost as a vibration. 1e-2 is a symmetric triatomic bent by 2°, well below
+the bends of bent molecules."""
+
+
+def is_linear(positions):
+    """Whether the atoms at ``positions`` (n, 3) lie on a line, within :data:`LINEAR`:
+    the second singular value of the centred positions below ``LINEAR`` times the
+    first. Two atoms are; one atom is not (it has no line)."""
+    centred = np.asarray(positions, dtype=np.float64) - np.mean(positions, axis=0)  # (n, 3)
+    spreads = np.linalg.svd(centred, compute_uv=False)  # (3,) or fewer
+    return len(centred) > 1 and spreads[0] > 0 and spreads[1] <= LINEAR * spreads[0]
+
+
+def rotation_axes(positions):
+    """Unit axes (r, 3) of the rotations that are rigid motions of the atoms at
+    ``positions`` (n, 3): the Cartesian axes, or for a linear molecule
+    (:func:`is_linear`) the two principal axes across its line; the rotation about
+    the line turns no atom of a straight molecule, and a relaxed one's residual bend
+    is a vibration."""
+    if not is_linear(positions):
+        return np.eye(3)
+    centred = np.asarray(positions, dtype=np.float64) - np.mean(positions, axis=0)  # (n, 3)
+    return np.linalg.svd(centred, full_matrices=True)[2][1:]  # (2, 3)
 
 
 def rigid_modes(positions):
-    """Displacements (3n, 6) of the unit translations and the unit rotations about the centroid.
+    """Displacements (3n, 3 + r) of the unit translations and the unit rotations about
+    the centroid.
 
-    Column ``a < 3`` moves every atom by the unit vector ``e_a``; column ``3 + a``
-    turns the molecule about ``e_a`` through its centroid, ``e_a x (x_i - mean(x))``.
+    Column ``a < 3`` moves every atom by the unit vector ``e_a``; column ``3 + b``
+    turns the molecule about the ``b``-th of :func:`rotation_axes` (``u``) through its
+    centroid, ``u x (x_i - mean(x))``: three rotations, two for a linear molecule.
 
     Parameters
     ----------
@@ -30,16 +61,17 @@ def rigid_modes(positions):
     positions = np.asarray(positions, dtype=np.float64)
     centred = positions - positions.mean(axis=0)  # (n, 3)
     translations = np.tile(np.eye(3), (len(positions), 1))  # (3n, 3)
-    rotations = np.stack([np.cross(axis, centred).ravel() for axis in np.eye(3)], axis=1)  # (3n, 3)
+    axes = rotation_axes(positions)  # (r, 3)
+    rotations = np.stack([np.cross(axis, centred).ravel() for axis in axes], axis=1)  # (3n, r)
     return np.hstack([translations, rotations])
 
 
 def rigid_motion(positions, forces):
     """Velocity ``v`` (3,) and angular velocity ``omega`` (3,) of the rigid part of ``forces``.
 
-    The rigid part is the least-squares fit ``f_i = v + omega x (x_i - mean(x))``;
-    about the axis of a linear molecule, which turns no atom, ``omega`` has no
-    component.
+    The rigid part is the least-squares fit ``f_i = v + omega x (x_i - mean(x))``
+    with ``omega`` along :func:`rotation_axes`: for a linear molecule, ``omega`` has
+    no component along its line (a force across a nearly straight molecule bends it).
 
     Parameters
     ----------
@@ -47,15 +79,16 @@ def rigid_motion(positions, forces):
     """
     coefficients = np.linalg.lstsq(
         rigid_modes(positions), np.asarray(forces, dtype=np.float64).ravel(), rcond=RCOND
-    )[0]  # (6,)
-    return coefficients[:3], coefficients[3:]
+    )[0]  # (3 + r,)
+    return coefficients[:3], coefficients[3:] @ rotation_axes(positions)
 
 
 def rigid_part(positions, forces):
     """The part (n, 3) of ``forces`` (n, 3) that translates or rotates the molecule at
     ``positions`` (n, 3) as a whole: zero for the forces of an invariant energy."""
+    positions = np.asarray(positions, dtype=np.float64)
     velocity, angular = rigid_motion(positions, forces)
-    return (rigid_modes(positions) @ np.concatenate([velocity, angular])).reshape(-1, 3)
+    return velocity + np.cross(angular, positions - positions.mean(axis=0))
 
 
 def rigid_step(positions, forces, length):

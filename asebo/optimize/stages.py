@@ -29,6 +29,11 @@ from ase import Atoms
 
 from asebo.model.priors import PriorCalculationError
 from asebo.optimize.flat_centres import tilted
+from asebo.optimize.model_hessian import (
+    directional_curvature,
+    internal_basis,
+    posterior_hessian,
+)
 from asebo.optimize.proposal import FORCE_STEP, RIGID_MOVE, TILT
 from asebo.optimize.rigid import moved_rigidly, rigid_part, rigid_step
 from asebo.optimize.search import within_maxstep
@@ -144,28 +149,90 @@ def _replaced(proposal, positions, predicted, reason, note=None):
     )
 
 
+class NoProgressError(RuntimeError):
+    """No configuration along the forces of the lowest one is left to compute: the
+    step the model's quadratic asks for was computed already, and came out no lower."""
+
+
 def force_step(context, length):
     """A configuration not computed yet along the free forces of the lowest one (their
     projection onto the constraints' subspace where there is one).
 
     The largest atomic step is ``length``, doubled (up to ``maxstep``) or else halved
-    until it reaches a configuration not computed before.
+    until it reaches a configuration not computed before. Where the step to the
+    minimum of the model's quadratic along the forces (:func:`newton_length`) is
+    shorter than the trust region's floor, no box holds it: the step is the model's
+    Newton step (:func:`newton_step`), or that one along the forces, whichever first
+    lies beyond :data:`asebo.optimize.observations.SAME_POSITIONS` of every
+    configuration.
+
+    Raises
+    ------
+    NoProgressError
+        Where no such step is left.
     """
     observations, best = context.observations, context.best
     forces = observations.forces[best] * context.free  # (n, 3)
     if context.subspace is not None:
         forces = context.subspace.project(forces)
     direction = forces / max(np.linalg.norm(forces, axis=1).max(), 1e-12)
+    newton = newton_length(context.gp, context.centre, forces)
+    if newton < context.settings.trust_region.floor:
+        model_step = newton_step(context.gp, context.centre, context.free, forces)
+        steps = [newton * direction] if model_step is None else [model_step, newton * direction]
+        for step in steps:
+            if observations.find(context.centre + step) is None:
+                return context.centre + step
+        raise NoProgressError(
+            f"the model's Newton step ({newton:.2g} Å along the forces) was computed "
+            "already and came out no lower"
+        )
     lengths = [length * 2.0**k for k in range(12) if length * 2.0**k <= context.maxstep]
     lengths += [length * 0.5**k for k in range(1, 40)]
     for step in lengths:
         positions = observations.positions[best] + step * direction
         if context.is_new(positions):
             return positions
-    raise RuntimeError(
-        "every step along the forces leads to a configuration already "
-        "computed: the forces vanish on the free coordinates"
-    )
+    raise NoProgressError("every step along the forces leads to a configuration already computed")
+
+
+def newton_step(gp, positions, free, forces):
+    """The step (n, 3) from ``positions`` (n, 3) to the minimum of the model's quadratic
+    there, ``H^-1 f``, in the ``free`` (n, 3) coordinates less the rigid motions
+    (:func:`asebo.optimize.model_hessian.internal_basis`), with ``H`` the model's
+    Hessian (:func:`asebo.optimize.model_hessian.posterior_hessian`) and ``f`` the
+    ``forces`` (n, 3) observed; None where ``H`` is not positive definite there or the
+    prior calculator fails (J. Nocedal and S. J. Wright, "Numerical Optimization",
+    Springer (2006), sec. 3.3)."""
+    try:
+        hessian = posterior_hessian(gp, positions, free)  # (3n, 3n)
+    except PriorCalculationError:
+        return None
+    basis = internal_basis(positions, free, bool(np.all(free)))  # (3n, k)
+    curvatures, modes = np.linalg.eigh(basis.T @ hessian @ basis)  # (k,), (k, k)
+    if not len(curvatures) or curvatures.min() <= 0.0:
+        return None
+    along = modes.T @ (basis.T @ np.asarray(forces, dtype=np.float64).ravel())  # (k,)
+    return (basis @ (modes @ (along / curvatures))).reshape(positions.shape)
+
+
+def newton_length(gp, positions, forces):
+    """The largest atomic move (Å) of the step along ``forces`` (n, 3) from ``positions``
+    (n, 3) to the minimum of the model's quadratic along them: ``|f|_max / k``, with
+    ``k`` the model's curvature along the unit forces
+    (:func:`asebo.optimize.model_hessian.directional_curvature`); infinite where the
+    model does not curve up along them, the forces vanish or the prior calculator
+    fails."""
+    norm = np.linalg.norm(forces)
+    if norm == 0.0:
+        return np.inf
+    try:
+        curvature = directional_curvature(gp, positions, (forces / norm).ravel())
+    except PriorCalculationError:
+        return np.inf
+    if curvature <= 0.0:
+        return np.inf
+    return float(np.linalg.norm(forces, axis=1).max() / curvature)
 
 
 def only_rigid_forces_left(positions, forces, fmax, free, invariant):
