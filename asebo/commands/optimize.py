@@ -76,6 +76,13 @@ def add_arguments(parser):
         "vibrations (ase.vibrations.VibrationsData.read: frequencies, zero-point energy), "
         "FILE.npy as the (3N, 3N) array in eV/Å² (numpy.load)",
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads of the optimizer's own linear algebra, between the calculator's calls "
+        "(default: OMP_NUM_THREADS where set, else 1; the calculator keeps its own)",
+    )
     parser.add_argument("--logfile", default="-")
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument("--force", action="store_true", help="overwrite an existing output file")
@@ -91,6 +98,8 @@ def _check_options(args, output):
         raise SystemExit(f"--fmax must be a positive force in eV/Å, got {args.fmax}")
     if args.steps < 0:
         raise SystemExit(f"--steps must be 0 or more, got {args.steps}")
+    if args.threads is not None and args.threads < 1:
+        raise SystemExit(f"--threads must be 1 or more, got {args.threads}")
     if args.hessian is not None and args.hessian.suffix not in HESSIAN_SUFFIXES:
         raise SystemExit(
             f"--hessian {args.hessian}: name it .json (ASE's VibrationsData) or .npy (the "
@@ -144,6 +153,7 @@ def run(args):
             maxstep=args.maxstep,
             trajectory=None if args.trajectory is None else str(args.trajectory),
             observations=args.observations,
+            threads=args.threads,
         )
     except (ValueError, TypeError, PermissionError, RestartError, FileNotFoundError) as error:
         raise SystemExit(f"{args.file}: {_one_line(error)}") from error

@@ -87,6 +87,7 @@ from asebo.optimize.stages import STAGES, only_rigid_forces_left, search_starts
 from asebo.optimize.symmetry import held_symmetry
 from asebo.optimize.trust import TrustRegion
 from asebo.optimize.warm_start import observed_frames, read_frames
+from asebo.threads import optimizer_threads, with_optimizer_threads
 
 SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian)
 FILTER_CONSTRAINTS = (FixAtoms,)  # those a cell filter's coordinates can honour
@@ -251,6 +252,16 @@ class BOOptimizer(Optimizer):
         at the atoms' positions makes the first call unnecessary.
     comm : communicator
         Ranks that take the same step: rank 0 computes it and broadcasts it.
+    threads : int, optional
+        Threads of the optimizer's own work (the fit, the search, the checks at
+        convergence, :meth:`fit_model`, :meth:`model_curvature`, :meth:`hessian`,
+        :meth:`vibrations`): PyTorch's and every BLAS and OpenMP library's, set for
+        that work alone (:func:`asebo.threads.limited_threads`) and given back after
+        it, so that the calculator keeps its own. Default: ``OMP_NUM_THREADS`` where
+        the user set it, the threads each process is given, else one
+        (:func:`asebo.threads.optimizer_threads`): the libraries' own default, a
+        thread per core, oversubscribes the cores of a node packed with MPI ranks or
+        shared with other work.
 
     Attributes
     ----------
@@ -313,8 +324,10 @@ class BOOptimizer(Optimizer):
         model=None,
         special_cases=None,
         observations=None,
+        threads=None,
         **kwargs,
     ):
+        self.threads = optimizer_threads(threads)
         stored = check_restart(None if restart is None else os.fspath(restart))
         self.coordinates = _check_system(atoms)
         if stored is not None:
@@ -451,6 +464,7 @@ class BOOptimizer(Optimizer):
             kernel=self.representation.name,
             recentre=self.recentre,
             prior=self.prior.label,
+            threads=self.threads,
         )
         return description
 
@@ -491,6 +505,7 @@ class BOOptimizer(Optimizer):
         return self.prior.metric_reference()[1]
 
     # ---- the model's Hessian --------------------------------------------------------
+    @with_optimizer_threads
     def model_curvature(self, positions=None):
         """The model's Hessian at a configuration computed, with its curvatures and
         their uncertainty; no calculator call.
@@ -582,6 +597,7 @@ class BOOptimizer(Optimizer):
         (not one atom alone, nor atoms all held)."""
         return internal_basis(positions, *self._free_and_rotations()).shape[1] > 0
 
+    @with_optimizer_threads
     def hessian(self, curvature=None):
         """The model's Hessian (3N, 3N), eV/Å², at the lowest-energy configuration
         computed (:meth:`model_curvature`); no calculator call.
@@ -607,6 +623,7 @@ class BOOptimizer(Optimizer):
         prior = self.gp.prior.for_hessian()
         return prior_where_interpolated(curvature, prior, positions).hessian
 
+    @with_optimizer_threads
     def vibrations(self, curvature=None):
         """Harmonic vibrations of :meth:`hessian` at the lowest-energy configuration.
 
@@ -639,6 +656,7 @@ class BOOptimizer(Optimizer):
         rows = (3 * indices[:, None] + np.arange(3)).ravel()  # (3f,)
         return VibrationsData.from_2d(atoms, hessian[np.ix_(rows, rows)], indices=indices)
 
+    @with_optimizer_threads
     def gradient_converged(self, gradient):
         """ASE's test of the forces, then the model's curvature where they are met.
 
@@ -876,6 +894,7 @@ class BOOptimizer(Optimizer):
         return self.atoms.get_potential_energy()
 
     # ---- the step -------------------------------------------------------------------
+    @with_optimizer_threads
     def step(self):
         """Judge the last proposal, propose the next configuration, move the atoms there."""
         energies = self.observations.energies
@@ -948,6 +967,7 @@ class BOOptimizer(Optimizer):
             notes,
         )
 
+    @with_optimizer_threads
     def fit_model(self):
         """The GP fitted to every observation so far (fitted again only after a new one)."""
         gp, notes = self._fitted_model()
