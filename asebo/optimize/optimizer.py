@@ -89,6 +89,8 @@ from asebo.optimize.trust import TrustRegion
 from asebo.optimize.warm_start import observed_frames, read_frames
 from asebo.threads import optimizer_threads, with_optimizer_threads
 
+NOTE_PREFIX = "# "
+"""How a note line of the log begins: a comment to readers of ASE's log format."""
 SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian)
 FILTER_CONSTRAINTS = (FixAtoms,)  # those a cell filter's coordinates can honour
 QUADRATIC_PATIENCE = 3
@@ -138,9 +140,12 @@ class BOOptimizer(Optimizer):
         JSON file holding every observation; read if it exists, written each call.
         A finished run read again reports convergence with no calculator call.
     logfile : file, str or None
-        ``'-'`` for standard output. Each line adds the model's predicted energy (the
-        lowest energy computed less the model's drop from there) and the reason of
-        the step that led there (:data:`asebo.optimize.proposal.REASONS`).
+        ``'-'`` for standard output. ASE's header, written when the optimizer is built,
+        and ASE's step lines, each with the model's predicted energy (the lowest
+        energy computed less the model's drop from there) and the reason of the step
+        that led there (:data:`asebo.optimize.proposal.REASONS`) after ASE's columns;
+        notes on what the optimizer did between two calls are lines of their own that
+        start with ``# ``.
     trajectory : str, optional
         ASE trajectory of every evaluated configuration, each written once.
     append_trajectory : bool, optional
@@ -397,6 +402,7 @@ class BOOptimizer(Optimizer):
             atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
         )
         self.optimizable = _ObservedAtoms(atoms, constrained, self._observe)
+        self._write_header()
         if self.periodic:
             self._write_notes([_periodic_note(self.coordinates, self.representation, self.prior)])
         if self.prior_reason is not None:
@@ -1016,23 +1022,31 @@ class BOOptimizer(Optimizer):
         )
 
     def _write_notes(self, notes):
-        """One line in the log for each note, between the step lines."""
+        """One line in the log for each note, between the step lines: ``# `` and the
+        note, which a reader of ASE's log format skips as a comment, and which no
+        parser of step lines (``NAME:`` and a step number) takes for one."""
         if self.logfile is not None:
             for note in notes:
-                self.logfile.write(f"{type(self).__name__}: {note}\n")
+                self.logfile.write(f"{NOTE_PREFIX}{note}\n")
+
+    def _write_header(self):
+        """ASE's header line, with the columns asebo adds after ASE's; written when the
+        optimizer is built, before any note, as the first line of its log."""
+        if self.logfile is not None:
+            self.logfile.write(
+                f"{' ' * len(type(self).__name__)}  {'Step':>4} {'Time':>8} {'Energy':>15}  "
+                f"{'fmax':>12} {'Predicted':>15} Reason\n"
+            )
 
     def log(self, gradient):
+        """ASE's step line (``NAME:``, step, time, energy, fmax), then the energy the model
+        predicted and the reason of the step; the header came with the optimizer."""
         if self.logfile is None:
             return
         fmax = self.optimizable.gradient_norm(gradient)
         energy = self.optimizable.get_value()
         now = time.localtime()
         name = type(self).__name__
-        if self.nsteps == 0:
-            self.logfile.write(
-                f"{' ' * len(name)}  {'Step':>4} {'Time':>8} {'Energy':>15}  "
-                f"{'fmax':>12} {'Predicted':>15} Reason\n"
-            )
         later = self.nsteps > 0 and len(self.proposals) > 0
         predicted = (
             f"{self.predicted_energy:15.6f}"
