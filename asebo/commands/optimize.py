@@ -4,11 +4,12 @@ Logs, for every step, the time, the energy, the largest force and the energy the
 GP predicted for that configuration. Writes the relaxed structure to ``--output``
 (default: FILE's stem with ``_relaxed.xyz``; an existing file is kept unless
 ``--force``) and returns 0 when converged, 1 when not. Problems with the input (a
-file ASE cannot read, no atoms, an unusable restart file, an element
-the calculator does not know, an ``--fmax`` or ``--steps`` that cannot be, an output,
+file ASE cannot read, no atoms, an unusable restart file, an element the calculator
+does not know, an ``--fmax``, ``--steps`` or ``--threads`` that cannot be, an output,
 log, trajectory or restart file in a folder that does not exist, ``--observations``
 frames that are not of this molecule or hold no forces) stop it with a one-line
-message, the last three before any calculator call. ``--hessian FILE`` also writes
+message, the last three before any calculator call. ``--threads`` sets the threads
+of the optimizer's own work (:mod:`asebo.threads`). ``--hessian FILE`` also writes
 the model's vibrations at the end (:meth:`asebo.BOOptimizer.vibrations`) to a
 ``.json`` file, or its Hessian (:meth:`asebo.BOOptimizer.hessian`) to a ``.npy`` file;
 another suffix is refused before any call.
