@@ -5,12 +5,13 @@ other with RDKit, e.g. ``--smiles CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC`` for the 98-
 alkane C32H66) with GFN2-xTB and a force threshold it cannot reach, so that the run
 goes on to the largest of ``--observations`` plus half of ``--window`` calls, and
 measures after every step the processor time the step took outside the calculator:
-the GP fit with its marginal likelihood and the LCB minimisation. One thread
-(``torch.set_num_threads(1)``), processor time rather than wall time, so that the
-figure does not depend on the load of a shared machine. Prints, for each value of
-``--observations``, the time per step over the window centred on it, and the peak
-resident memory of the process (which includes the roughly 0.3 GB of the loaded
-libraries).
+the GP fit with its marginal likelihood and the LCB minimisation. The optimizer runs
+with its own threads (one, or ``OMP_NUM_THREADS`` where set; ``--threads`` gives
+another count, :func:`asebo.threads.optimizer_threads`). Processor time, which does
+not depend on the load of a shared machine, and wall time, which shows what threads
+waiting on one another cost. Prints, for each value of ``--observations``, the time
+per step over the window centred on it, and the peak resident memory of the process
+(which includes the roughly 0.3 GB of the loaded libraries).
 
 With ``--fmax`` the run is a relaxation as a user runs it instead: to that force
 threshold (at most ``--steps`` steps), and the table gives the time per step averaged
@@ -54,6 +55,13 @@ def add_arguments(parser):
     )
     parser.add_argument("--steps", type=int, default=300, help="most steps with --fmax")
     parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads of the optimizer's own work (default: the optimizer's, OMP_NUM_THREADS "
+        "where set, else 1)",
+    )
+    parser.add_argument(
         "--json",
         default=None,
         help="also write every step's time and peak memory to this file "
@@ -61,7 +69,7 @@ def add_arguments(parser):
     )
 
 
-def step_times(atoms, calc, steps, marks=None, fmax=1e-8):
+def step_times(atoms, calc, steps, marks=None, fmax=1e-8, threads=None):
     """Processor seconds outside the calculator of each BOOptimizer step of a run.
 
     Parameters
@@ -73,10 +81,12 @@ def step_times(atoms, calc, steps, marks=None, fmax=1e-8):
     steps : int
         Steps to run: all of them at the default ``fmax``, which no run reaches.
     marks : list, optional
-        Receives ``(processor time, calculator time, peak resident bytes)`` after
-        every step.
+        Receives ``(processor time, calculator processor time, peak resident bytes,
+        wall time, calculator wall time)`` after every step.
     fmax : float
         Force threshold of the run, eV/Å.
+    threads : int, optional
+        The optimizer's ``threads`` (None: its default).
 
     Returns
     -------
@@ -90,13 +100,35 @@ def step_times(atoms, calc, steps, marks=None, fmax=1e-8):
     counter = CountingCalculator(get_calculator(calc) if isinstance(calc, str) else calc)
     work.calc = counter
     marks = [] if marks is None else marks
-    optimizer = BOOptimizer(work, logfile=None)
+    optimizer = BOOptimizer(work, logfile=None, threads=threads)
     optimizer.attach(
-        lambda: marks.append((time.process_time(), counter.cpu_time, peak_resident_bytes()))
+        lambda: marks.append(
+            (
+                time.process_time(),
+                counter.cpu_time,
+                peak_resident_bytes(),
+                time.perf_counter(),
+                counter.wall_time,
+            )
+        )
     )
     optimizer.run(fmax=fmax, steps=steps)
     times = np.array([m[:2] for m in marks])  # (steps + 1, 2)
     return np.diff(times[:, 0]) - np.diff(times[:, 1])
+
+
+def wall_times(marks):
+    """Wall seconds outside the calculator of each step, from the ``marks`` of
+    :func:`step_times` (entry ``i``: the step that follows observation ``i + 1``)."""
+    times = np.array([m[3:5] for m in marks])  # (steps + 1, 2)
+    return np.diff(times[:, 0]) - np.diff(times[:, 1])
+
+
+def _threads_label(threads):
+    from asebo.threads import optimizer_threads
+
+    count = optimizer_threads(threads)
+    return f"{count} thread{'s' if count > 1 else ''}{'' if threads else ' (default)'}"
 
 
 def peak_resident_bytes():
@@ -113,10 +145,8 @@ def _structure(args):
 
 
 def run(args):
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    import torch
-
-    torch.set_num_threads(1)
+    if args.threads is not None and args.threads < 1:
+        raise SystemExit(f"--threads must be 1 or more, got {args.threads}")
     atoms, name = _structure(args)
     if args.fmax is not None:
         _whole_run(atoms, name, args)
@@ -124,7 +154,8 @@ def run(args):
     firsts = [max(1, centre - args.window // 2) for centre in sorted(args.observations)]
     windows = [(first, first + args.window) for first in firsts]
     marks = []
-    times = step_times(atoms, args.calc, windows[-1][1], marks)
+    times = step_times(atoms, args.calc, windows[-1][1], marks, threads=args.threads)
+    walls = wall_times(marks)
     peaks = np.array([m[2] for m in marks]) / 2**30  # GiB after each step
     if args.json:
         with open(args.json, "w") as fd:
@@ -135,39 +166,51 @@ def run(args):
                     "calc": args.calc,
                     "observations": list(range(1, len(times) + 1)),
                     "seconds": times.tolist(),
+                    "wall_seconds": walls.tolist(),
                     "peak_gib": peaks[1:].tolist(),
                 },
                 fd,
             )
-    print(f"{name}: {len(atoms)} atoms, {args.calc}, one thread")
+    print(f"{name}: {len(atoms)} atoms, {args.calc}, {_threads_label(args.threads)}")
     print(
         "| observations | s per step outside the calculator (mean, median, max) "
-        "| peak resident memory, GiB |"
+        "| wall s per step (mean, median) | peak resident memory, GiB |"
     )
-    print("|---|---|---|")
+    print("|---|---|---|---|")
     for first, last in windows:
-        window = times[first - 1 : last - 1]
+        window, wall = times[first - 1 : last - 1], walls[first - 1 : last - 1]
         print(
             f"| {first}-{last - 1} | {window.mean():.3f}, {np.median(window):.3f}, "
-            f"{window.max():.3f} | {peaks[last - 1]:.2f} |"
+            f"{window.max():.3f} | {wall.mean():.3f}, {np.median(wall):.3f} "
+            f"| {peaks[last - 1]:.2f} |"
         )
 
 
 def _whole_run(atoms, name, args):
     """Relax ``atoms`` to ``args.fmax`` and print the time per step over the run."""
     marks = []
-    times = step_times(atoms, args.calc, args.steps, marks, fmax=args.fmax)
+    times = step_times(atoms, args.calc, args.steps, marks, fmax=args.fmax, threads=args.threads)
+    walls = wall_times(marks)
     peak = max(m[2] for m in marks) / 2**30
     if args.json:
         with open(args.json, "w") as fd:
-            json.dump({"molecule": name, "atoms": len(atoms), "seconds": times.tolist()}, fd)
-    print(f"{name}: {len(atoms)} atoms, {args.calc}, one thread, fmax {args.fmax:g}")
+            json.dump(
+                {
+                    "molecule": name,
+                    "atoms": len(atoms),
+                    "seconds": times.tolist(),
+                    "wall_seconds": walls.tolist(),
+                },
+                fd,
+            )
+    threads = _threads_label(args.threads)
+    print(f"{name}: {len(atoms)} atoms, {args.calc}, {threads}, fmax {args.fmax:g}")
     print(
         "| atoms | calls | s per step outside the calculator, whole run (mean, max) "
-        "| first 10 steps (mean) | peak resident memory, GiB |"
+        "| first 10 steps (mean) | wall s per step (mean) | peak resident memory, GiB |"
     )
-    print("|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|")
     print(
         f"| {len(atoms)} | {len(times) + 1} | {times.mean():.3f}, {times.max():.3f} "
-        f"| {times[:10].mean():.3f} | {peak:.2f} |"
+        f"| {times[:10].mean():.3f} | {walls.mean():.3f} | {peak:.2f} |"
     )

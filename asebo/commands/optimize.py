@@ -3,17 +3,18 @@
 Logs, for every step, the time, the energy, the largest force and the energy the
 GP predicted for that configuration. Writes the relaxed structure to ``--output``
 (default: FILE's stem with ``_relaxed.xyz``; an existing file is kept unless
-``--force``). ``--hessian FILE`` also writes the model's vibrations at the end
+``--force``). ``--threads`` sets the threads of the optimizer's own work
+(:mod:`asebo.threads`). ``--hessian FILE`` also writes the model's vibrations at the end
 (:meth:`asebo.BOOptimizer.vibrations`) to a ``.json`` file, or its Hessian
 (:meth:`asebo.BOOptimizer.hessian`) to a ``.npy`` file, and prints the run's verdict
 on the model's curvature, the log's line at convergence.
 
 Exit status: 0 converged; 1 not converged (the same command with the same
 ``--restart`` goes on); 2 the input refused before any calculator call (a file ASE
-cannot read, no atoms, an unusable restart file, an ``--fmax`` or ``--steps`` that
-cannot be, an existing output without ``--force``, a ``--hessian`` suffix other than
-``.json`` or ``.npy``, an output name whose format ASE cannot tell, an output,
-Hessian, log, trajectory or restart file that cannot be written there,
+cannot read, no atoms, an unusable restart file, an ``--fmax``, ``--steps`` or
+``--threads`` that cannot be, an existing output without ``--force``, a ``--hessian``
+suffix other than ``.json`` or ``.npy``, an output name whose format ASE cannot tell,
+an output, Hessian, log, trajectory or restart file that cannot be written there,
 ``--observations`` that cannot be read, are not of this molecule or hold no
 forces); 3 a run stopped by its calculator (an element it does not know, say) or by
 a file it could not write (a full disk); 130 interrupted by Ctrl-C. Each stop prints
@@ -86,6 +87,13 @@ def add_arguments(parser):
         "vibrations (ase.vibrations.VibrationsData.read: frequencies, zero-point energy), "
         "FILE.npy as the (3N, 3N) array in eV/Å² (numpy.load)",
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads of the optimizer's own linear algebra, between the calculator's calls "
+        "(default: OMP_NUM_THREADS where set, else 1; the calculator keeps its own)",
+    )
     parser.add_argument("--logfile", default="-")
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument("--force", action="store_true", help="overwrite an existing output file")
@@ -107,6 +115,8 @@ def _check_options(args, output):
         raise _refuse(f"--fmax must be a positive force in eV/Å, got {args.fmax}")
     if args.steps < 0:
         raise _refuse(f"--steps must be 0 or more, got {args.steps}")
+    if args.threads is not None and args.threads < 1:
+        raise _refuse(f"--threads must be 1 or more, got {args.threads}")
     if args.hessian is not None and args.hessian.suffix not in HESSIAN_SUFFIXES:
         raise _refuse(
             f"--hessian {args.hessian}: name it .json (ASE's VibrationsData) or .npy (the "
@@ -216,6 +226,7 @@ def _optimizer(args, atoms):
             maxstep=args.maxstep,
             trajectory=None if args.trajectory is None else str(args.trajectory),
             observations=args.observations,
+            threads=args.threads,
         )
     except (ValueError, TypeError, PermissionError, RestartError, FileNotFoundError) as error:
         raise _refuse(f"{args.file}: {_one_line(error)}") from error

@@ -101,7 +101,10 @@ from asebo.optimize.subspace import free_subspace, held_axes
 from asebo.optimize.symmetry import held_symmetry
 from asebo.optimize.trust import TrustRegion
 from asebo.optimize.warm_start import observed_frames, read_frames
+from asebo.threads import optimizer_threads, with_optimizer_threads
 
+NOTE_PREFIX = "# "
+"""How a note line of the log begins: a comment to readers of ASE's log format."""
 SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian, FixedPlane, FixedLine, FixSymmetry)
 FILTER_CONSTRAINTS = (FixAtoms, FixSymmetry)  # those a cell filter's coordinates can honour
 QUADRATIC_PATIENCE = 3
@@ -164,9 +167,12 @@ class BOOptimizer(Optimizer):
         until the optimizer is closed or collected
         (:class:`asebo.optimize.restart_lock.RestartLock`).
     logfile : file, str or None
-        ``'-'`` for standard output. Each line adds the model's predicted energy (the
-        lowest energy computed less the model's drop from there) and the reason of
-        the step that led there (:data:`asebo.optimize.proposal.REASONS`).
+        ``'-'`` for standard output. ASE's header, written when the optimizer is built,
+        and ASE's step lines, each with the model's predicted energy (the lowest
+        energy computed less the model's drop from there) and the reason of the step
+        that led there (:data:`asebo.optimize.proposal.REASONS`) after ASE's columns;
+        notes on what the optimizer did between two calls are lines of their own that
+        start with ``# ``.
     trajectory : str, optional
         ASE trajectory of every evaluated configuration, each written once.
     append_trajectory : bool, optional
@@ -279,6 +285,16 @@ class BOOptimizer(Optimizer):
         makes the first call unnecessary.
     comm : communicator
         Ranks that take the same step: rank 0 computes it and broadcasts it.
+    threads : int, optional
+        Threads of the optimizer's own work (the fit, the search, the checks at
+        convergence, :meth:`fit_model`, :meth:`model_curvature`, :meth:`hessian`,
+        :meth:`vibrations`): PyTorch's and every BLAS and OpenMP library's, set for
+        that work alone (:func:`asebo.threads.limited_threads`) and given back after
+        it, so that the calculator keeps its own. Default: ``OMP_NUM_THREADS`` where
+        the user set it, the threads each process is given, else one
+        (:func:`asebo.threads.optimizer_threads`): the libraries' own default, a
+        thread per core, oversubscribes the cores of a node packed with MPI ranks or
+        shared with other work.
 
     Attributes
     ----------
@@ -345,8 +361,10 @@ class BOOptimizer(Optimizer):
         model=None,
         special_cases=None,
         observations=None,
+        threads=None,
         **kwargs,
     ):
+        self.threads = optimizer_threads(threads)
         stored = check_restart(None if restart is None else os.fspath(restart))
         self.coordinates = _check_system(atoms)
         if stored is not None:
@@ -419,10 +437,12 @@ class BOOptimizer(Optimizer):
         self.curvature_verdict = None
         self._descent = None  # (positions (N, 3), reason) of the next such step or probe
         self._given = {"kernel": kernel is not None, "prior": prior is not None}
+        self._header_written = False
         super().__init__(
             atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
         )
         self.optimizable = _ObservedAtoms(atoms, constrained, self._observe, self.subspace)
+        self._write_header()
         if self.periodic:
             self._write_notes([_periodic_note(self.coordinates, self.representation, self.prior)])
         if self.prior_reason is not None:
@@ -565,6 +585,7 @@ class BOOptimizer(Optimizer):
             kernel=self.representation.name,
             recentre=self.recentre,
             prior=self.prior.label,
+            threads=self.threads,
         )
         return description
 
@@ -605,6 +626,7 @@ class BOOptimizer(Optimizer):
         return self.prior.metric_reference()[1]
 
     # ---- the model's Hessian --------------------------------------------------------
+    @with_optimizer_threads
     def model_curvature(self, positions=None):
         """The model's Hessian at a configuration computed, with its curvatures and
         their uncertainty; no calculator call.
@@ -696,6 +718,7 @@ class BOOptimizer(Optimizer):
         (not one atom alone, nor atoms all held)."""
         return internal_basis(positions, *self._free_and_rotations()).shape[1] > 0
 
+    @with_optimizer_threads
     def hessian(self, curvature=None):
         """The model's Hessian (3N, 3N), eV/Å², at the lowest-energy configuration
         computed (:meth:`model_curvature`); no calculator call.
@@ -721,6 +744,7 @@ class BOOptimizer(Optimizer):
         prior = self.gp.prior.for_hessian()
         return prior_where_interpolated(curvature, prior, positions).hessian
 
+    @with_optimizer_threads
     def vibrations(self, curvature=None):
         """Harmonic vibrations of :meth:`hessian` at the lowest-energy configuration.
 
@@ -753,6 +777,7 @@ class BOOptimizer(Optimizer):
         rows = (3 * indices[:, None] + np.arange(3)).ravel()  # (3f,)
         return VibrationsData.from_2d(atoms, hessian[np.ix_(rows, rows)], indices=indices)
 
+    @with_optimizer_threads
     def gradient_converged(self, gradient):
         """ASE's test of the forces, then the model's curvature where they are met.
 
@@ -999,6 +1024,7 @@ class BOOptimizer(Optimizer):
         return self.atoms.get_potential_energy(force_consistent=self._force_consistent)
 
     # ---- the step -------------------------------------------------------------------
+    @with_optimizer_threads
     def step(self):
         """Judge the last proposal, propose the next configuration, move the atoms there."""
         energies = self.observations.energies
@@ -1102,6 +1128,7 @@ class BOOptimizer(Optimizer):
             self.subspace,
         )
 
+    @with_optimizer_threads
     def fit_model(self):
         """The GP fitted to every observation so far (fitted again only after a new one)."""
         gp, notes = self._fitted_model()
@@ -1152,23 +1179,33 @@ class BOOptimizer(Optimizer):
         )
 
     def _write_notes(self, notes):
-        """One line in the log for each note, between the step lines."""
-        if self.logfile is not None:
+        """One line in the log for each note, between the step lines: ``# `` and the
+        note, which a reader of ASE's log format skips as a comment, and which no
+        parser of step lines (``NAME:`` and a step number) takes for one."""
+        if self.logfile is not None and notes:
+            self._write_header()  # a note of the restart file's check comes before it
             for note in notes:
-                self.logfile.write(f"{type(self).__name__}: {note}\n")
+                self.logfile.write(f"{NOTE_PREFIX}{note}\n")
+
+    def _write_header(self):
+        """ASE's header line, with the columns asebo adds after ASE's; written when the
+        optimizer is built, before any note, as the first line of its log."""
+        if self.logfile is not None and not self._header_written:
+            self._header_written = True
+            self.logfile.write(
+                f"{' ' * len(type(self).__name__)}  {'Step':>4} {'Time':>8} {'Energy':>15}  "
+                f"{'fmax':>12} {'Predicted':>15} Reason\n"
+            )
 
     def log(self, gradient):
+        """ASE's step line (``NAME:``, step, time, energy, fmax), then the energy the model
+        predicted and the reason of the step; the header came with the optimizer."""
         if self.logfile is None:
             return
         fmax = self.optimizable.gradient_norm(gradient)
         energy = self.optimizable.get_value()
         now = time.localtime()
         name = type(self).__name__
-        if self.nsteps == 0:
-            self.logfile.write(
-                f"{' ' * len(name)}  {'Step':>4} {'Time':>8} {'Energy':>15}  "
-                f"{'fmax':>12} {'Predicted':>15} Reason\n"
-            )
         later = self.nsteps > 0 and len(self.proposals) > 0
         predicted = (
             f"{self.predicted_energy:15.6f}"

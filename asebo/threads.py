@@ -1,0 +1,88 @@
+"""The threads of the optimizer's own linear algebra (the fit, the search, the checks).
+
+The optimizer runs between the calculator's calls, on the same cores; left to their
+defaults, PyTorch and the BLAS and OpenMP libraries take a thread per core each time,
+and on a node packed with MPI ranks or a machine shared with other work, those threads
+wait on one another. :func:`optimizer_threads` chooses how many the optimizer takes
+and :func:`limited_threads` holds them to it for one piece of its work, giving the
+caller's settings back afterwards, so that the calculator keeps its own threads.
+"""
+
+import contextlib
+import functools
+import os
+
+import numpy as np
+
+THREADS_VARIABLE = "OMP_NUM_THREADS"
+"""The environment variable through which a user gives the threads of each process."""
+
+
+def threads_from_environment(environ=None):
+    """The first count of ``OMP_NUM_THREADS`` (``'4'``, or ``'4,2'`` for nested
+    levels) where it is a whole number >= 1; None where it is unset or no such number.
+
+    Parameters
+    ----------
+    environ : mapping, optional
+        Default: :data:`os.environ`.
+    """
+    value = (os.environ if environ is None else environ).get(THREADS_VARIABLE, "")
+    first = value.split(",")[0].strip()
+    return int(first) if first.isdigit() and int(first) >= 1 else None
+
+
+def optimizer_threads(threads=None, environ=None):
+    """The threads of the optimizer's own work: ``threads`` where given, else
+    ``OMP_NUM_THREADS`` where the user set it (:func:`threads_from_environment`),
+    else one.
+
+    Raises
+    ------
+    ValueError
+        For ``threads`` that is not a whole number >= 1.
+    """
+    if threads is None:
+        return threads_from_environment(environ) or 1
+    whole = isinstance(threads, (int, np.integer)) and not isinstance(threads, bool)
+    if not whole or threads < 1:
+        raise ValueError(
+            f"threads must be a whole number >= 1 (the optimizer's own threads), got "
+            f"{threads!r}; leave it out for the default (OMP_NUM_THREADS where set, else 1)"
+        )
+    return int(threads)
+
+
+@contextlib.contextmanager
+def limited_threads(threads):
+    """Within the block, PyTorch (``torch.set_num_threads``) and every BLAS and OpenMP
+    library loaded (:func:`threadpoolctl.threadpool_limits`) run ``threads`` threads;
+    the caller's numbers are set back on leaving it, an exception or not.
+
+    Parameters
+    ----------
+    threads : int
+        Threads, >= 1.
+    """
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    before = torch.get_num_threads()
+    with threadpool_limits(limits=threads):
+        torch.set_num_threads(threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
+
+def with_optimizer_threads(method):
+    """``method`` of an optimizer run within :func:`limited_threads` of the optimizer's
+    ``threads`` attribute."""
+
+    @functools.wraps(method)
+    def within(optimizer, *args, **kwargs):
+        with limited_threads(optimizer.threads):
+            return method(optimizer, *args, **kwargs)
+
+    return within
