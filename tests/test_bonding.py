@@ -58,7 +58,7 @@ def test_a_run_that_folds_a_copper_chain_reports_the_bonds_made():
     assert optimizer.bonds_changed.broken == ()
     lines = [line for line in log.getvalue().splitlines() if "bonding changed" in line]
     assert lines == [
-        "BOOptimizer: bonding changed: "
+        "# bonding changed: "
         + ", ".join(f"Cu{i}-Cu{j} made" for i, j in made)
         + " (first configuration to the lowest)"
     ]

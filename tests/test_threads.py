@@ -15,10 +15,24 @@ from asebo.cli import main
 from asebo.threads import limited_threads, optimizer_threads
 
 
+def fixed_libraries():
+    """The BLAS and OpenMP libraries loaded whose thread count cannot be set (a
+    single-threaded build, such as the OpenBLAS some wheels bundle)."""
+    with threadpool_limits(limits=1):
+        one = {lib["filepath"]: lib["num_threads"] for lib in threadpool_info()}
+    with threadpool_limits(limits=2):
+        two = {lib["filepath"]: lib["num_threads"] for lib in threadpool_info()}
+    return {path for path, count in two.items() if count == one.get(path)}
+
+
 def threads_seen():
-    """PyTorch's threads and those of every BLAS and OpenMP library loaded."""
+    """PyTorch's threads and those of every BLAS and OpenMP library loaded whose
+    thread count can be set."""
+    fixed = fixed_libraries()
     return torch.get_num_threads(), {
-        lib["filepath"]: lib["num_threads"] for lib in threadpool_info()
+        lib["filepath"]: lib["num_threads"]
+        for lib in threadpool_info()
+        if lib["filepath"] not in fixed
     }
 
 
