@@ -11,6 +11,9 @@ from ase.calculators.calculator import Calculator, all_changes
 from ase.calculators.singlepoint import SinglePointCalculator
 from ase.mep import NEB
 
+PRECONDITIONED = ("spline", "string")
+"""The NEB methods that take a preconditioner (ASE sets one for the others itself)."""
+
 
 class ModelCalculator(Calculator):
     """The posterior mean energy and forces of a fitted GP, as an ASE calculator.
@@ -47,7 +50,7 @@ def like(neb, images):
         method=neb.method,
         remove_rotation_and_translation=neb.remove_rotation_and_translation,
         allow_shared_calculator=True,
-        precon=neb.precon,
+        precon=neb.precon if neb.method in PRECONDITIONED else None,
     )
 
 
