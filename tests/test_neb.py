@@ -229,6 +229,14 @@ def test_bad_band_refused_before_any_call(build, error, words):
     assert all(image.calc is None or not image.calc.results for image in neb.images)
 
 
+@pytest.mark.parametrize(
+    "options", [{"trust_radius": 0.0}, {"uncertainty": -1.0}, {"model_fmax": float("nan")}]
+)
+def test_bad_setting_refused(options):
+    with pytest.raises(ValueError, match=f"{next(iter(options))} must be"):
+        BONEB(muller_brown_band(3), logfile=None, **options)
+
+
 def test_a_single_configuration_is_refused():
     with pytest.raises(TypeError, match="ase.mep.NEB"):
         BONEB(Atoms("H"), logfile=None)

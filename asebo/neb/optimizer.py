@@ -26,7 +26,7 @@ from ase.utils import IOContext
 
 from asebo.model.gp import EnergyForceGP
 from asebo.neb.band import band_forces, largest_forces
-from asebo.neb.checks import check_band
+from asebo.neb.checks import check_band, positive
 from asebo.neb.record import BandRecord
 from asebo.neb.relax import model_band, relax_on_model
 from asebo.optimize.representations import make_representation
@@ -108,8 +108,10 @@ class BONEB(IOContext):
             **(gp_options or {}),
         }
         self.gp = EnergyForceGP(**options)
-        self.trust_radius, self.uncertainty = float(trust_radius), float(uncertainty)
-        self.model_fmax, self.model_steps = model_fmax, int(model_steps)
+        self.trust_radius = positive("trust_radius", trust_radius)
+        self.uncertainty = positive("uncertainty", uncertainty)
+        self.model_fmax = None if model_fmax is None else positive("model_fmax", model_fmax)
+        self.model_steps = int(positive("model_steps", model_steps))
         self.band_optimizer = band_optimizer
         self.numbers = moving.get_atomic_numbers()
         self.record = BandRecord(self.images, restart, trajectory, comm)
@@ -119,6 +121,11 @@ class BONEB(IOContext):
         self.logfile = self.openfile(file=logfile, comm=comm, mode="a")
         self._fit = None  # (observations counted, metric) of the last fit
         self.calls = 0  # calls of the moving images' calculators by this object
+
+    def close(self):
+        """Close the log and the trajectory."""
+        self.record.close()
+        super().close()
 
     @property
     def positions(self):
@@ -231,8 +238,8 @@ class BONEB(IOContext):
             for image, moved in zip(self.images[1:-1], model.images[1:-1]):
                 image.positions = moved.positions
             positions = self.positions
-            _, _, computed = self._values(positions)
-            climbing = model.imax - 1 if self.neb.climb else None
+            energies, forces, computed = self._values(positions)
+            _, climbing = band_forces(self.neb, positions, energies, forces)
         gp, moving = self._fitted(), positions[1:-1]
         return _pick(gp, moving, computed[1:-1], climbing, self.uncertainty, how)
 
