@@ -33,6 +33,14 @@ from asebo.optimize.representations import make_representation
 from asebo.optimize.settings import ModelSettings
 from asebo.optimize.surrogate_model import fit_observations, system_prior
 
+MOLECULE_PRIOR = "max"
+"""The default prior of a molecule's band: the highest energy computed. The Lindh model
+around one configuration (BOOptimizer's default) is far off across a reaction: with it
+and the internal coordinates the band of HCN to HNC (GFN2-xTB) did not converge."""
+MOLECULE_KERNEL = "cartesian"
+"""The default kernel of a molecule's band: the Gaussian kernel on Cartesian positions
+(the images share one frame; the internal coordinates fold across a reaction)."""
+
 
 class BONEB(IOContext):
     """A nudged elastic band optimized on a GP surrogate (module docstring).
@@ -56,9 +64,10 @@ class BONEB(IOContext):
         computed (the endpoints first); the converged band is ``neb.images``.
     prior, kernel : optional
         The GP's prior mean and representation, as for
-        :class:`asebo.optimize.optimizer.BOOptimizer` (defaults: pair springs and the
-        periodic kernel for a periodic cell, the Lindh model and internal coordinates
-        for a molecule), chosen for the first moving image.
+        :class:`asebo.optimize.optimizer.BOOptimizer`, chosen for the first moving
+        image. Defaults: as BOOptimizer's for a periodic cell (pair springs, the
+        periodic kernel), :data:`MOLECULE_PRIOR` and :data:`MOLECULE_KERNEL` for a
+        molecule.
     trust_radius : float
         Å: no image of the band relaxed on the GP goes further than this from the
         configurations computed (or from its place before the relaxation).
@@ -94,8 +103,11 @@ class BONEB(IOContext):
         check_band(neb)
         self.neb, self.images = neb, neb.images
         moving = self.images[1]
-        self.representation = make_representation(kernel, moving)
         periodic = bool(np.any(moving.pbc))
+        if not periodic:  # a band leaves the harmonic well of any one configuration
+            prior = MOLECULE_PRIOR if prior is None else prior
+            kernel = MOLECULE_KERNEL if kernel is None else kernel
+        self.representation = make_representation(kernel, moving)
         recentre = self.representation.default_recentre
         settings = ModelSettings()
         self.prior, _ = system_prior(
