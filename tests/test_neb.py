@@ -5,7 +5,7 @@ input refused before any call."""
 import numpy as np
 import pytest
 from ase import Atoms
-from ase.build import add_adsorbate, fcc100
+from ase.build import add_adsorbate, fcc100, molecule
 from ase.calculators.emt import EMT
 from ase.constraints import FixAtoms, FixCartesian
 from ase.io import read
@@ -13,6 +13,7 @@ from ase.mep import NEB
 from ase.optimize import BFGS, FIRE
 
 from asebo import BONEB
+from asebo.model.priors import HighestEnergyPrior
 from asebo.neb.band import band_forces
 from calculators.muller_brown import MINIMUM_A, MINIMUM_B, SADDLE_AB, MullerBrown
 
@@ -240,3 +241,15 @@ def test_bad_setting_refused(options):
 def test_a_single_configuration_is_refused():
     with pytest.raises(TypeError, match="ase.mep.NEB"):
         BONEB(Atoms("H"), logfile=None)
+
+
+def test_a_molecule_band_takes_the_highest_energy_and_cartesian_positions():
+    water = molecule("H2O")
+    bent = water.copy()
+    bent.positions[1, 0] += 0.2
+    images = [water, water.copy(), bent]
+    for image in images:
+        image.calc = EMT()
+    optimizer = BONEB(NEB(images, climb=True, method="improvedtangent"), logfile=None)
+    assert optimizer.representation.name == "cartesian"
+    assert isinstance(optimizer.prior, HighestEnergyPrior)
