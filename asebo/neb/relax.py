@@ -5,9 +5,9 @@ The band is a copy of the NEB whose moving images take the GP's posterior mean
 energies and forces; ASE's optimizer moves it with ASE's NEB forces. As in the
 GP-accelerated NEB of Koistinen et al. (J. Chem. Phys. 147, 152720 (2017)), each
 image may stray only a trust radius from the configurations computed (or from where
-the relaxation found it): the first step that takes one further is cut back to the
-trust region's boundary and the relaxation stops there, so that the next call is made
-where the GP still knows the surface.
+the relaxation found it): the first step that takes one further is undone and the
+relaxation stops there, so that the next call is made where the GP still knows the
+surface.
 """
 
 import numpy as np
@@ -73,33 +73,17 @@ def relax_on_model(band, known, trust_radius, fmax, steps, optimizer, held):
     free = ~np.asarray(held[1:-1], dtype=bool)  # (i - 2,)
     last = start.copy()
     dynamics = optimizer(band, logfile=None)
-
-    def inside(band_positions):  # (i - 2, n, 3)
-        return all(
-            distance_to(np.concatenate([known, begin[None]]), image) <= trust_radius
-            for image, begin in zip(band_positions, start)
-        )
-
     for _ in dynamics.irun(fmax=0.0, steps=steps):  # the test below ends it
         now = band.get_positions().reshape(shape)  # (i - 2, n, 3)
-        if not inside(now):
-            band.set_positions(_boundary(last, now, inside).reshape(-1, 3))
+        far = [
+            distance_to(np.concatenate([known, begin[None]]), image) > trust_radius
+            for image, begin in zip(now, start)
+        ]
+        if any(far):
+            band.set_positions(last.reshape(-1, 3))
             return True
         last = now
         forces = band.get_forces().reshape(shape)
         if largest_forces(forces[free]).max() < fmax:
             return False
     return False
-
-
-def _boundary(inner, outer, inside, halvings=20):
-    """The band (i - 2, n, 3) on the segment from ``inner`` (inside the trust region) to
-    ``outer`` (outside) furthest from ``inner`` that ``inside`` accepts, by bisection."""
-    low, high = 0.0, 1.0
-    for _ in range(halvings):
-        middle = (low + high) / 2
-        if inside(inner + middle * (outer - inner)):
-            low = middle
-        else:
-            high = middle
-    return inner + low * (outer - inner)
