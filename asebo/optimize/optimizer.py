@@ -48,15 +48,7 @@ from ase.parallel import broadcast, world
 
 from asebo.model.cell_coordinates import GeneralizedCoordinates, resume_filter
 from asebo.model.gp import EnergyForceGP
-from asebo.model.periodic import make_periodic_prior
-from asebo.model.priors import (
-    AUTO,
-    AnchoredOffset,
-    HighestEnergyPrior,
-    automatic_prior,
-    make_prior,
-    resolve_prior,
-)
+from asebo.model.priors import AnchoredOffset
 from asebo.model.springs import CLOSEST_APPROACH
 from asebo.optimize.bonding import bond_changes
 from asebo.optimize.consistency import energy_force_mismatch
@@ -98,6 +90,7 @@ from asebo.optimize.stages import (
     search_starts,
 )
 from asebo.optimize.subspace import free_subspace, held_axes
+from asebo.optimize.surrogate_model import fit_observations, system_prior
 from asebo.optimize.symmetry import held_symmetry
 from asebo.optimize.trust import TrustRegion
 from asebo.optimize.warm_start import observed_frames, read_frames
@@ -376,20 +369,9 @@ class BOOptimizer(Optimizer):
         model = model or ModelSettings()
         self.representation = make_representation(kernel, atoms)
         self.recentre = _recentre(recentre, model, self.representation)
-        self.prior_reason = None
-        if self.periodic:
-            self.prior, self.prior_reason = _periodic_prior(prior, atoms, self.recentre)
-        else:
-            if isinstance(prior, str) and prior == AUTO:
-                prior, self.prior_reason = automatic_prior(atoms)
-                prior = resolve_prior(prior)
-            self.prior = make_prior(
-                prior,
-                atoms,
-                self.recentre,
-                model.lindh_stiffness,
-                self.representation.prior_by_forces,
-            )
+        self.prior, self.prior_reason = system_prior(
+            prior, atoms, self.periodic, self.recentre, model, self.representation
+        )
         calculator = self.prior.is_calculator
         free_coordinates = (
             int(self._free_coordinates().sum())
@@ -1145,16 +1127,15 @@ class BOOptimizer(Optimizer):
         seen = len(self.observations)
         if self._last_fit is not None and self._last_fit[0] == seen:
             return self._last_fit[1:]
-        positions, energies, forces = self.observations.arrays()
-        prior = self.prior.for_observations(positions, energies, forces)
-        self.gp.prior = prior
-        centre, model = self.prior.metric_reference()
-        self._metric, notes = self.representation.metric(
-            positions, self.numbers, centre, model, self._metric
+        self._metric, notes = fit_observations(
+            self.gp,
+            self.prior,
+            self.representation,
+            self.numbers,
+            self.observations.arrays(),
+            self._metric,
         )
-        if self._metric is not None:
-            self.gp.metric = self._metric[1]
-        self._last_fit = (seen, self.gp.fit(positions, energies, forces), notes)
+        self._last_fit = (seen, self.gp, notes)
         return self._last_fit[1:]
 
     def _free_coordinates(self):
@@ -1301,22 +1282,6 @@ def _check_writable(name, path):
         raise PermissionError(
             f"{name} {path!r} cannot be written: choose a file in a folder you can write to"
         )
-
-
-def _periodic_prior(prior, system, recentre):
-    """The prior of a periodic ``system`` and the reason of ``prior='auto'`` (or None).
-
-    The default pair springs need a neighbour within 10 Å; a system without (an atom
-    alone in a large periodic box) takes the highest energy seen.
-    """
-    made, reason = make_periodic_prior(prior, system, recentre)
-    try:
-        made.check(GeneralizedCoordinates.from_optimizable(system).atoms)
-    except ValueError as error:
-        if prior is not None or "within 10" not in str(error):
-            raise
-        return HighestEnergyPrior(), None
-    return made, reason
 
 
 def _periodic_note(coordinates, representation, prior):

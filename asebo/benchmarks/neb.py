@@ -1,0 +1,216 @@
+"""Nudged elastic bands: BONEB against ASE's NEB with FIRE, BFGS and MDMin.
+
+``--set emt`` (the default): three surface and bulk hops with EMT: Au on Al(100) from
+one hollow site to the next (ASE's NEB tutorial, the two lower layers held), a Pt
+adatom on Pt(111) from the fcc to the hcp hollow (the lowest layer held), and a vacancy
+hop in a 2x2x2 cubic Cu cell. The endpoints are relaxed first (BFGS, fmax 0.01 eV/Å);
+the moving images come from IDPP (ASE's ``interpolate('idpp')``) and are the same for
+every optimizer; every band takes the climbing image and ASE's ``improvedtangent``
+method, fmax 0.05 eV/Å. The table gives the calls of the moving images' calculators,
+whether the band converged, and the barrier (the highest image above the first
+endpoint).
+
+``--set reactions``: reactions of Birkholz and Schlegel's path test set with GFN2-xTB
+(tblite), read from ``--reactions-dir`` (each file: reactant, approximate transition
+state, product), neutral singlets (a reaction of odd electron count is refused); the
+end states are relaxed with BFGS to 0.01 eV/Å and the band has 5 moving images by
+IDPP, as for the EMT hops.
+"""
+
+import time
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+from ase.build import add_adsorbate, bulk, fcc100, fcc111
+from ase.calculators.calculator import Calculator, all_changes
+from ase.calculators.emt import EMT
+from ase.constraints import FixAtoms
+from ase.io import read
+from ase.mep import NEB
+from ase.optimize import BFGS, FIRE, MDMin
+
+OPTIMIZERS = ("BONEB", "FIRE", "BFGS", "MDMin")
+
+
+def add_arguments(parser):
+    parser.add_argument("--set", choices=("emt", "reactions"), default="emt", help="which bands")
+    parser.add_argument(
+        "--systems",
+        nargs="+",
+        choices=sorted(SYSTEMS),
+        default=sorted(SYSTEMS),
+        help="the EMT hops to run",
+    )
+    parser.add_argument(
+        "--reactions-dir",
+        default=None,
+        help="folder of the reactions' .xyz files (--set reactions)",
+    )
+    parser.add_argument(
+        "--reactions",
+        nargs="+",
+        default=["02_hcn", "11_h2co", "14_meoh", "12_hf_eth"],
+        help="the reactions to run (file names without .xyz)",
+    )
+    parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å, on the NEB forces")
+    parser.add_argument(
+        "--steps", type=int, default=1000, help="optimizer steps (BONEB: calls) at most"
+    )
+
+
+class Counted(Calculator):
+    """A calculator that counts the calls of the one it wraps."""
+
+    implemented_properties = ("energy", "free_energy", "forces")
+
+    def __init__(self, calc):
+        super().__init__()
+        self.calc, self.calls = calc, 0
+
+    def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        super().calculate(atoms, properties, system_changes)
+        self.calls += 1
+        energy = self.calc.get_potential_energy(self.atoms)
+        forces = self.calc.get_forces(self.atoms)
+        self.results = {"energy": energy, "free_energy": energy, "forces": forces}
+
+
+def _relaxed(atoms, make=EMT):
+    atoms.calc = make()
+    BFGS(atoms, logfile=None).run(fmax=0.01, steps=1000)
+    return atoms
+
+
+def au_on_al100():
+    """Au on Al(100), hollow to hollow: (initial, final, moving images)."""
+    slab = fcc100("Al", size=(2, 2, 3))
+    add_adsorbate(slab, "Au", 1.7, "hollow")
+    slab.center(axis=2, vacuum=4.0)
+    slab.set_constraint(FixAtoms(mask=[atom.tag > 1 for atom in slab]))
+    final = slab.copy()
+    final[-1].x += final.get_cell()[0, 0] / 2
+    return _relaxed(slab), _relaxed(final), 3
+
+
+def pt_on_pt111():
+    """A Pt adatom on Pt(111), fcc to hcp hollow: (initial, final, moving images)."""
+    ends = []
+    for site in ("fcc", "hcp"):
+        slab = fcc111("Pt", size=(3, 3, 3), vacuum=6.0)
+        add_adsorbate(slab, "Pt", 1.9, site)
+        slab.set_constraint(FixAtoms(mask=[atom.tag == 3 for atom in slab]))
+        ends.append(_relaxed(slab))
+    return ends[0], ends[1], 5
+
+
+def cu_vacancy():
+    """A vacancy hop to a nearest site in cubic Cu (2x2x2): (initial, final, moving)."""
+    crystal = bulk("Cu", cubic=True).repeat((2, 2, 2))
+    vacancy = crystal.positions[0].copy()
+    del crystal[0]
+    distances = np.linalg.norm(crystal.positions - vacancy, axis=1)
+    hopping = int(np.argmin(distances))
+    final = crystal.copy()
+    final.positions[hopping] = vacancy
+    return _relaxed(crystal), _relaxed(final), 5
+
+
+SYSTEMS = {
+    "au_al100": au_on_al100,
+    "pt_pt111": pt_on_pt111,
+    "cu_vacancy": cu_vacancy,
+}
+"""The hops of the benchmark: name, then the function that builds its endpoints."""
+
+
+def idpp_band(initial, final, moving):
+    """The positions (moving + 2, n, 3) of the IDPP band between the endpoints."""
+    images = [initial.copy() for _ in range(moving + 1)] + [final.copy()]
+    neb = NEB(images, method="improvedtangent")
+    neb.interpolate(method="idpp", apply_constraint=False)
+    return np.array([image.positions for image in images])
+
+
+def band(initial, final, positions, make=EMT):
+    """A climbing-image NEB at ``positions``, ``make()`` on every image (counted on the
+    moving ones)."""
+    images = []
+    for index, where in enumerate(positions):
+        image = (final if index == len(positions) - 1 else initial).copy()
+        image.positions = where
+        image.calc = make() if index in (0, len(positions) - 1) else Counted(make())
+        images.append(image)
+    return NEB(images, climb=True, method="improvedtangent")
+
+
+def reaction(path):
+    """The relaxed end states of a reaction file (GFN2-xTB): (initial, final, moving)."""
+    frames = read(path, index=":")
+    electrons = int(frames[0].numbers.sum())
+    if electrons % 2:
+        raise SystemExit(f"{path}: {electrons} electrons; give its charge and multiplicity")
+    return _relaxed(frames[0], gfn2), _relaxed(frames[-1], gfn2), 5
+
+
+def gfn2():
+    from calculators import get_calculator
+
+    return get_calculator("gfn2")
+
+
+def run_optimizer(name, neb, fmax, steps):
+    """Optimize ``neb`` with ``name``: (calls of the moving images, converged, barrier);
+    an optimizer stopped by a calculator's error is not converged."""
+    try:
+        if name == "BONEB":
+            from asebo.neb import BONEB
+
+            converged = BONEB(neb, logfile=None).run(fmax=fmax, steps=steps)
+        else:
+            optimizer = {"FIRE": FIRE, "BFGS": BFGS, "MDMin": MDMin}[name]
+            converged = optimizer(neb, logfile=None).run(fmax=fmax, steps=steps)
+        energies = [image.get_potential_energy() for image in neb.images]
+        barrier = max(energies) - energies[0]
+    except Exception as error:  # an SCF that does not converge: reported, not raised
+        print(f"{name}: stopped by {type(error).__name__}: {str(error)[:120]}")
+        converged, barrier = False, float("nan")
+    calls = sum(image.calc.calls for image in neb.images[1:-1])
+    return calls, bool(converged), barrier
+
+
+def _cell(result):
+    calls, converged, barrier = result
+    return f"{calls} ({barrier:.3f} eV)" if converged else f"{calls}, not converged"
+
+
+def _cases(args):
+    """(name, endpoints builder, calculator maker) of each band of ``args``."""
+    if args.set == "emt":
+        return [(name, SYSTEMS[name], EMT) for name in args.systems]
+    if args.reactions_dir is None:
+        raise SystemExit("--set reactions needs --reactions-dir, the folder of the .xyz files")
+    folder = Path(args.reactions_dir)
+    return [(name, partial(reaction, folder / f"{name}.xyz"), gfn2) for name in args.reactions]
+
+
+def run(args):
+    rows = []
+    totals = dict.fromkeys(OPTIMIZERS, 0)
+    for name, build, make in _cases(args):
+        initial, final, moving = build()
+        positions = idpp_band(initial, final, moving)
+        cells = []
+        for optimizer in OPTIMIZERS:
+            start = time.perf_counter()
+            neb = band(initial, final, positions, make)
+            result = run_optimizer(optimizer, neb, args.fmax, args.steps)
+            print(f"{name} {optimizer}: {_cell(result)}, {time.perf_counter() - start:.1f} s")
+            totals[optimizer] += result[0]
+            cells.append(_cell(result))
+        rows.append(f"| {name} ({moving} images) | " + " | ".join(cells) + " |")
+    print()
+    print("| band | " + " | ".join(OPTIMIZERS) + " |")
+    print("|---|" + "---|" * len(OPTIMIZERS))
+    print("\n".join(rows))
+    print("| **calls in all** | " + " | ".join(str(totals[o]) for o in OPTIMIZERS) + " |")

@@ -1,0 +1,100 @@
+"""ASE's NEB forces on a band of given energies and forces, and a band on the model.
+
+:func:`band_forces` evaluates ASE's own projection (:class:`ase.mep.NEB`: tangent,
+springs, climbing image) on images whose energies and forces are given, so that the
+forces of a band on the GP and on the computed values are ASE's to the last bit.
+:class:`ModelCalculator` is the GP's posterior mean as an ASE calculator.
+"""
+
+import numpy as np
+from ase.calculators.calculator import Calculator, all_changes
+from ase.calculators.singlepoint import SinglePointCalculator
+from ase.mep import NEB
+
+PRECONDITIONED = ("spline", "string")
+"""The NEB methods that take a preconditioner (ASE sets one for the others itself)."""
+
+
+class ModelCalculator(Calculator):
+    """The posterior mean energy and forces of a fitted GP, as an ASE calculator.
+
+    Parameters
+    ----------
+    gp : asebo.model.gp.EnergyForceGP
+        Fitted to the configurations computed.
+    """
+
+    implemented_properties = ("energy", "free_energy", "forces")
+
+    def __init__(self, gp, **kwargs):
+        super().__init__(**kwargs)
+        self.gp = gp
+
+    def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        super().calculate(atoms, properties, system_changes)
+        energy, gradient = self.gp.predict(self.atoms.positions, return_gradient=True)
+        self.results = {
+            "energy": float(energy),
+            "free_energy": float(energy),
+            "forces": -np.asarray(gradient),  # (n, 3)
+        }
+
+
+def like(neb, images):
+    """An NEB of ``images`` with the parameters of ``neb`` (spring constants, climbing
+    image, method, preconditioner, removal of rotations and translations)."""
+    return NEB(
+        images,
+        k=list(neb.k),
+        climb=neb.climb,
+        method=neb.method,
+        remove_rotation_and_translation=neb.remove_rotation_and_translation,
+        allow_shared_calculator=True,
+        precon=neb.precon if neb.method in PRECONDITIONED else None,
+    )
+
+
+def band_copies(neb, positions):
+    """Copies of the images of ``neb`` at ``positions`` (i, n, 3), without calculators."""
+    copies = []
+    for image, where in zip(neb.images, positions):
+        copy = image.copy()  # constraints, cell and numbers kept
+        copy.calc = None
+        copy.positions = where
+        copies.append(copy)
+    return copies
+
+
+def band_forces(neb, positions, energies, forces):
+    """ASE's NEB forces of a band whose images have the given energies and forces.
+
+    Parameters
+    ----------
+    neb : ase.mep.NEB
+        Its parameters (:func:`like`) and images (atoms, constraints, cell).
+    positions : array (i, n, 3)
+        Every image, the endpoints included.
+    energies : array (i,)
+    forces : array (i, n, 3)
+        Unconstrained forces; the images' constraints act on them as in ASE.
+
+    Returns
+    -------
+    band : array (i - 2, n, 3)
+        The NEB force of each moving image, the climbing image's included.
+    climbing : int or None
+        The climbing image among the moving ones (0-based), None without ``climb``.
+    """
+    images = band_copies(neb, positions)
+    for image, energy, force in zip(images, energies, forces):
+        image.calc = SinglePointCalculator(
+            image, energy=float(energy), free_energy=float(energy), forces=np.array(force)
+        )
+    band = like(neb, images)
+    result = band.get_forces().reshape(len(images) - 2, len(images[0]), 3)
+    return result, (band.imax - 1) if neb.climb else None
+
+
+def largest_forces(band):
+    """The largest atomic force of each image of ``band`` (i, n, 3): (i,)."""
+    return np.sqrt((band**2).sum(axis=2)).max(axis=1)

@@ -1,0 +1,92 @@
+"""What :class:`asebo.neb.BONEB` refuses, with a one-line error before any call."""
+
+import numpy as np
+from ase.constraints import FixAtoms
+from ase.mep.neb import BaseNEB
+
+METHODS = ("aseneb", "eb", "improvedtangent", "spline", "string")
+"""The NEB methods ASE knows (:class:`ase.mep.NEB`)."""
+
+
+def check_band(neb):
+    """Raise TypeError or ValueError where BONEB cannot optimize ``neb``.
+
+    Refused: what is no :class:`ase.mep.NEB`; fewer than three images (one moving);
+    images of other atoms, boundary conditions or cells; an image without a
+    calculator; a method ASE does not know; constraints other than ``FixAtoms``, or
+    ``FixAtoms`` that differ between images.
+    """
+    if not isinstance(neb, BaseNEB):
+        raise TypeError(
+            f"BONEB optimizes an ase.mep.NEB band, got {type(neb).__name__}: build one with "
+            "NEB(images, climb=True), or use BOOptimizer for a single configuration"
+        )
+    images = neb.images
+    if len(images) < 3:
+        raise ValueError(
+            f"the band has {len(images)} images, no moving one: give the two endpoints and "
+            "at least one image between them"
+        )
+    if neb.method not in METHODS:
+        raise ValueError(f"NEB method {neb.method!r} is not one of ASE's: {', '.join(METHODS)}")
+    first = images[0]
+    for index, image in enumerate(images):
+        _check_same_system(first, image, index)
+        _check_calculator(image, index, len(images))
+        _check_constraints(first, image, index)
+
+
+def _check_same_system(first, image, index):
+    """Refuse an image of other atoms, boundary conditions or cell than the first."""
+    same = (
+        len(image) == len(first)
+        and (image.numbers == first.numbers).all()
+        and (image.pbc == first.pbc).all()
+        and np.allclose(image.cell, first.cell, atol=1e-8)
+    )
+    if not same:
+        raise ValueError(
+            f"image {index} holds other atoms, boundary conditions or cell than image 0: "
+            "every image of a band is the same atoms in the same cell"
+        )
+
+
+def _check_calculator(image, index, count):
+    """Refuse an image without a calculator."""
+    if image.calc is None:
+        what = "an endpoint" if index in (0, count - 1) else "a moving image"
+        raise ValueError(
+            f"image {index}, {what}, has no calculator: attach one to every image "
+            "(the endpoints' energies are computed once; BONEB calls the moving images')"
+        )
+
+
+def _check_constraints(first, image, index):
+    """Refuse constraints other than FixAtoms, and FixAtoms that differ from the first."""
+    for constraint in image.constraints:
+        if not isinstance(constraint, FixAtoms):
+            raise TypeError(
+                f"BONEB cannot honour the constraint {type(constraint).__name__} of image "
+                f"{index}: only FixAtoms; use ASE's NEB with an ASE optimizer for others"
+            )
+    if not (_fixed(image) == _fixed(first)).all():
+        raise ValueError(
+            f"image {index} fixes other atoms than image 0: give every image the same FixAtoms"
+        )
+
+
+def _fixed(atoms):
+    """Boolean mask (n,) of the atoms FixAtoms holds."""
+    mask = np.zeros(len(atoms), dtype=bool)
+    for constraint in atoms.constraints:
+        mask[constraint.index] = True
+    return mask
+
+
+def positive(name, value):
+    """``value`` as a finite float > 0; a one-line ValueError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a number > 0, got {value!r}")
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)

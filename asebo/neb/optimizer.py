@@ -1,0 +1,308 @@
+"""BONEB: a nudged elastic band relaxed on a GP of the energies and forces computed.
+
+One GP (:class:`asebo.model.gp.EnergyForceGP`) learns every image ever computed, the
+endpoints included. Each outer step relaxes a copy of the band on the GP's posterior
+mean with ASE's own NEB forces (tangent, springs, climbing image) and an ASE optimizer,
+within a trust radius of the configurations computed
+(:func:`asebo.neb.relax.relax_on_model`), then computes ONE image: the one where the
+GP is least sure, or the climbing image once every image is sure enough (Koistinen,
+Dagbjartsdóttir, Ásgeirsson, Vehtari and Jónsson, J. Chem. Phys. 147, 152720 (2017),
+the one-image-evaluated variant; Garrido Torres, Jennings, Hansen, Boes and Bligaard,
+Phys. Rev. Lett. 122, 156001 (2019), the uncertainty and the climbing image). Where
+the NEB forces of the band (the computed values where an image was computed at its
+place, the GP's elsewhere) are already below ``fmax``, the band is kept as it is and
+its images not yet computed are computed there. The band has converged when every
+moving image has been computed at its place and ASE's NEB forces on those computed
+energies and forces are below ``fmax``, the climbing image's included.
+"""
+
+import time
+
+import numpy as np
+from ase.optimize import FIRE
+from ase.optimize.optimize import DEFAULT_MAX_STEPS
+from ase.parallel import world
+from ase.utils import IOContext
+
+from asebo.model.gp import EnergyForceGP
+from asebo.neb.band import band_forces, largest_forces
+from asebo.neb.checks import check_band, positive
+from asebo.neb.record import BandRecord
+from asebo.neb.relax import model_band, relax_on_model
+from asebo.optimize.representations import make_representation
+from asebo.optimize.settings import ModelSettings
+from asebo.optimize.surrogate_model import fit_observations, system_prior
+
+MOLECULE_PRIOR = "max"
+"""The default prior of a molecule's band: the highest energy computed. The Lindh model
+around one configuration (BOOptimizer's default) is far off across a reaction: with it
+and the internal coordinates the band of HCN to HNC (GFN2-xTB) did not converge."""
+MOLECULE_KERNEL = "cartesian"
+"""The default kernel of a molecule's band: the Gaussian kernel on Cartesian positions
+(the images share one frame; the internal coordinates fold across a reaction)."""
+
+
+class BONEB(IOContext):
+    """A nudged elastic band optimized on a GP surrogate (module docstring).
+
+    Parameters
+    ----------
+    neb : ase.mep.NEB
+        The band, ``climb=True`` for the saddle. Every image needs a calculator: the
+        endpoints' energies and forces are computed once (taken from their calculators'
+        results where these hold them), the moving images' calculators are called.
+        ``FixAtoms`` only, the same in every image.
+    restart : str, optional
+        JSON file of every image computed (which image, positions, energy, forces) and
+        of the band, written after each call; read if it exists, so that a band stopped
+        at any moment resumes without a repeated call.
+    logfile : file, str or None
+        ``'-'`` for standard output: a line per call (step, image, energy, the image's
+        NEB fmax, why this image).
+    trajectory : str, optional
+        ASE trajectory of every image computed, with its energy and forces, in the order
+        computed (the endpoints first); the converged band is ``neb.images``.
+    prior, kernel : optional
+        The GP's prior mean and representation, as for
+        :class:`asebo.optimize.optimizer.BOOptimizer`, chosen for the first moving
+        image. Defaults: as BOOptimizer's for a periodic cell (pair springs, the
+        periodic kernel), :data:`MOLECULE_PRIOR` and :data:`MOLECULE_KERNEL` for a
+        molecule.
+    trust_radius : float
+        Å: no image of the band relaxed on the GP goes further than this from the
+        configurations computed (or from its place before the relaxation).
+    uncertainty : float
+        eV: the GP's standard deviation above which an image is computed before the
+        climbing image.
+    model_fmax : float, optional
+        eV/Å, the NEB forces the band is relaxed to on the GP; default ``fmax / 5``.
+    model_steps : int
+        Steps of ``band_optimizer`` per relaxation on the GP at most.
+    band_optimizer : ase optimizer class
+        What relaxes the band on the GP (FIRE, BFGS...).
+    gp_options : dict, optional
+        Passed to :class:`asebo.model.gp.EnergyForceGP`.
+    """
+
+    def __init__(
+        self,
+        neb,
+        restart=None,
+        logfile="-",
+        trajectory=None,
+        prior=None,
+        kernel=None,
+        trust_radius=0.2,
+        uncertainty=0.05,
+        model_fmax=None,
+        model_steps=400,
+        band_optimizer=FIRE,
+        gp_options=None,
+        comm=world,
+    ):
+        check_band(neb)
+        self.neb, self.images = neb, neb.images
+        moving = self.images[1]
+        periodic = bool(np.any(moving.pbc))
+        if not periodic:  # a band leaves the harmonic well of any one configuration
+            prior = MOLECULE_PRIOR if prior is None else prior
+            kernel = MOLECULE_KERNEL if kernel is None else kernel
+        self.representation = make_representation(kernel, moving)
+        recentre = self.representation.default_recentre
+        settings = ModelSettings()
+        self.prior, _ = system_prior(
+            prior, moving, periodic, recentre, settings, self.representation
+        )
+        options = {
+            "kernel": self.representation.gp_kernel(),
+            "trend": self.representation.default_trend,
+            "prior_curvature": settings.prior_curvature if self.prior.is_calculator else 0.0,
+            **(gp_options or {}),
+        }
+        self.gp = EnergyForceGP(**options)
+        self.trust_radius = positive("trust_radius", trust_radius)
+        self.uncertainty = positive("uncertainty", uncertainty)
+        self.model_fmax = None if model_fmax is None else positive("model_fmax", model_fmax)
+        self.model_steps = int(positive("model_steps", model_steps))
+        self.band_optimizer = band_optimizer
+        self.numbers = moving.get_atomic_numbers()
+        self.record = BandRecord(self.images, restart, trajectory, comm)
+        if self.record.band is not None:
+            for image, positions in zip(self.images[1:-1], self.record.band):
+                image.positions = positions
+        self.logfile = self.openfile(file=logfile, comm=comm, mode="a")
+        self._fit = None  # (observations counted, metric) of the last fit
+        self.calls = 0  # calls of the moving images' calculators by this object
+
+    def close(self):
+        """Close the log and the trajectory."""
+        self.record.close()
+        super().close()
+
+    @property
+    def positions(self):
+        """Every image's positions (i, n, 3), the endpoints included."""
+        return np.array([image.positions for image in self.images])
+
+    @property
+    def nsteps(self):
+        """The calls of the moving images in the restart file and since."""
+        return sum(index not in (0, len(self.images) - 1) for index in self.record.image_of)
+
+    def run(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
+        """Optimize the band until its computed NEB forces are below ``fmax`` (eV/Å), or
+        ``steps`` calls of the moving images; return whether it converged."""
+        self.fmax = fmax
+        self._endpoints()
+        done = 0
+        while not self.converged():
+            if done >= steps:
+                return False
+            choice = self._choose()
+            if choice is None:
+                self._note("every image computed, the model's band at rest: stopped")
+                return False
+            self._compute(*choice)
+            done += 1
+        return True
+
+    def converged(self):
+        """Whether every moving image was computed at its place and ASE's NEB forces on
+        those energies and forces are below ``fmax``; no call."""
+        found = [self.record.find(positions) for positions in self.positions]
+        if any(index is None for index in found):
+            return False
+        observations = self.record.observations
+        energies = np.array([observations.energies[index] for index in found])
+        forces = np.array([observations.forces[index] for index in found])
+        band, _ = band_forces(self.neb, self.positions, energies, forces)
+        return bool(largest_forces(band).max() < self.fmax)
+
+    def _endpoints(self):
+        """Compute the endpoints once (from their calculators' results where held)."""
+        last = len(self.images) - 1
+        for index in (0, last):
+            image = self.images[index]
+            if self.record.find(image.positions) is None:
+                energy = image.get_potential_energy()
+                forces = image.get_forces(apply_constraint=False)  # (n, 3)
+                band = self.positions[1:-1]
+                self.record.add(image, index, energy, forces, band, self.trust_radius)
+                self._log(index, energy, None, "endpoint")
+
+    def _fitted(self):
+        """The GP fitted to every image computed (fitted again only after a new one)."""
+        seen = len(self.record.observations)
+        if self._fit is None or self._fit[0] != seen:
+            metric = None if self._fit is None else self._fit[1]
+            metric, _ = fit_observations(
+                self.gp,
+                self.prior,
+                self.representation,
+                self.numbers,
+                self.record.observations.arrays(),
+                metric,
+            )
+            self._fit = (seen, metric)
+        return self.gp
+
+    def _values(self, positions):
+        """Energies (i,), forces (i, n, 3) of the images at ``positions`` (i, n, 3): the
+        computed ones where an image was computed there, the GP's elsewhere; and which
+        were computed (i,)."""
+        gp, observations = self._fitted(), self.record.observations
+        found = [self.record.find(where) for where in positions]
+        computed = np.array([index is not None for index in found])
+        energies, gradients = gp.predict(positions, return_gradient=True)  # (i,), (i, n, 3)
+        forces = -np.asarray(gradients)
+        energies = np.array(energies, dtype=float)
+        for image, index in enumerate(found):
+            if index is not None:
+                energies[image] = observations.energies[index]
+                forces[image] = observations.forces[index]
+        return energies, forces, computed
+
+    def _choose(self):
+        """Relax the band on the GP unless its NEB forces are below ``fmax``; the moving
+        image to compute next (0-based) and why, or None where every one is computed.
+
+        The images computed at their place whose NEB force is below ``fmax`` are held
+        while the others relax."""
+        positions = self.positions
+        energies, forces, computed = self._values(positions)
+        band, climbing = band_forces(self.neb, positions, energies, forces)
+        below = np.concatenate([[False], largest_forces(band) < self.fmax, [False]])
+        how = "band kept"
+        if not below[1:-1].all():
+            held = computed & below
+            values = list(zip(energies, forces))
+            model = model_band(self.neb, positions, self._fitted(), values, held)
+            stopped = relax_on_model(
+                model,
+                np.array(self.record.observations.positions),
+                self.trust_radius,
+                self.fmax / 5 if self.model_fmax is None else self.model_fmax,
+                self.model_steps,
+                self.band_optimizer,
+                held,
+            )
+            how = "band stopped at the trust radius" if stopped else "band relaxed on the model"
+            for image, moved in zip(self.images[1:-1], model.images[1:-1]):
+                image.positions = moved.positions
+            positions = self.positions
+            energies, forces, computed = self._values(positions)
+            _, climbing = band_forces(self.neb, positions, energies, forces)
+        gp, moving = self._fitted(), positions[1:-1]
+        return _pick(gp, moving, computed[1:-1], climbing, self.uncertainty, how)
+
+    def _compute(self, moving, reason):
+        """Call the calculator of moving image ``moving`` (0-based) at its place."""
+        image = self.images[moving + 1]
+        energy = image.get_potential_energy()
+        forces = image.get_forces(apply_constraint=False)  # (n, 3)
+        self.record.add(image, moving + 1, energy, forces, self.positions[1:-1], self.trust_radius)
+        self.calls += 1
+        energies, forces, _ = self._values(self.positions)
+        band, _ = band_forces(self.neb, self.positions, energies, forces)
+        self._log(moving + 1, energy, largest_forces(band)[moving], reason)
+
+    def _log(self, image, energy, fmax, reason):
+        """A line per call: step, time, image, energy, the image's NEB fmax, reason."""
+        if self.logfile is None:
+            return
+        if not getattr(self, "_header", False):
+            self.logfile.write(
+                f"BONEB:  {'Step':>4} {'Time':>8} {'Image':>5} {'Energy':>15} "
+                f"{'NEB fmax':>10}  Reason\n"
+            )
+            self._header = True
+        now = time.strftime("%H:%M:%S")
+        shown = " " * 10 if fmax is None else f"{fmax:10.4f}"
+        self.logfile.write(
+            f"BONEB:  {self.nsteps:4d} {now} {image:5d} {energy:15.6f} {shown}  {reason}\n"
+        )
+        self.logfile.flush()
+
+    def _note(self, note):
+        """A line in the log."""
+        if self.logfile is not None:
+            self.logfile.write(f"BONEB: {note}\n")
+
+
+def _pick(gp, moving, computed, climbing, uncertainty, how):
+    """The moving image to compute (0-based) and why, or None where all are computed.
+
+    The image not computed at its place where the GP's standard deviation is largest,
+    where that exceeds ``uncertainty`` (eV); else the climbing image if it is not
+    computed there; else the least sure of those not computed.
+    """
+    if computed.all():
+        return None
+    _, std = gp.predict(moving, return_std=True)  # (i - 2,)
+    std = np.where(computed, -np.inf, std)
+    least_sure = int(np.argmax(std))
+    if std[least_sure] > uncertainty:
+        return least_sure, f"least sure (std {std[least_sure]:.3f} eV); {how}"
+    if climbing is not None and not computed[climbing]:
+        return int(climbing), f"climbing image; {how}"
+    return least_sure, f"not computed here (std {std[least_sure]:.3f} eV); {how}"

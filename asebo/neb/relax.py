@@ -1,0 +1,89 @@
+"""The band relaxed on the GP's surface, within a trust radius of what the GP knows.
+
+The band is a copy of the NEB whose moving images take the GP's posterior mean
+(:class:`asebo.neb.band.ModelCalculator`) and whose endpoints keep their computed
+energies and forces; ASE's optimizer moves it with ASE's NEB forces. As in the
+GP-accelerated NEB of Koistinen et al. (J. Chem. Phys. 147, 152720 (2017)), each
+image may stray only a trust radius from the configurations computed (or from where
+the relaxation found it): the first step that takes one further is undone and the
+relaxation stops there, so that the next call is made where the GP still knows the
+surface.
+"""
+
+import numpy as np
+from ase.calculators.singlepoint import SinglePointCalculator
+from ase.constraints import FixAtoms
+
+from asebo.neb.band import ModelCalculator, band_copies, largest_forces, like
+
+
+def distance_to(known, positions):
+    """The largest atomic displacement (Å) from ``positions`` (n, 3) to the nearest of
+    ``known`` (k, n, 3)."""
+    return float(np.sqrt(((known - positions) ** 2).sum(axis=2)).max(axis=1).min())
+
+
+def model_band(neb, positions, gp, computed, held):
+    """An NEB like ``neb`` at ``positions`` (i, n, 3), its images on the GP.
+
+    ``computed`` gives the computed (energy, forces (n, 3)) of each image or None: the
+    endpoints and the ``held`` images (a boolean mask (i,)) take theirs, and the held
+    ones are held in place (``FixAtoms`` on every atom); the others take the GP's mean.
+    """
+    images = band_copies(neb, positions)
+    last = len(images) - 1
+    for index, image in enumerate(images):
+        if index in (0, last) or held[index]:
+            energy, forces = computed[index]
+            image.calc = SinglePointCalculator(
+                image, energy=float(energy), free_energy=float(energy), forces=np.array(forces)
+            )
+        else:
+            image.calc = ModelCalculator(gp)
+        if held[index]:
+            image.set_constraint(FixAtoms(indices=range(len(image))))
+    return like(neb, images)
+
+
+def relax_on_model(band, known, trust_radius, fmax, steps, optimizer, held):
+    """Relax the model band ``band`` (:func:`model_band`) in place.
+
+    Parameters
+    ----------
+    band : ase.mep.NEB
+    known : array (k, n, 3)
+        The configurations computed.
+    trust_radius : float
+        Å: no image goes further from ``known`` and from its own start.
+    fmax : float
+        eV/Å: the relaxation ends when the NEB forces of the images not held are below.
+    steps : int
+        Steps of ``optimizer`` at most.
+    optimizer : ase.optimize.optimize.Optimizer class
+    held : array (i,) of bool
+        The images held in place, endpoints excluded.
+
+    Returns
+    -------
+    stopped : bool
+        Whether the trust radius stopped the relaxation.
+    """
+    shape = (band.nimages - 2, band.natoms, 3)
+    start = band.get_positions().reshape(shape)
+    free = ~np.asarray(held[1:-1], dtype=bool)  # (i - 2,)
+    last = start.copy()
+    dynamics = optimizer(band, logfile=None)
+    for _ in dynamics.irun(fmax=0.0, steps=steps):  # the test below ends it
+        now = band.get_positions().reshape(shape)  # (i - 2, n, 3)
+        far = [
+            distance_to(np.concatenate([known, begin[None]]), image) > trust_radius
+            for image, begin in zip(now, start)
+        ]
+        if any(far):
+            band.set_positions(last.reshape(-1, 3))
+            return True
+        last = now
+        forces = band.get_forces().reshape(shape)
+        if largest_forces(forces[free]).max() < fmax:
+            return False
+    return False

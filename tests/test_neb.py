@@ -1,0 +1,255 @@
+"""BONEB: ASE's NEB forces reproduced, the Müller-Brown saddle and the Au/Al(100)
+barrier reached in fewer calls than ASE's NEB, resumed without a repeated call, bad
+input refused before any call."""
+
+import numpy as np
+import pytest
+from ase import Atoms
+from ase.build import add_adsorbate, fcc100, molecule
+from ase.calculators.emt import EMT
+from ase.constraints import FixAtoms, FixCartesian
+from ase.io import read
+from ase.mep import NEB
+from ase.optimize import BFGS, FIRE
+
+from asebo import BONEB
+from asebo.model.priors import HighestEnergyPrior
+from asebo.neb.band import band_forces
+from calculators.muller_brown import MINIMUM_A, MINIMUM_B, SADDLE_AB, MullerBrown
+
+SCALE = 0.01  # eV per unit of the Müller-Brown surface
+
+
+class Counted:
+    """Calls of a calculator class, with the positions of each (shared by its copies)."""
+
+    def __init__(self, base):
+        calls = self.calls = []
+
+        class Counting(base):
+            def calculate(self, atoms=None, properties=("energy",), system_changes=()):
+                calls.append(np.array(atoms.positions))
+                super().calculate(atoms, properties, system_changes)
+
+        self.make = Counting
+
+
+def muller_brown_band(moving=5, calculator=MullerBrown):
+    """A straight band from minimum A to minimum B of the Müller-Brown surface."""
+    first = Atoms("H", positions=[[*MINIMUM_A, 0.0]])
+    last = Atoms("H", positions=[[*MINIMUM_B, 0.0]])
+    images = [first] + [first.copy() for _ in range(moving)] + [last]
+    neb = NEB(images, climb=True, method="improvedtangent")
+    neb.interpolate()
+    for image in images:
+        image.calc = calculator(scale=SCALE)
+    return neb
+
+
+def au_al_endpoints():
+    """ASE's NEB tutorial: Au on Al(100) hollow sites, the lower layers held, relaxed."""
+    slab = fcc100("Al", size=(2, 2, 3))
+    add_adsorbate(slab, "Au", 1.7, "hollow")
+    slab.center(axis=2, vacuum=4.0)
+    slab.set_constraint(FixAtoms(mask=[atom.tag > 1 for atom in slab]))
+    final = slab.copy()
+    final[-1].x += final.get_cell()[0, 0] / 2
+    for atoms in (slab, final):
+        atoms.calc = EMT()
+        BFGS(atoms, logfile=None).run(fmax=0.01)
+    return slab, final
+
+
+def au_al_band(endpoints, calculator=EMT, moving=3):
+    initial, final = endpoints
+    images = [initial.copy() for _ in range(moving + 1)] + [final.copy()]
+    neb = NEB(images, climb=True, method="improvedtangent")
+    neb.interpolate()
+    for image in images:
+        image.calc = calculator()
+    return neb
+
+
+def barrier(neb):
+    energies = [image.get_potential_energy() for image in neb.images]
+    return max(energies) - energies[0]
+
+
+@pytest.fixture(scope="module")
+def au_al():
+    return au_al_endpoints()
+
+
+@pytest.fixture(scope="module")
+def muller_brown_run(tmp_path_factory):
+    """BONEB on the Müller-Brown band, uninterrupted: (neb, converged, calls)."""
+    counted = Counted(MullerBrown)
+    neb = muller_brown_band(calculator=counted.make)
+    restart = tmp_path_factory.mktemp("mb") / "band.json"
+    converged = BONEB(neb, restart=restart, logfile=None).run(fmax=0.05, steps=60)
+    return neb, converged, counted.calls
+
+
+def test_band_forces_are_ase_neb_forces_on_muller_brown():
+    neb = muller_brown_band()
+    for image, step in zip(neb.images[1:-1], (0.05, -0.1, 0.2, 0.0, -0.03)):
+        image.positions[0, 0] += step  # off the straight line: curved tangents
+    expected = neb.get_forces().reshape(-1, 1, 3)
+    positions = np.array([image.positions for image in neb.images])
+    energies = [image.get_potential_energy() for image in neb.images]
+    forces = [image.get_forces() for image in neb.images]
+    band, climbing = band_forces(neb, positions, energies, forces)
+    np.testing.assert_allclose(band, expected, rtol=1e-12, atol=1e-14)
+    assert climbing == int(np.argmax(energies[1:-1]))
+
+
+def test_band_forces_are_ase_neb_forces_with_fixed_atoms(au_al):
+    neb = au_al_band(au_al)
+    expected = neb.get_forces().reshape(3, -1, 3)
+    positions = np.array([image.positions for image in neb.images])
+    energies = [image.get_potential_energy() for image in neb.images]
+    forces = [image.get_forces(apply_constraint=False) for image in neb.images]
+    band, _ = band_forces(neb, positions, energies, forces)
+    np.testing.assert_allclose(band, expected, rtol=1e-12, atol=1e-14)
+    assert np.abs(band[:, :8]).max() == 0.0  # the held layers
+
+
+def test_muller_brown_saddle_in_fewer_calls_than_fire(muller_brown_run):
+    neb, converged, calls = muller_brown_run
+    assert converged
+    fire_counted = Counted(MullerBrown)
+    fire_band = muller_brown_band(calculator=fire_counted.make)
+    for image in (fire_band.images[0], fire_band.images[-1]):
+        image.calc = MullerBrown(scale=SCALE)
+    assert FIRE(fire_band, logfile=None).run(fmax=0.05, steps=2000)
+    moving = len(calls) - 2  # the endpoints are computed once each
+    assert moving < len(fire_counted.calls) / 4
+    energies = [image.get_potential_energy() for image in neb.images]
+    top = int(np.argmax(energies))
+    assert np.linalg.norm(neb.images[top].positions[0, :2] - SADDLE_AB) < 0.01
+    assert energies[top] / SCALE == pytest.approx(-40.665, abs=0.05)
+
+
+def test_no_geometry_computed_twice(muller_brown_run):
+    _, _, calls = muller_brown_run
+    calls = np.array(calls)  # (c, 1, 3)
+    distances = np.abs(calls[:, None] - calls[None]).max(axis=(2, 3))
+    np.fill_diagonal(distances, np.inf)
+    assert distances.min() > 1e-10
+
+
+def test_resumed_band_repeats_no_call_and_ends_as_the_uninterrupted(muller_brown_run, tmp_path):
+    uninterrupted, _, calls = muller_brown_run
+    counted = Counted(MullerBrown)
+    restart = tmp_path / "band.json"
+    first = BONEB(muller_brown_band(calculator=counted.make), restart=restart, logfile=None)
+    assert not first.run(fmax=0.05, steps=4)
+    assert first.nsteps == 4
+    neb = muller_brown_band(calculator=counted.make)
+    assert BONEB(neb, restart=restart, logfile=None).run(fmax=0.05, steps=60)
+    assert len(counted.calls) == len(calls)
+    np.testing.assert_allclose(np.array(counted.calls), np.array(calls), atol=1e-10)
+    for image, expected in zip(neb.images, uninterrupted.images):
+        np.testing.assert_allclose(image.positions, expected.positions, atol=1e-10)
+    again = Counted(MullerBrown)
+    finished = BONEB(muller_brown_band(calculator=again.make), restart=restart, logfile=None)
+    assert finished.run(fmax=0.05) and not again.calls
+
+
+def test_au_al_barrier_of_bfgs_in_at_most_15_calls(au_al, tmp_path):
+    counted = Counted(EMT)
+    neb = au_al_band(au_al, counted.make)
+    trajectory = tmp_path / "band.traj"
+    optimizer = BONEB(neb, trajectory=str(trajectory), logfile=str(tmp_path / "log"))
+    assert optimizer.run(fmax=0.05, steps=40)
+    moving = len(counted.calls) - 2
+    reference_counted = Counted(EMT)
+    reference = au_al_band(au_al, reference_counted.make)
+    assert BFGS(reference, logfile=None).run(fmax=0.05, steps=500)
+    assert moving <= 15 < len(reference_counted.calls) - 2
+    assert barrier(neb) == pytest.approx(barrier(reference), abs=0.02)
+    lines = (tmp_path / "log").read_text().splitlines()
+    assert len(lines) == 1 + len(counted.calls)  # the header, then a line per call
+    assert len(read(trajectory, index=":")) == len(counted.calls)
+
+
+def _bad_bands():
+    def other_atoms():
+        neb = muller_brown_band(3)
+        neb.images[2] = Atoms("He", positions=[[0.0, 0.0, 0.0]], calculator=MullerBrown())
+        return neb
+
+    def other_cell():
+        neb = muller_brown_band(3)
+        neb.images[2].cell = [5.0, 5.0, 5.0]
+        return neb
+
+    def no_moving_image():
+        neb = muller_brown_band(3)
+        neb.images = [neb.images[0], neb.images[-1]]
+        return neb
+
+    def endpoint_without_calculator():
+        neb = muller_brown_band(3)
+        neb.images[-1].calc = None
+        return neb
+
+    def moving_without_calculator():
+        neb = muller_brown_band(3)
+        neb.images[2].calc = None
+        return neb
+
+    def unknown_method():
+        neb = muller_brown_band(3)
+        neb.method = "elastic"
+        return neb
+
+    def fix_cartesian():
+        neb = muller_brown_band(3)
+        for image in neb.images:
+            image.set_constraint(FixCartesian(0, mask=(False, False, True)))
+        return neb
+
+    return [
+        (other_atoms, ValueError, "other atoms"),
+        (other_cell, ValueError, "cell"),
+        (no_moving_image, ValueError, "no moving one"),
+        (endpoint_without_calculator, ValueError, "an endpoint, has no calculator"),
+        (moving_without_calculator, ValueError, "a moving image, has no calculator"),
+        (unknown_method, ValueError, "not one of ASE's"),
+        (fix_cartesian, TypeError, "FixCartesian"),
+    ]
+
+
+@pytest.mark.parametrize(("build", "error", "words"), _bad_bands())
+def test_bad_band_refused_before_any_call(build, error, words):
+    neb = build()
+    with pytest.raises(error, match=words) as raised:
+        BONEB(neb, logfile=None)
+    assert "\n" not in str(raised.value)
+    assert all(image.calc is None or not image.calc.results for image in neb.images)
+
+
+@pytest.mark.parametrize(
+    "options", [{"trust_radius": 0.0}, {"uncertainty": -1.0}, {"model_fmax": float("nan")}]
+)
+def test_bad_setting_refused(options):
+    with pytest.raises(ValueError, match=f"{next(iter(options))} must be"):
+        BONEB(muller_brown_band(3), logfile=None, **options)
+
+
+def test_a_single_configuration_is_refused():
+    with pytest.raises(TypeError, match="ase.mep.NEB"):
+        BONEB(Atoms("H"), logfile=None)
+
+
+def test_a_molecule_band_takes_the_highest_energy_and_cartesian_positions():
+    water = molecule("H2O")
+    bent = water.copy()
+    bent.positions[1, 0] += 0.2
+    images = [water, water.copy(), bent]
+    for image in images:
+        image.calc = EMT()
+    optimizer = BONEB(NEB(images, climb=True, method="improvedtangent"), logfile=None)
+    assert optimizer.representation.name == "cartesian"
+    assert isinstance(optimizer.prior, HighestEnergyPrior)
