@@ -437,10 +437,19 @@ class RecentredLindh(Prior):
 
 def _straightened(bonded, bends, angles):
     """Reference angles ``angles`` (b,) of ``bends`` (b, 3), with the near-straight
-    bends of two-coordinated atoms (``bonded`` (n, n)) set to 180 degrees."""
+    bends of two-coordinated atoms (``bonded`` (n, n)) set to 180 degrees, and the
+    bends folded the same way (at an atom ``j`` bonded to one end only, a
+    two-coordinated atom bonded to the other end too: between ``j``'s bond and the 1-3
+    pair across that atom, as at an oxygen of CO2) set to 0 degrees: a reference a
+    few degrees off either end is a cusp at the straight geometry."""
     i, j, k = bends.T  # (b,) each
     two_bonds = bonded[i, j] & bonded[j, k] & (bonded.sum(axis=1)[j] == 2)
-    return np.where(two_bonds & (angles > NEARLY_STRAIGHT.straight_reference), np.pi, angles)
+    straight = two_bonds & (angles > NEARLY_STRAIGHT.straight_reference)
+    degree = bonded.sum(axis=1)  # (n,)
+    across_i = bonded[j, i] & bonded[i, k] & ~bonded[j, k] & (degree[i] == 2)
+    across_k = bonded[j, k] & bonded[k, i] & ~bonded[j, i] & (degree[k] == 2)
+    folded = (across_i | across_k) & (angles < np.pi - NEARLY_STRAIGHT.straight_reference)
+    return np.where(straight, np.pi, np.where(folded, 0.0, angles))
 
 
 XTB_LAST_ELEMENT = 86  # GFN2-xTB is parametrised for H to Rn
