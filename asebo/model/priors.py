@@ -438,17 +438,21 @@ class RecentredLindh(Prior):
 def _straightened(bonded, bends, angles):
     """Reference angles ``angles`` (b,) of ``bends`` (b, 3), with the near-straight
     bends of two-coordinated atoms (``bonded`` (n, n)) set to 180 degrees, and the
-    bends folded the same way (at an atom ``j`` bonded to one end only, a
-    two-coordinated atom bonded to the other end too: between ``j``'s bond and the 1-3
-    pair across that atom, as at an oxygen of CO2) set to 0 degrees: a reference a
+    bends folded across such an atom (at an end bonded to it, between that bond and
+    the 1-3 pair through it, as at an oxygen of CO2) set to 0 degrees: a reference a
     few degrees off either end is a cusp at the straight geometry."""
     i, j, k = bends.T  # (b,) each
     two_bonds = bonded[i, j] & bonded[j, k] & (bonded.sum(axis=1)[j] == 2)
     straight = two_bonds & (angles > NEARLY_STRAIGHT.straight_reference)
-    degree = bonded.sum(axis=1)  # (n,)
-    across_i = bonded[j, i] & bonded[i, k] & ~bonded[j, k] & (degree[i] == 2)
-    across_k = bonded[j, k] & bonded[k, i] & ~bonded[j, i] & (degree[k] == 2)
-    folded = (across_i | across_k) & (angles < np.pi - NEARLY_STRAIGHT.straight_reference)
+    through = {(min(a, c), b, max(a, c)) for a, b, c in bends[straight].tolist()}
+    folded = np.array(
+        [
+            (bonded[b, a] and (min(b, c), a, max(b, c)) in through)
+            or (bonded[b, c] and (min(a, b), c, max(a, b)) in through)
+            for a, b, c in bends.tolist()
+        ],
+        dtype=bool,
+    )  # (b,)
     return np.where(straight, np.pi, np.where(folded, 0.0, angles))
 
 
