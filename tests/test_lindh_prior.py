@@ -8,35 +8,44 @@ from asebo.model.lindh import LindhModel
 from asebo.model.priors import RecentredLindh
 
 
-def straightened(name):
-    """Reference angles (degrees) the prior moved to 180 on the rattled molecule."""
+def moved_references(name):
+    """The reference angles (degrees) the prior moved on the rattled molecule: those
+    moved to 180 (a straight two-coordinated atom) and those moved to 0 (a bend folded
+    across such an atom, at an end bonded to it), each as the plain model had them."""
     atoms = g2[name]
     atoms.rattle(0.1, seed=0)
     prior = RecentredLindh(atoms, recentre=0.3)
     prior.for_observations(atoms.positions[None], np.array([0.0]))
     plain = LindhModel(atoms.positions, atoms.numbers).reference_angles
-    moved = prior.model.reference_angles != plain
-    assert np.all(prior.model.reference_angles[moved] == np.pi)
-    return sorted(np.degrees(plain[moved]).round(1))
+    reference = prior.model.reference_angles
+    moved = reference != plain
+    straight = moved & (reference == np.pi)
+    folded = moved & (reference == 0.0)
+    assert np.all(straight | folded | ~moved)
+    return sorted(np.degrees(plain[straight]).round(1)), np.degrees(plain[folded])
 
 
 @pytest.mark.parametrize(
-    "name, angles",
+    "name, angles, folded",
     [
-        ("C2H2", [160.1, 173.2]),
-        ("CO2", [173.9]),
-        ("CH3CN", [162.5]),
-        ("H2CCO", [162.7]),
-        ("C3H4_D2d", [174.7]),
+        ("C2H2", [160.1, 173.2], 0),
+        ("CO2", [173.9], 2),
+        ("CH3CN", [162.5], 2),
+        ("H2CCO", [162.7], 2),
+        ("C3H4_D2d", [174.7], 2),
         # the ring carbons of methylenecyclopropane have three bonds: their 152-155 degree
         # bends are real; furan's wide angles are between atoms not bonded
-        ("methylenecyclopropane", []),
-        ("C4H4O", []),
-        ("H2O", []),
+        ("methylenecyclopropane", [], 0),
+        ("C4H4O", [], 0),
+        ("H2O", [], 0),
     ],
 )
-def test_only_wide_bends_of_two_coordinated_atoms_are_straightened(name, angles):
-    assert straightened(name) == angles
+def test_only_wide_bends_of_two_coordinated_atoms_are_straightened(name, angles, folded):
+    straight, folded_angles = moved_references(name)
+    assert straight == angles
+    # one folded bend at each end of a straight atom, nearly shut
+    assert len(folded_angles) == folded
+    assert np.all(folded_angles < 180.0 - 150.0)
 
 
 def stretched_water():

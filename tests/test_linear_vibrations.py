@@ -57,7 +57,7 @@ def frequencies(name, tmp_path):
     reference = Vibrations(atoms, name=str(tmp_path / name), delta=0.005)
     reference.run()
     target = reference.get_frequencies()
-    return [np.sort(np.abs(f[np.abs(f) > 50.0])) for f in (model, target)]
+    return [f[np.abs(f) > 50.0] for f in (model, target)]
 
 
 @pytest.mark.parametrize(("name", "modes"), [("HCN", 4), ("C2H2", 7), ("CO2", 4), ("H2O", 3)])
@@ -65,9 +65,10 @@ def test_the_model_keeps_every_vibration_of_a_relaxed_molecule(name, modes, tmp_
     model, target = frequencies(name, tmp_path)
     assert len(target) == modes
     assert len(model) == modes
+    assert np.abs(model.imag).max() == 0.0  # a minimum: no imaginary mode
 
 
-@pytest.mark.parametrize("name", ["HCN", "C2H2"])
-def test_the_zero_point_energy_of_a_linear_molecule_counts_both_bends(name, tmp_path):
+@pytest.mark.parametrize(("name", "within"), [("HCN", 0.03), ("C2H2", 0.03), ("CO2", 0.08)])
+def test_the_zero_point_energy_of_a_linear_molecule_counts_both_bends(name, within, tmp_path):
     model, target = frequencies(name, tmp_path)
-    assert model.sum() == pytest.approx(target.sum(), rel=0.03)
+    assert np.abs(model).sum() == pytest.approx(np.abs(target).sum(), rel=within)

@@ -437,10 +437,23 @@ class RecentredLindh(Prior):
 
 def _straightened(bonded, bends, angles):
     """Reference angles ``angles`` (b,) of ``bends`` (b, 3), with the near-straight
-    bends of two-coordinated atoms (``bonded`` (n, n)) set to 180 degrees."""
+    bends of two-coordinated atoms (``bonded`` (n, n)) set to 180 degrees, and the
+    bends folded across such an atom (at an end bonded to it, between that bond and
+    the 1-3 pair through it, as at an oxygen of CO2) set to 0 degrees: a reference a
+    few degrees off either end is a cusp at the straight geometry."""
     i, j, k = bends.T  # (b,) each
     two_bonds = bonded[i, j] & bonded[j, k] & (bonded.sum(axis=1)[j] == 2)
-    return np.where(two_bonds & (angles > NEARLY_STRAIGHT.straight_reference), np.pi, angles)
+    straight = two_bonds & (angles > NEARLY_STRAIGHT.straight_reference)
+    through = {(min(a, c), b, max(a, c)) for a, b, c in bends[straight].tolist()}
+    folded = np.array(
+        [
+            (bonded[b, a] and (min(b, c), a, max(b, c)) in through)
+            or (bonded[b, c] and (min(a, b), c, max(a, b)) in through)
+            for a, b, c in bends.tolist()
+        ],
+        dtype=bool,
+    )  # (b,)
+    return np.where(straight, np.pi, np.where(folded, 0.0, angles))
 
 
 XTB_LAST_ELEMENT = 86  # GFN2-xTB is parametrised for H to Rn
