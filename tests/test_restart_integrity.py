@@ -246,9 +246,16 @@ def test_a_restart_file_in_use_by_another_process_is_refused(tmp_path):
             match=rf"restart file {restart} is in use by another process \(pid {holder.pid}\): "
             "wait for it or pass another restart file",
         ):
-            BOOptimizer(atoms, restart=str(restart), trajectory=str(tmp_path / "t.traj"))
+            BOOptimizer(
+                atoms,
+                restart=str(restart),
+                trajectory=str(tmp_path / "t.traj"),
+                logfile=str(tmp_path / "bo.log"),
+            )
         assert atoms.calc.ncalls == 0 and restart.read_text() == saved
         assert not (tmp_path / "t.traj").exists()
+        log = tmp_path / "bo.log"
+        assert not log.exists() or log.read_text() == ""  # the error is the one line
     finally:
         os.kill(holder.pid, signal.SIGKILL)  # the holder dies without releasing anything
         holder.wait()

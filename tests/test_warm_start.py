@@ -223,5 +223,6 @@ def test_the_hand_over_of_the_benchmark_counts_both_optimizers():
     for result in (warm, cold):
         assert result["converged"] and result["fmax"] < 0.05
         assert result["calls"] == 4 + result["calls_after"] == len(result["energies"])
-    # the same four L-BFGS calls before either hand-over
-    assert warm["energies"][:4] == cold["energies"][:4]
+    # the same four L-BFGS calls before either hand-over (tblite's threaded SCF agrees
+    # with itself to the last bits only)
+    assert warm["energies"][:4] == pytest.approx(cold["energies"][:4], abs=1e-9)

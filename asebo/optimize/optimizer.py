@@ -424,14 +424,7 @@ class BOOptimizer(Optimizer):
             atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
         )
         self.optimizable = _ObservedAtoms(atoms, constrained, self._observe, self.subspace)
-        self._write_header()
-        if self.periodic:
-            self._write_notes([_periodic_note(self.coordinates, self.representation, self.prior)])
-        if self.prior_reason is not None:
-            self._write_notes([f"prior='auto': {self.prior_reason}"])
-        if self.kappa_reason is not None:
-            self._write_notes([self.kappa_reason])
-        # before anything is written: the trajectory, the warm start's observations
+        # before anything is written: the log, the trajectory, the warm start's observations
         lock = self.closelater(RestartLock.acquire(self.restart, comm))
         try:
             resumed = len(self.observations) > 0
@@ -456,6 +449,13 @@ class BOOptimizer(Optimizer):
         except BaseException:
             lock.release()
             raise
+        self._write_header()
+        if self.periodic:
+            self._write_notes([_periodic_note(self.coordinates, self.representation, self.prior)])
+        if self.prior_reason is not None:
+            self._write_notes([f"prior='auto': {self.prior_reason}"])
+        if self.kappa_reason is not None:
+            self._write_notes([self.kappa_reason])
 
     def irun(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
         """ASE's :meth:`ase.optimize.optimize.Optimizer.irun`, with ``fmax`` refused
