@@ -168,6 +168,7 @@ def test_a_restart_file_of_other_atoms_or_of_a_minimisation_is_refused(tmp_path)
         BOSaddle(water(), restart="broken.json", logfile=None)
 
 
+@pytest.mark.slow
 def test_a_band_hands_its_climbing_image_and_its_calls_to_the_saddle_search():
     from ase.mep import NEB
 
