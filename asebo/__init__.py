@@ -5,6 +5,7 @@ The package is laid out by what each part does:
 - :mod:`asebo.optimize`: :class:`BOOptimizer`, the ASE optimizer, and its step
   (search, trust region, rigid moves, observations and the restart file);
 - :mod:`asebo.neb`: :class:`BONEB`, a nudged elastic band on the same GP;
+- :mod:`asebo.saddle`: :class:`BOSaddle`, a saddle point from a guess on the same GP;
 - :mod:`asebo.model`: the Gaussian process on energies and forces, its metrics,
   internal coordinates, the Lindh model and the priors;
 - :mod:`asebo.kernels`: the kernel core shared by the optimizer and the estimators;
@@ -24,6 +25,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "BOOptimizer": "asebo.optimize",
     "BONEB": "asebo.neb",
+    "BOSaddle": "asebo.saddle",
     "MLKR": "asebo.learn.mlkrr",
     "MLKRR": "asebo.learn.mlkrr",
     "IOKR": "asebo.learn.iokr",

@@ -5,14 +5,15 @@ input refused before any call."""
 import numpy as np
 import pytest
 from ase import Atoms
-from ase.build import add_adsorbate, fcc100, molecule
+from ase.build import molecule
 from ase.calculators.emt import EMT
-from ase.constraints import FixAtoms, FixCartesian
+from ase.constraints import FixCartesian
 from ase.io import read
 from ase.mep import NEB
 from ase.optimize import BFGS, FIRE
 
 from asebo import BONEB
+from asebo.benchmarks.neb import au_on_al100
 from asebo.model.priors import HighestEnergyPrior
 from asebo.neb.band import band_forces
 from calculators.muller_brown import MINIMUM_A, MINIMUM_B, SADDLE_AB, MullerBrown
@@ -48,16 +49,8 @@ def muller_brown_band(moving=5, calculator=MullerBrown):
 
 def au_al_endpoints():
     """ASE's NEB tutorial: Au on Al(100) hollow sites, the lower layers held, relaxed."""
-    slab = fcc100("Al", size=(2, 2, 3))
-    add_adsorbate(slab, "Au", 1.7, "hollow")
-    slab.center(axis=2, vacuum=4.0)
-    slab.set_constraint(FixAtoms(mask=[atom.tag > 1 for atom in slab]))
-    final = slab.copy()
-    final[-1].x += final.get_cell()[0, 0] / 2
-    for atoms in (slab, final):
-        atoms.calc = EMT()
-        BFGS(atoms, logfile=None).run(fmax=0.01)
-    return slab, final
+    initial, final, _ = au_on_al100()
+    return initial, final
 
 
 def au_al_band(endpoints, calculator=EMT, moving=3):

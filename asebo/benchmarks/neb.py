@@ -11,10 +11,10 @@ whether the band converged, and the barrier (the highest image above the first
 endpoint).
 
 ``--set reactions``: reactions of Birkholz and Schlegel's path test set with GFN2-xTB
-(tblite), read from ``--reactions-dir`` (each file: reactant, approximate transition
-state, product), neutral singlets (a reaction of odd electron count is refused); the
-end states are relaxed with BFGS to 0.01 eV/Å and the band has 5 moving images by
-IDPP, as for the EMT hops.
+(tblite), shipped in ``asebo/data/reactions`` or read from ``--reactions-dir`` (each
+file: reactant, approximate transition state, product), neutral singlets (a reaction
+of odd electron count is refused); the end states are relaxed with BFGS to 0.01 eV/Å
+and the band has 5 moving images by IDPP, as for the EMT hops.
 """
 
 import time
@@ -31,6 +31,8 @@ from ase.mep import NEB
 from ase.optimize import BFGS, FIRE, MDMin
 
 OPTIMIZERS = ("BONEB", "FIRE", "BFGS", "MDMin")
+REACTIONS = Path(__file__).resolve().parent.parent / "data" / "reactions"
+"""The reactions of Birkholz and Schlegel's path test set shipped with asebo."""
 
 
 def add_arguments(parser):
@@ -44,8 +46,8 @@ def add_arguments(parser):
     )
     parser.add_argument(
         "--reactions-dir",
-        default=None,
-        help="folder of the reactions' .xyz files (--set reactions)",
+        default=REACTIONS,
+        help="folder of the reactions' .xyz files (--set reactions; default: those shipped)",
     )
     parser.add_argument(
         "--reactions",
@@ -188,8 +190,6 @@ def _cases(args):
     """(name, endpoints builder, calculator maker) of each band of ``args``."""
     if args.set == "emt":
         return [(name, SYSTEMS[name], EMT) for name in args.systems]
-    if args.reactions_dir is None:
-        raise SystemExit("--set reactions needs --reactions-dir, the folder of the .xyz files")
     folder = Path(args.reactions_dir)
     return [(name, partial(reaction, folder / f"{name}.xyz"), gfn2) for name in args.reactions]
 

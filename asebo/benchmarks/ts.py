@@ -1,0 +1,143 @@
+"""Saddle points from the transition-state guesses of Baker and Chan, BOSaddle and Sella.
+
+The 25 guesses of J. Baker and F. Chan (J. Comput. Chem. 17, 888 (1996)), 3 to 16
+atoms (``asebo/data/baker_ts``: ``16_h2po4_anion`` has charge -1,
+``20_hconh3_cation`` +1, an odd electron count a doublet), with GFN2-xTB to
+``--fmax``: :class:`asebo.saddle.BOSaddle` and Sella (``internal=True, order=1``,
+E. D. Hermes et al., J. Chem. Theory Comput. 18, 6974 (2022)) side by side in one run.
+Prints one row per guess: each optimizer's force calls (``*`` not converged), and
+at each endpoint the imaginary modes of the finite-difference Hessian
+(:func:`asebo.benchmarks._endpoint_audit.imaginary_modes`, above 50 cm⁻¹, its calls
+not counted) and the energy above the lower of the two endpoints (meV); then the
+calls in all, the runs ending at a first-order saddle point, and those where both end
+at one with energies within 10 meV (the same saddle). A run that raises is a row
+that says so.
+"""
+
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+from ase.io import read
+
+from asebo.benchmarks._endpoint_audit import imaginary_modes
+
+FOLDER = Path(__file__).resolve().parent.parent / "data" / "baker_ts"
+CHARGES = {"16_h2po4_anion": -1, "20_hconh3_cation": 1}
+OPTIMIZERS = ("BOSaddle", "Sella")
+SAME = 0.01  # eV: two first-order endpoints this close are the same saddle point
+
+
+def add_arguments(parser):
+    parser.add_argument(
+        "--guesses", nargs="+", default=None, help="file stems or substrings (default: all 25)"
+    )
+    parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å")
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--no-hessian", action="store_true", help="skip the endpoint's modes")
+
+
+def guesses(wanted=None):
+    """The guesses' names (file stems), those matching ``wanted`` (all: None)."""
+    names = sorted(path.stem for path in FOLDER.glob("*.xyz"))
+    if wanted:
+        names = [name for name in names if any(w in name for w in wanted)]
+    return names
+
+
+def guess(name):
+    """The atoms of guess ``name``, with its charge and spin as tblite reads them."""
+    atoms = read(FOLDER / f"{name}.xyz")
+    charge = CHARGES.get(name, 0)
+    charges = np.zeros(len(atoms))
+    charges[0] = charge
+    atoms.set_initial_charges(charges)
+    if (atoms.numbers.sum() - charge) % 2:
+        moments = np.zeros(len(atoms))
+        moments[0] = 1.0
+        atoms.set_initial_magnetic_moments(moments)
+    return atoms
+
+
+def search(task):
+    """Run one optimizer from one guess: a dict of the result."""
+    name, optimizer, fmax, steps, skip_modes = task
+    from calculators import CountingCalculator, get_calculator
+
+    atoms = guess(name)
+    counter = CountingCalculator(get_calculator("gfn2"))
+    atoms.calc = counter
+    start = time.perf_counter()
+    try:
+        if optimizer == "BOSaddle":
+            from asebo.saddle import BOSaddle
+
+            converged = BOSaddle(atoms, logfile=None).run(fmax=fmax, steps=steps)
+        else:
+            from sella import Sella
+
+            walk = Sella(atoms, internal=True, order=1, logfile=None)
+            converged = walk.run(fmax=fmax, steps=steps)
+        energy = atoms.get_potential_energy()
+    except Exception as error:  # an SCF that fails: a row that says so
+        return {"calls": counter.ncalls, "error": f"{type(error).__name__}: {str(error)[:80]}"}
+    seconds = time.perf_counter() - start - counter.wall_time
+    modes = None if skip_modes else imaginary_modes(atoms, get_calculator("gfn2"))
+    return {
+        "calls": counter.ncalls,
+        "converged": bool(converged),
+        "energy": float(energy),
+        "modes": modes,
+        "seconds": seconds,
+    }
+
+
+def _first_order(result):
+    return "error" not in result and result["modes"] is not None and len(result["modes"]) == 1
+
+
+def _cell(result, lowest):
+    if "error" in result:
+        return f"{result['calls']}, {result['error']}"
+    star = "" if result["converged"] else "*"
+    modes = "" if result["modes"] is None else ", ".join(f"{m:.0f}i" for m in result["modes"])
+    above = 1000 * (result["energy"] - lowest)
+    return f"{result['calls']}{star} | {modes or '-'} | {above:.1f}"
+
+
+def run(args):
+    names = guesses(args.guesses)
+    tasks = [(n, o, args.fmax, args.steps, args.no_hessian) for n in names for o in OPTIMIZERS]
+    results = {}
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        for task, result in zip(tasks, pool.map(search, tasks)):
+            results[task[:2]] = result
+            print(f"{task[0]} {task[1]}: {_cell(result, result.get('energy', 0.0))}", flush=True)
+    print()
+    header = " | ".join(f"{o} calls | {o} imaginary (cm⁻¹) | {o} above (meV)" for o in OPTIMIZERS)
+    print(f"| guess | {header} |")
+    print("|---|" + "---|---|---|" * len(OPTIMIZERS))
+    same = 0
+    for name in names:
+        row = [results[(name, o)] for o in OPTIMIZERS]
+        energies = [r["energy"] for r in row if "error" not in r]
+        lowest = min(energies, default=0.0)
+        print(f"| {name} | " + " | ".join(_cell(r, lowest) for r in row) + " |")
+        if all(_first_order(r) for r in row) and max(energies) - min(energies) < SAME:
+            same += 1
+    print()
+    for optimizer in OPTIMIZERS:
+        done = [results[(n, optimizer)] for n in names]
+        calls = sum(r["calls"] for r in done)
+        converged = sum(r.get("converged", False) for r in done)
+        first = sum(_first_order(r) for r in done)
+        seconds = [r["seconds"] / max(r["calls"], 1) for r in done if "seconds" in r]
+        print(
+            f"{optimizer}: {calls} calls in all, {converged} of {len(names)} converged, "
+            f"{first} at a first-order saddle point, "
+            f"{np.mean(seconds) if seconds else float('nan'):.2f} s per call outside the "
+            "calculator"
+        )
+    print(f"both at the same first-order saddle point (within {SAME * 1000:.0f} meV): {same}")

@@ -1,0 +1,70 @@
+"""The first-order saddle point of the GP's posterior mean near a configuration.
+
+Sella's partitioned rational-function optimization in internal coordinates
+(E. D. Hermes, K. Sargsyan, H. N. Najm and J. Zádor, J. Chem. Theory Comput. 18, 6974
+(2022)) walks on the GP's mean (:class:`asebo.neb.band.ModelCalculator`), whose
+gradients cost no calculator call: Sella's iterative diagonalisation finds the model's
+lowest mode and its steps maximise the energy along it and minimise it along the
+others. The walk may stray only a trust radius from the configurations computed, as
+the band's relaxation in :mod:`asebo.neb.relax`; the first step beyond is cut back to
+the boundary and the walk stops there, so that the next call is made where the GP
+still knows the surface.
+"""
+
+from asebo.neb.band import ModelCalculator
+from asebo.neb.relax import distance_to
+
+BISECTIONS = 30  # halvings of a step that crosses the trust radius
+
+
+def saddle_on_model(gp, atoms, known, trust_radius, fmax, steps):
+    """Walk from ``atoms``' positions towards the GP's saddle point.
+
+    Parameters
+    ----------
+    gp : asebo.model.gp.EnergyForceGP
+        Fitted to the configurations computed.
+    atoms : ase.Atoms
+        The start; copied with its constraints, not moved.
+    known : array (k, n, 3)
+        The configurations computed.
+    trust_radius : float
+        Å: the largest atomic displacement from the nearest of ``known``.
+    fmax : float
+        eV/Å: the walk ends where the model's largest atomic force is below.
+    steps : int
+        Sella's steps at most.
+
+    Returns
+    -------
+    positions : array (n, 3)
+    reason : str
+        ``'model saddle'``, ``'trust radius'`` or ``'steps'``.
+    """
+    from sella import Sella  # asebo[sella]
+
+    model = atoms.copy()
+    model.calc = ModelCalculator(gp)
+    walk = Sella(model, internal=True, order=1, logfile=None, trajectory=None)
+    last = model.positions.copy()  # (n, 3)
+    for converged in walk.irun(fmax=fmax, steps=steps):
+        now = model.positions.copy()
+        if distance_to(known, now) > trust_radius:
+            return _boundary(known, last, now - last, trust_radius), "trust radius"
+        if converged:
+            return now, "model saddle"
+        last = now
+    return last, "steps"
+
+
+def _boundary(known, inside, step, trust_radius):
+    """The point of the segment ``inside + t step``, t in [0, 1], at the trust radius
+    from ``known``, by bisection; ``inside`` (n, 3) lies within it."""
+    low, high = 0.0, 1.0
+    for _ in range(BISECTIONS):
+        middle = 0.5 * (low + high)
+        if distance_to(known, inside + middle * step) > trust_radius:
+            high = middle
+        else:
+            low = middle
+    return inside + low * step

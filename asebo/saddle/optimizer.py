@@ -1,0 +1,356 @@
+"""BOSaddle: a first-order saddle point from a guess, on a GP of the calls made.
+
+Each step fits one GP (:class:`asebo.model.gp.EnergyForceGP`) to every configuration
+computed, walks on its posterior mean towards the model's saddle point by Sella's
+partitioned rational-function optimization (:func:`asebo.saddle.model_search.saddle_on_model`),
+no further than a trust radius from the configurations computed, and computes the point
+reached: the GP-accelerated saddle search of A. Denzel and J. Kästner (J. Chem. Theory
+Comput. 14, 5777 (2018)) with Sella (E. D. Hermes, K. Sargsyan, H. N. Najm and
+J. Zádor, J. Chem. Theory Comput. 18, 6974 (2022)) as the search on the model.
+
+The trust radius follows the model's error: where the largest atomic error of the
+predicted forces at the new point is below :data:`GOOD` times its largest force (or
+``fmax``) and the walk was stopped by the trust radius, the radius doubles (up to
+``max_trust_radius``); where the error exceeds that force, it halves (down to
+:data:`MIN_TRUST_RADIUS`). Convergence is ASE's: the largest computed force below
+``fmax``. :meth:`BOSaddle.model_order` counts the model's negative curvatures there.
+"""
+
+import numpy as np
+from ase import Atoms
+from ase.constraints import FixAtoms
+from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
+from ase.parallel import world
+
+from asebo.model.gp import EnergyForceGP
+from asebo.neb.checks import positive
+from asebo.optimize.model_hessian import internal_basis, posterior_hessian
+from asebo.optimize.observations import (
+    Observations,
+    RestartError,
+    calculator_identity,
+    check_calculator,
+    check_restart,
+)
+from asebo.optimize.representations import make_representation
+from asebo.optimize.restart_lock import RestartLock
+from asebo.optimize.settings import ModelSettings
+from asebo.optimize.surrogate_model import fit_observations, system_prior
+from asebo.saddle.model_search import saddle_on_model
+
+GOOD = 0.3  # the model's force error, relative to the force, below which the radius grows
+MIN_TRUST_RADIUS = 0.02  # Å
+
+
+class BOSaddle(Optimizer):
+    """A first-order saddle point searched on a GP surrogate (module docstring).
+
+    Parameters
+    ----------
+    atoms : ase.Atoms
+        The guess, with a calculator; a molecule (no periodic cell) of two atoms or
+        more. ``FixAtoms`` only.
+    restart : str, optional
+        JSON file of every configuration computed and of the next one to compute,
+        written after each call; read if it exists, so that a search stopped at any
+        moment resumes without a repeated call (one, where it was stopped between a
+        call and the file's writing).
+    logfile, trajectory, append_trajectory
+        As for any ASE optimizer; the trajectory holds every configuration computed.
+    prior, kernel : optional
+        The GP's prior mean and representation, as for
+        :class:`asebo.optimize.optimizer.BOOptimizer` (default: the Lindh model and
+        internal coordinates).
+    trust_radius : float
+        Å, the first trust radius: the walk on the model goes no further than this
+        from the configurations computed.
+    max_trust_radius : float
+        Å, the largest the trust radius grows to.
+    model_fmax : float, optional
+        eV/Å, the model's forces the walk converges to; default ``fmax / 5``.
+    model_steps : int
+        Sella's steps per walk on the model at most.
+    gp_options : dict, optional
+        Passed to :class:`asebo.model.gp.EnergyForceGP`.
+    observations : (positions (m, n, 3), energies (m,), forces (m, n, 3)), optional
+        Configurations already computed with the same calculator (a band's images:
+        :meth:`from_band`), added to a new record; a restart file's record has them.
+    """
+
+    def __init__(
+        self,
+        atoms,
+        restart=None,
+        logfile="-",
+        trajectory=None,
+        append_trajectory=False,
+        prior=None,
+        kernel=None,
+        trust_radius=0.1,
+        max_trust_radius=0.5,
+        model_fmax=None,
+        model_steps=300,
+        gp_options=None,
+        observations=None,
+        comm=world,
+        **kwargs,
+    ):
+        check_saddle_system(atoms)
+        self._given = _checked_observations(observations, len(atoms))
+        self.trust_radius = positive("trust_radius", trust_radius)
+        self.max_trust_radius = positive("max_trust_radius", max_trust_radius)
+        self.model_fmax = None if model_fmax is None else positive("model_fmax", model_fmax)
+        self.model_steps = int(positive("model_steps", model_steps))
+        check_restart(restart)
+        self.representation = make_representation(kernel, atoms)
+        settings = ModelSettings()
+        self.prior, _ = system_prior(
+            prior,
+            atoms,
+            False,
+            self.representation.default_recentre,
+            settings,
+            self.representation,
+        )
+        options = {
+            "kernel": self.representation.gp_kernel(),
+            "trend": self.representation.default_trend,
+            "prior_curvature": settings.prior_curvature if self.prior.is_calculator else 0.0,
+            **(gp_options or {}),
+        }
+        self.gp = EnergyForceGP(**options)
+        self.identity = calculator_identity(atoms.calc)
+        self._fit = None  # (observations counted, metric) of the last fit
+        self._predicted = None  # (positions (n, 3), forces (n, 3), stopped) of the last walk
+        super().__init__(
+            atoms,
+            restart=restart,
+            logfile=logfile,
+            trajectory=trajectory,
+            append_trajectory=append_trajectory,
+            comm=comm,
+            **kwargs,
+        )
+        self.closelater(RestartLock.acquire(restart, comm))
+
+    @classmethod
+    def from_band(cls, band, **kwargs):
+        """The saddle search from the highest moving image of a band optimized by
+        :class:`asebo.neb.BONEB` (its climbing image once converged), every image
+        computed taken as an observation: that image is not computed again.
+
+        Parameters
+        ----------
+        band : asebo.neb.BONEB
+            After its ``run``; its images' calculator computes the saddle search's calls.
+        **kwargs
+            For :class:`BOSaddle`.
+        """
+        record = band.record.observations
+        found = [record.find(image.positions) for image in band.images[1:-1]]
+        computed = [(record.energies[i], k) for k, i in enumerate(found) if i is not None]
+        if not computed:
+            raise ValueError("no moving image of the band was computed at its place: run it")
+        top = band.images[1 + max(computed)[1]]  # the highest image computed
+        atoms = top.copy()
+        atoms.calc = top.calc
+        return cls(atoms, observations=band.record.observations.arrays(), **kwargs)
+
+    def initialize(self):
+        """A new record of the configurations computed."""
+        self.observations = Observations(self.atoms.numbers, self.restart, self.comm)
+        self.observations.state["calculator"] = self.identity
+        for positions, energy, forces in zip(*self._given):
+            self.observations.append(positions, energy, forces)
+
+    def read(self):
+        """The record of the restart file; the atoms are moved to the next configuration
+        it names."""
+        self.observations = Observations.load(self.atoms.numbers, self.restart, self.comm)
+        state = self.observations.state
+        check_calculator(self.restart, state.get("calculator"), self.identity)
+        if "next" not in state:
+            raise RestartError(
+                f"restart file {self.restart} is not a saddle search's: pass another name"
+            )
+        self.trust_radius = float(state["trust_radius"])
+        self.atoms.positions = np.asarray(state["next"], dtype=float)
+        if "predicted" in state:
+            predicted = np.asarray(state["predicted"], dtype=float)
+            self._predicted = (self.atoms.positions.copy(), predicted, bool(state["stopped"]))
+        self.observations.state["calculator"] = self.identity
+
+    def irun(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
+        """Run as a generator; ``fmax`` (eV/Å) must be a positive number."""
+        if self._walk_from_record(positive("fmax", fmax)):
+            self.fmax = fmax
+            return iter([True])
+        return super().irun(fmax=fmax, steps=steps)
+
+    def run(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
+        """Search until the largest force is below ``fmax`` (eV/Å) or ``steps`` steps;
+        return whether it converged."""
+        if self._walk_from_record(positive("fmax", fmax)):
+            self.fmax = fmax
+            return True
+        return super().run(fmax=fmax, steps=steps)
+
+    def _walk_from_record(self, fmax):
+        """Where the atoms stand on a configuration computed (a search resumed after
+        the record of a call and before the walk from it, or after it converged), no
+        call is repeated: return True where its forces are below ``fmax``, else walk
+        from there on the model first and return False."""
+        index = self.observations.find(self.atoms.positions)
+        if index is None:
+            return False
+        if _largest(self._free_forces(index)) < fmax:
+            return True
+        self.fmax = fmax
+        self.step()
+        return False
+
+    def _free_forces(self, index):
+        """The forces (n, 3) of observation ``index`` with the constraints applied."""
+        forces = self.observations.forces[index].copy()
+        for constraint in self.atoms.constraints:
+            constraint.adjust_forces(self.atoms, forces)
+        return forces
+
+    def log(self, gradient):
+        """Record the configuration just computed (every one passes here), then write
+        ASE's log line."""
+        self._record()
+        super().log(gradient)
+
+    def _record(self):
+        """Add the atoms' computed energy and forces to the record once, judge the last
+        walk's prediction there, save the restart file."""
+        positions = self.atoms.positions.copy()  # (n, 3)
+        if self.observations.find(positions) is not None:
+            return
+        energy = self.atoms.get_potential_energy()
+        forces = self.atoms.get_forces(apply_constraint=False)  # (n, 3)
+        if not (np.isfinite(energy) and np.isfinite(forces).all()):
+            raise ValueError(
+                f"the calculator returned a non-finite energy or forces at step {self.nsteps}: "
+                "check its settings; the configurations computed before are kept"
+            )
+        self.observations.append(positions, energy, forces)
+        self._adapt_trust_radius(positions, forces)
+        self.observations.save(trust_radius=self.trust_radius, next=positions)
+
+    def _adapt_trust_radius(self, positions, forces):
+        """Grow or shrink the trust radius by the model's force error at ``positions``."""
+        if self._predicted is None or not np.allclose(self._predicted[0], positions):
+            return
+        _, predicted, stopped = self._predicted
+        error = _largest(forces - predicted)
+        scale = max(_largest(forces), self.fmax or 0.0)
+        if error < GOOD * scale and stopped:
+            self.trust_radius = min(2 * self.trust_radius, self.max_trust_radius)
+        elif error > scale:
+            self.trust_radius = max(self.trust_radius / 2, MIN_TRUST_RADIUS)
+
+    def _save(self, following):
+        """Write the restart file with ``following`` (n, 3) the next to compute and the
+        model's forces predicted there."""
+        state = {"trust_radius": self.trust_radius, "next": np.array(following)}
+        if self._predicted is not None and np.allclose(self._predicted[0], following):
+            state.update(predicted=self._predicted[1], stopped=self._predicted[2])
+        self.observations.save(**state)
+
+    def _fitted(self):
+        """The GP fitted to every configuration computed (again only after a new one)."""
+        seen = len(self.observations)
+        if self._fit is None or self._fit[0] != seen:
+            metric = None if self._fit is None else self._fit[1]
+            metric, _ = fit_observations(
+                self.gp,
+                self.prior,
+                self.representation,
+                self.atoms.numbers,
+                self.observations.arrays(),
+                metric,
+            )
+            self._fit = (seen, metric)
+        return self.gp
+
+    def step(self):
+        """Walk on the model from the configuration last computed, move the atoms to
+        where the walk ends."""
+        gp = self._fitted()
+        fmax = self.fmax / 5 if self.model_fmax is None else self.model_fmax
+        known = np.array(self.observations.positions)  # (m, n, 3)
+        following, reason = saddle_on_model(
+            gp, self.atoms, known, self.trust_radius, fmax, self.model_steps
+        )
+        _, gradient = gp.predict(following[None], return_gradient=True)
+        self._predicted = (following, -np.asarray(gradient)[0], reason == "trust radius")
+        self._save(following)
+        self.atoms.positions = following
+
+    def model_order(self):
+        """The number of negative curvatures of the GP's mean at the atoms' positions
+        (rigid motions and fixed atoms left out): 1 at a first-order saddle point."""
+        positions = self.atoms.positions
+        free = np.ones(positions.shape, dtype=bool)
+        for constraint in self.atoms.constraints:
+            free[constraint.index] = False
+        hessian = posterior_hessian(self._fitted(), positions, free)  # (3n, 3n)
+        basis = internal_basis(positions, free)  # (3n, k)
+        return int((np.linalg.eigvalsh(basis.T @ hessian @ basis) < 0).sum())
+
+    def todict(self):
+        return {**super().todict(), "trust_radius": self.trust_radius}
+
+
+def check_saddle_system(atoms):
+    """Raise ValueError for what the saddle search cannot take, before any call."""
+    if not isinstance(atoms, Atoms):
+        raise ValueError(
+            f"BOSaddle searches a saddle point of an ase.Atoms, got {type(atoms).__name__}: "
+            "pass the atoms themselves (a cell filter's saddle is not supported)"
+        )
+    if len(atoms) < 2:
+        raise ValueError("BOSaddle needs two atoms or more: one atom has no saddle point")
+    if atoms.calc is None:
+        raise ValueError("BOSaddle needs a calculator: attach one (atoms.calc = ...)")
+    if atoms.pbc.any():
+        raise ValueError(
+            "BOSaddle searches molecules (no periodic cell): for a periodic system use "
+            "BONEB with climb=True"
+        )
+    other = [type(c).__name__ for c in atoms.constraints if not isinstance(c, FixAtoms)]
+    if other:
+        raise ValueError(
+            f"BOSaddle honours FixAtoms only, not {', '.join(other)}: remove those constraints"
+        )
+    try:
+        import sella  # noqa: F401
+    except ImportError as error:
+        raise ImportError(
+            "BOSaddle walks on its model with Sella: pip install 'asebo[sella]'"
+        ) from error
+
+
+def _checked_observations(observations, n):
+    """``observations`` as arrays (positions (m, n, 3), energies (m,), forces (m, n, 3)),
+    none for None; a one-line ValueError for other shapes or values not finite."""
+    if observations is None:
+        return np.zeros((0, n, 3)), np.zeros(0), np.zeros((0, n, 3))
+    positions, energies, forces = (np.asarray(a, dtype=float) for a in observations)
+    m = len(energies)
+    if positions.shape != (m, n, 3) or forces.shape != (m, n, 3) or energies.shape != (m,):
+        raise ValueError(
+            f"observations must be positions (m, {n}, 3), energies (m,) and forces "
+            f"(m, {n}, 3) of these atoms, got {positions.shape}, {energies.shape}, "
+            f"{forces.shape}"
+        )
+    if not all(np.isfinite(a).all() for a in (positions, energies, forces)):
+        raise ValueError("observations hold values that are not finite: leave those out")
+    return positions, energies, forces
+
+
+def _largest(forces):
+    """The largest atomic norm of ``forces`` (n, 3)."""
+    return float(np.sqrt((np.asarray(forces) ** 2).sum(axis=1)).max())

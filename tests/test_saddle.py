@@ -1,0 +1,194 @@
+"""BOSaddle: the saddle points of HCN and H2CO's guesses reached as Sella reaches them,
+one imaginary mode there, in fewer calls; a walk on the model that stays within its trust
+radius; a resumed search that repeats no call; bad input refused before any call."""
+
+import os
+
+import numpy as np
+import pytest
+from ase import Atoms
+from ase.build import bulk, molecule
+from ase.calculators.emt import EMT
+from ase.constraints import FixAtoms, FixBondLength
+
+from asebo.benchmarks._endpoint_audit import imaginary_modes
+from asebo.benchmarks.ts import guess
+from asebo.neb.relax import distance_to
+from asebo.optimize.observations import RestartError
+from asebo.saddle import BOSaddle
+from asebo.saddle.model_search import saddle_on_model
+from calculators import CountingCalculator, get_calculator
+
+pytest.importorskip("sella")
+
+
+def counted(name):
+    """Guess ``name`` of Baker and Chan with a counted GFN2-xTB."""
+    atoms = guess(name)
+    atoms.calc = CountingCalculator(get_calculator("gfn2"))
+    return atoms
+
+
+def sella_saddle(name):
+    """Sella's saddle point from the same guess: (atoms, calls)."""
+    from sella import Sella
+
+    atoms = counted(name)
+    assert Sella(atoms, internal=True, order=1, logfile=None).run(fmax=0.05)
+    return atoms, atoms.calc.ncalls
+
+
+@pytest.mark.parametrize("name", ["01_hcn", "03_h2co"])
+def test_the_saddle_point_is_sellas_with_one_imaginary_mode_in_fewer_calls(name):
+    atoms = counted(name)
+    search = BOSaddle(atoms, logfile=None)
+    assert search.run(fmax=0.05)
+    assert np.sqrt((atoms.get_forces() ** 2).sum(axis=1)).max() < 0.05
+    reference, reference_calls = sella_saddle(name)
+    assert atoms.get_potential_energy() == pytest.approx(reference.get_potential_energy(), abs=0.01)
+    assert len(imaginary_modes(atoms, get_calculator("gfn2"))) == 1
+    assert search.model_order() == 1
+    assert atoms.calc.ncalls <= reference_calls
+
+
+def test_the_walk_on_the_model_stays_within_the_trust_radius():
+    atoms = counted("03_h2co")
+    search = BOSaddle(atoms, logfile=None)
+    search.run(fmax=0.05, steps=2)  # three configurations computed
+    known = np.array(search.observations.positions)
+    for radius in (0.01, 0.05):
+        end, reason = saddle_on_model(search._fitted(), atoms, known, radius, 0.01, 300)
+        assert distance_to(known, end) <= radius + 1e-9
+        assert reason == "trust radius"
+
+
+def test_a_search_stopped_and_resumed_repeats_no_call_and_ends_where_one_run_ends(tmp_path):
+    os.chdir(tmp_path)
+    whole = counted("01_hcn")
+    assert BOSaddle(whole, logfile=None).run(fmax=0.05)
+    first = counted("01_hcn")
+    with BOSaddle(first, restart="saddle.json", logfile=None) as search:
+        assert not search.run(fmax=0.05, steps=3)
+    second = counted("01_hcn")
+    with BOSaddle(second, restart="saddle.json", logfile=None) as search:
+        assert search.run(fmax=0.05)
+    assert first.calc.ncalls + second.calc.ncalls == whole.calc.ncalls
+    np.testing.assert_allclose(second.positions, whole.positions, atol=1e-3)
+    again = counted("01_hcn")
+    with BOSaddle(again, restart="saddle.json", logfile=None) as search:
+        assert search.run(fmax=0.05)
+    assert again.calc.ncalls == 0
+    np.testing.assert_allclose(again.positions, second.positions)
+
+
+def test_a_search_between_a_calls_record_and_its_walk_resumes_with_the_walk(tmp_path):
+    os.chdir(tmp_path)
+    first = counted("01_hcn")
+    with BOSaddle(first, restart="saddle.json", logfile=None) as search:
+        search.run(fmax=0.05, steps=2)
+        # the record as written right after the third call, before the walk from it
+        search.observations.save(next=search.observations.positions[-1])
+    second = counted("01_hcn")
+    with BOSaddle(second, restart="saddle.json", logfile=None) as search:
+        assert search.run(fmax=0.05)
+        computed = np.array(search.observations.positions)
+    # no configuration computed twice
+    gaps = np.abs(computed[:, None] - computed[None]).max(axis=(2, 3))
+    assert np.all(gaps[np.triu_indices(len(computed), 1)] > 1e-6)
+
+
+def water():
+    atoms = molecule("H2O")
+    atoms.calc = EMT()
+    return atoms
+
+
+def one_atom():
+    atoms = Atoms("Cu")
+    atoms.calc = EMT()
+    return atoms
+
+
+def periodic():
+    atoms = bulk("Cu") * 2
+    atoms.calc = EMT()
+    return atoms
+
+
+def bond_held():
+    atoms = water()
+    atoms.set_constraint(FixBondLength(0, 1))
+    return atoms
+
+
+def no_calculator():
+    return molecule("H2O")
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (one_atom, "two atoms or more"),
+        (periodic, "no periodic cell"),
+        (bond_held, "FixAtoms only"),
+        (no_calculator, "needs a calculator"),
+    ],
+)
+def test_what_the_search_cannot_take_is_refused_in_one_line(build, message):
+    with pytest.raises(ValueError, match=message):
+        BOSaddle(build(), logfile=None)
+
+
+@pytest.mark.parametrize("fmax", [0.0, -1.0, float("nan")])
+def test_an_fmax_that_is_not_positive_is_refused_before_any_call(fmax):
+    atoms = water()
+    atoms.calc = CountingCalculator(EMT())
+    with pytest.raises(ValueError, match="fmax"):
+        BOSaddle(atoms, logfile=None).run(fmax=fmax)
+    assert atoms.calc.ncalls == 0
+
+
+def test_a_restart_file_of_other_atoms_or_of_a_minimisation_is_refused(tmp_path):
+    os.chdir(tmp_path)
+    atoms = counted("01_hcn")
+    with BOSaddle(atoms, restart="saddle.json", logfile=None) as search:
+        search.run(fmax=0.05, steps=1)
+    with pytest.raises(RestartError, match="other atoms"):
+        BOSaddle(water(), restart="saddle.json", logfile=None)
+    from asebo import BOOptimizer
+
+    held = FixAtoms(indices=[0])
+    minimised = water()
+    minimised.set_constraint(held)
+    BOOptimizer(minimised, restart="minimum.json", logfile=None).run(fmax=0.05, steps=1)
+    with pytest.raises(RestartError, match="not a saddle search"):
+        BOSaddle(water(), restart="minimum.json", logfile=None)
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(RestartError, match="broken.json"):
+        BOSaddle(water(), restart="broken.json", logfile=None)
+
+
+@pytest.mark.slow
+def test_a_band_hands_its_climbing_image_and_its_calls_to_the_saddle_search():
+    from ase.mep import NEB
+
+    from asebo import BONEB
+    from asebo.benchmarks.neb import REACTIONS, idpp_band, reaction
+
+    initial, final, moving = reaction(REACTIONS / "02_hcn.xyz")
+    positions = idpp_band(initial, final, moving)
+    images = []
+    for index, where in enumerate(positions):
+        image = (final if index == len(positions) - 1 else initial).copy()
+        image.positions = where
+        image.calc = CountingCalculator(get_calculator("gfn2"))
+        images.append(image)
+    band = BONEB(NEB(images, climb=True, method="improvedtangent"), logfile=None)
+    band.run(fmax=0.5, steps=200)  # a rough band
+    search = BOSaddle.from_band(band, logfile=None)
+    calc = search.atoms.calc
+    before = calc.ncalls
+    assert search.run(fmax=0.05)
+    assert len(search.observations) > len(band.record.observations)
+    assert calc.ncalls - before == len(search.observations) - len(band.record.observations)
+    assert len(imaginary_modes(search.atoms, get_calculator("gfn2"))) == 1
