@@ -21,8 +21,6 @@ from pathlib import Path
 import numpy as np
 from ase.io import read
 
-from asebo.benchmarks._endpoint_audit import imaginary_modes
-
 FOLDER = Path(__file__).resolve().parent.parent / "data" / "baker_ts"
 CHARGES = {"16_h2po4_anion": -1, "20_hconh3_cation": 1}
 OPTIMIZERS = ("BOSaddle", "Sella")
@@ -64,6 +62,7 @@ def guess(name):
 def search(task):
     """Run one optimizer from one guess: a dict of the result."""
     name, optimizer, fmax, steps, skip_modes = task
+    from asebo.benchmarks._endpoint_audit import imaginary_modes
     from calculators import CountingCalculator, get_calculator
 
     atoms = guess(name)
