@@ -24,14 +24,11 @@ from ase.optimize.optimize import DEFAULT_MAX_STEPS
 from ase.parallel import world
 from ase.utils import IOContext
 
-from asebo.model.gp import EnergyForceGP
 from asebo.neb.band import band_forces, largest_forces
 from asebo.neb.checks import check_band, positive
 from asebo.neb.record import BandRecord
 from asebo.neb.relax import model_band, relax_on_model
-from asebo.optimize.representations import make_representation
-from asebo.optimize.settings import ModelSettings
-from asebo.optimize.surrogate_model import fit_observations, system_prior
+from asebo.optimize.surrogate_model import default_surrogate, refit
 
 MOLECULE_PRIOR = "max"
 """The default prior of a molecule's band: the highest energy computed. The Lindh model
@@ -107,19 +104,9 @@ class BONEB(IOContext):
         if not periodic:  # a band leaves the harmonic well of any one configuration
             prior = MOLECULE_PRIOR if prior is None else prior
             kernel = MOLECULE_KERNEL if kernel is None else kernel
-        self.representation = make_representation(kernel, moving)
-        recentre = self.representation.default_recentre
-        settings = ModelSettings()
-        self.prior, _ = system_prior(
-            prior, moving, periodic, recentre, settings, self.representation
+        self.representation, self.prior, self.gp = default_surrogate(
+            prior, kernel, moving, periodic, gp_options
         )
-        options = {
-            "kernel": self.representation.gp_kernel(),
-            "trend": self.representation.default_trend,
-            "prior_curvature": settings.prior_curvature if self.prior.is_calculator else 0.0,
-            **(gp_options or {}),
-        }
-        self.gp = EnergyForceGP(**options)
         self.trust_radius = positive("trust_radius", trust_radius)
         self.uncertainty = positive("uncertainty", uncertainty)
         self.model_fmax = None if model_fmax is None else positive("model_fmax", model_fmax)
@@ -192,18 +179,14 @@ class BONEB(IOContext):
 
     def _fitted(self):
         """The GP fitted to every image computed (fitted again only after a new one)."""
-        seen = len(self.record.observations)
-        if self._fit is None or self._fit[0] != seen:
-            metric = None if self._fit is None else self._fit[1]
-            metric, _ = fit_observations(
-                self.gp,
-                self.prior,
-                self.representation,
-                self.numbers,
-                self.record.observations.arrays(),
-                metric,
-            )
-            self._fit = (seen, metric)
+        self._fit = refit(
+            self.gp,
+            self.prior,
+            self.representation,
+            self.numbers,
+            self.record.observations,
+            self._fit,
+        )
         return self.gp
 
     def _values(self, positions):

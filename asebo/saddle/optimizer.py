@@ -22,7 +22,6 @@ from ase.constraints import FixAtoms
 from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import world
 
-from asebo.model.gp import EnergyForceGP
 from asebo.neb.checks import positive
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
 from asebo.optimize.observations import (
@@ -32,10 +31,8 @@ from asebo.optimize.observations import (
     check_calculator,
     check_restart,
 )
-from asebo.optimize.representations import make_representation
 from asebo.optimize.restart_lock import RestartLock
-from asebo.optimize.settings import ModelSettings
-from asebo.optimize.surrogate_model import fit_observations, system_prior
+from asebo.optimize.surrogate_model import default_surrogate, refit
 from asebo.saddle.model_search import saddle_on_model
 
 GOOD = 0.3  # the model's force error, relative to the force, below which the radius grows
@@ -102,23 +99,9 @@ class BOSaddle(Optimizer):
         self.model_fmax = None if model_fmax is None else positive("model_fmax", model_fmax)
         self.model_steps = int(positive("model_steps", model_steps))
         check_restart(restart)
-        self.representation = make_representation(kernel, atoms)
-        settings = ModelSettings()
-        self.prior, _ = system_prior(
-            prior,
-            atoms,
-            False,
-            self.representation.default_recentre,
-            settings,
-            self.representation,
+        self.representation, self.prior, self.gp = default_surrogate(
+            prior, kernel, atoms, False, gp_options
         )
-        options = {
-            "kernel": self.representation.gp_kernel(),
-            "trend": self.representation.default_trend,
-            "prior_curvature": settings.prior_curvature if self.prior.is_calculator else 0.0,
-            **(gp_options or {}),
-        }
-        self.gp = EnergyForceGP(**options)
         self.identity = calculator_identity(atoms.calc)
         self._fit = None  # (observations counted, metric) of the last fit
         self._predicted = None  # (positions (n, 3), forces (n, 3), stopped) of the last walk
@@ -261,18 +244,14 @@ class BOSaddle(Optimizer):
 
     def _fitted(self):
         """The GP fitted to every configuration computed (again only after a new one)."""
-        seen = len(self.observations)
-        if self._fit is None or self._fit[0] != seen:
-            metric = None if self._fit is None else self._fit[1]
-            metric, _ = fit_observations(
-                self.gp,
-                self.prior,
-                self.representation,
-                self.atoms.numbers,
-                self.observations.arrays(),
-                metric,
-            )
-            self._fit = (seen, metric)
+        self._fit = refit(
+            self.gp,
+            self.prior,
+            self.representation,
+            self.atoms.numbers,
+            self.observations,
+            self._fit,
+        )
         return self.gp
 
     def step(self):
