@@ -52,9 +52,9 @@ from asebo.model.priors import AnchoredOffset
 from asebo.model.springs import CLOSEST_APPROACH
 from asebo.optimize.bonding import bond_changes
 from asebo.optimize.consistency import energy_force_mismatch
+from asebo.optimize.endpoint import EndpointContext, endpoint_verdict
 from asebo.optimize.flat_centres import flat_centres
 from asebo.optimize.model_hessian import (
-    descent_along,
     evidence_of_descent,
     internal_basis,
     model_curvature,
@@ -91,7 +91,6 @@ from asebo.optimize.stages import (
 )
 from asebo.optimize.subspace import free_subspace, held_axes
 from asebo.optimize.surrogate_model import fit_observations, system_prior
-from asebo.optimize.symmetry import held_symmetry
 from asebo.optimize.trust import TrustRegion
 from asebo.optimize.warm_start import observed_frames, read_frames
 from asebo.threads import optimizer_threads, with_optimizer_threads
@@ -100,9 +99,6 @@ NOTE_PREFIX = "# "
 """How a note line of the log begins: a comment to readers of ASE's log format."""
 SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian, FixedPlane, FixedLine, FixSymmetry)
 FILTER_CONSTRAINTS = (FixAtoms, FixSymmetry)  # those a cell filter's coordinates can honour
-QUADRATIC_PATIENCE = 3
-"""Calls in a row that find nothing lower after which the model's quadratic no longer
-keeps a run with converged forces going (``special_cases.quadratic_drop``)."""
 
 
 class _ObservedAtoms(OptimizableAtoms):
@@ -415,9 +411,7 @@ class BOOptimizer(Optimizer):
         self._last_fit = None  # (observations counted, gp, notes) of the last fit
         self._force_consistent = None  # whether the calculator gives free_energy
         self._mismatch_noted = False  # energy_force_mismatch is written once a run
-        self._curvature_checked = None  # observations counted when the curvature was checked
-        self.curvature_verdict = None
-        self._descent = None  # (positions (N, 3), reason) of the next such step or probe
+        self._verdict = None  # ((observations counted, fmax), Verdict) of the last check
         self._given = {"kernel": kernel is not None, "prior": prior is not None}
         self._header_written = False
         super().__init__(
@@ -471,16 +465,20 @@ class BOOptimizer(Optimizer):
         before any call unless it is a finite number > 0, and a line in the log at
         the end where the bonding changed (:attr:`bonds_changed`)."""
         converged = super().run(_number("fmax", fmax, None), steps)
-        self._note_bonds()
+        self._note_end()
         return converged
 
     def _noting_bonds(self, steps):
-        """The generator ``steps`` of :meth:`irun`, then :meth:`_note_bonds`."""
+        """The generator ``steps`` of :meth:`irun`, then :meth:`_note_end`."""
         yield from steps
-        self._note_bonds()
+        self._note_end()
 
-    def _note_bonds(self):
-        """A line in the log where :attr:`bonds_changed` says the bonding changed."""
+    def _note_end(self):
+        """The notes of an accepted :attr:`endpoint_verdict`, and a line where
+        :attr:`bonds_changed` says the bonding changed."""
+        verdict = self.endpoint_verdict
+        if verdict is not None and verdict.converged:
+            self._write_notes(verdict.notes)
         changes = self.bonds_changed
         if changes:
             self._write_notes([f"{changes.describe()} (first configuration to the lowest)"])
@@ -759,172 +757,68 @@ class BOOptimizer(Optimizer):
         rows = (3 * indices[:, None] + np.arange(3)).ravel()  # (3f,)
         return VibrationsData.from_2d(atoms, hessian[np.ix_(rows, rows)], indices=indices)
 
-    @with_optimizer_threads
     def gradient_converged(self, gradient):
-        """ASE's test of the forces, then the model's curvature where they are met.
+        """ASE's test of the forces, and an endpoint the checks at convergence accept
+        (:attr:`endpoint_verdict`; :mod:`asebo.optimize.endpoint`). Writes nothing:
+        the verdict's notes reach the log with the step it takes, or at the end of the
+        run. The forces of a symmetry probe end nothing: the model steps on from there."""
+        if self.reasons[-1:] == [PROBE]:
+            return False
+        if not super().gradient_converged(gradient):
+            return False
+        verdict = self.endpoint_verdict
+        return verdict is None or verdict.converged
 
-        Where the model's energy curves down beyond its doubt along a free mode
-        (:attr:`asebo.optimize.model_hessian.ModelCurvature.negative`), the prior or a
-        configuration computed says so too
-        (:func:`asebo.optimize.model_hessian.evidence_of_descent`), the forces vanish
-        on a saddle: the run goes on along the lowest such mode, to the model's lowest
-        energy on it within the trust radius, both signs tried
-        (:func:`asebo.optimize.model_hessian.descent_along`; reason ``'curvature'``),
-        and the calls decide, at most ``special_cases.curvature_steps`` times. Once such
-        a step has come out no lower than the configurations before it, a prior
-        calculator's own curvature no longer leads a step (a configuration computed
-        still does): on S22 under a GFN1-xTB prior, which curves down along rotations
-        of one molecule against the other where GFN2-xTB does not, each of the 12
-        such steps goes up. Otherwise a
-        line in the log gives the lowest curvature, and calls a negative one that
-        nothing but the GP's interpolation supports the interpolation's. Where
-        ``special_cases.quadratic_drop`` is set, a molecule's run also goes on while
-        the model's quadratic at the latest configuration puts its minimum more than
-        that below the lowest energy computed
-        (:meth:`asebo.optimize.model_hessian.ModelCurvature.quadratic_drop`), until
-        :data:`QUADRATIC_PATIENCE` calls in a row find nothing lower. Where every
-        configuration of a molecule's run kept the endpoint's point group
-        (:func:`asebo.optimize.symmetry.held_symmetry`), a line says so, and with
-        ``special_cases.symmetry_probe`` set the run goes on with one call displaced
-        along the softest mode that breaks it (reason ``'probe'``, once a run), whose
-        own forces end nothing: the model steps on from there. Skipped under a cell
-        filter; under a calculator prior the Hessian costs about 8N calls of the prior.
-        """
-        converged = super().gradient_converged(gradient)
+    @property
+    @with_optimizer_threads
+    def endpoint_verdict(self):
+        """The :class:`asebo.optimize.endpoint.Verdict` of the checks at convergence on
+        the latest configuration computed, where its forces meet ASE's test for the
+        ``fmax`` of the run; None where they do not, before any call, and where no
+        check applies (a cell filter, constraints that allow a subspace only, no free
+        coordinate beyond the rigid motions). Decided once per configuration and
+        ``fmax``."""
+        fmax = getattr(self, "fmax", None)  # set by run()
         seen = len(getattr(self, "observations", ()))
-        if getattr(self, "proposals", None) and self.proposals[-1]["reason"] == PROBE:
-            return False  # the probe's own forces end nothing: the model steps from here
-        if not (converged and seen) or self._curvature_checked == seen:
-            return converged
-        self._curvature_checked = seen
+        if fmax is None or not seen:
+            return None
+        key = (seen, fmax)
+        if self._verdict is None or self._verdict[0] != key:
+            self._verdict = (key, self._judge_endpoint(fmax))
+        return self._verdict[1]
+
+    def _judge_endpoint(self, fmax):
+        """:func:`asebo.optimize.endpoint.endpoint_verdict` at the latest configuration,
+        where its forces meet ASE's test for ``fmax``; else None."""
         here = self.atoms.get_positions()
+        if not self.optimizable.converged(self.optimizable.get_gradient(), fmax):
+            return None
         if self.coordinates.has_cell or self.subspace is not None or not self._vibrates(here):
-            return converged
+            return None
         gp, curvature = self._curvature_at(here, every_uncertainty=False)
-        radius = max(self.trust.radius, self.initial_trust_radius)
-        evidenced = curvature.evidenced
-        refuted = self._refuted_curvature_step()
-        verdict = ""
-        if refuted is not None and self.prior.is_calculator and len(evidenced):
-            evidenced = self._evidenced_by_the_calls(curvature, here)
-            verdict = (
-                f"; a step along the prior calculator's negative curvature went up "
-                f"(configuration {refuted}), so its curvature alone leads no further step"
-            )
-        taken = self.reasons.count(CURVATURE)  # the restart file keeps the reasons
-        if len(evidenced) and taken < self.settings.special_cases.curvature_steps:
-            index = evidenced[0]  # the lowest: the curvatures ascend
-            self._descent = (descent_along(gp, here, curvature.modes[index], radius), CURVATURE)
-            lowest, doubt = curvature.curvatures[index], curvature.uncertainties[index]
-            self._write_notes(
-                [
-                    f"the forces are converged, but the model's energy curves down "
-                    f"({lowest:.3g} ± {doubt:.2g} eV/Å²) along a free mode: a step along it"
-                ]
-            )
-            return False
-        drop = self._quadratic_drop_left(curvature)
-        if drop is not None:
-            self._write_notes(
-                [
-                    f"the forces are converged, but the model's quadratic puts its minimum "
-                    f"{drop:.3g} eV below the lowest energy computed: the run goes on"
-                ]
-            )
-            return False
-        symmetry = self._held_symmetry(curvature.hessian, here)
-        probe = self.settings.special_cases.symmetry_probe
-        if symmetry is not None and probe is not None and PROBE not in self.reasons:
-            self._descent = (self._probe_along(here, symmetry.mode, probe), PROBE)
-            self._write_notes(
-                [
-                    f"the forces are converged on a symmetry of order {symmetry.order} that "
-                    f"every configuration kept; the model's curvature along the "
-                    f"{symmetry.breaking} modes that break it is the prior's alone: a probe "
-                    f"{probe:g} Å along the softest ({symmetry.curvature:.3g} eV/Å²)"
-                ]
-            )
-            return False
-        if symmetry is not None:
-            self._write_notes(
-                [
-                    f"the endpoint and every configuration computed keep a symmetry of order "
-                    f"{symmetry.order}: the model's curvature along the {symmetry.breaking} "
-                    "modes that break it is the prior's alone"
-                ]
-            )
-        self.curvature_verdict = f"{curvature.summary()}{verdict}"
-        self._write_notes([f"at convergence, {self.curvature_verdict}"])
-        return converged
-
-    def _refuted_curvature_step(self):
-        """The index of the first configuration a curvature step led to that came out
-        no lower than every configuration before it; None where there is none.
-
-        ``reasons[k]`` led to the ``k``-th configuration after those computed before
-        any proposal (the start, and observations given or read back).
-        """
-        energies = self.observations.energies
-        first = len(energies) - len(self.proposals)  # configurations before any proposal
-        for k, reason in enumerate(self.reasons):
-            index = first + k
-            if reason == CURVATURE and 0 < index < len(energies):
-                if energies[index] >= min(energies[:index]):
-                    return index
-        return None
-
-    def _evidenced_by_the_calls(self, curvature, positions):
-        """The indices of ``curvature.evidenced`` along which a configuration computed,
-        not the prior calculator, says the energy falls
-        (:func:`asebo.optimize.model_hessian.evidence_of_descent` without the prior)."""
-        computed = self.observations.arrays()
-        return [
-            index
-            for index in curvature.evidenced
-            if evidence_of_descent(None, computed, positions, curvature.modes[index])
-        ]
-
-    def _held_symmetry(self, hessian, positions):
-        """:func:`asebo.optimize.symmetry.held_symmetry` of a molecule's run, ending at
-        ``positions`` (N, 3) with the model's ``hessian`` (3N, 3N) there; None for a
-        periodic system."""
-        if self.periodic:
-            return None
         free, rotations = self._free_and_rotations()
-        labels = 8 * self.numbers + free @ np.array([1, 2, 4])  # held coordinates kept apart
-        configurations = [*self.observations.positions, positions]
-        basis = internal_basis(positions, free, rotations)
-        return held_symmetry(configurations, labels, hessian, basis)
-
-    @staticmethod
-    def _probe_along(positions, mode, length):
-        """``positions`` (N, 3) displaced along the unit ``mode`` (3N,), the largest
-        atomic move ``length`` Å."""
-        direction = np.asarray(mode).reshape(positions.shape)
-        return positions + length * direction / np.linalg.norm(direction, axis=1).max()
-
-    def _quadratic_drop_left(self, curvature):
-        """How far below the lowest energy computed the minimum of the model's quadratic
-        at the latest configuration of a molecule lies, where that exceeds
-        ``special_cases.quadratic_drop``; else None. None for a periodic system too,
-        and once :data:`QUADRATIC_PATIENCE` calls in a row have found nothing lower: a
-        run whose calls no longer descend stops. Along a mode where only the GP's
-        interpolation curves down, the quadratic takes the prior's curvature, as the
-        search does (:func:`asebo.optimize.trust.check_curvature_supported`) and
-        :meth:`hessian` does (:func:`asebo.optimize.model_hessian.prior_where_interpolated`):
-        left out, such a mode hid a shallow valley's way down."""
-        threshold = self.settings.special_cases.quadratic_drop
-        energies = self.observations.energies
-        best, latest = self.observations.best(), len(energies) - 1
-        # molecules only: measured there, and on EMT's bulk defects it cost calls
-        if threshold is None or self.periodic or latest - best >= QUADRATIC_PATIENCE:
-            return None
-        curvature = prior_where_interpolated(
-            curvature, self.gp.prior, self.observations.positions[latest]
+        context = EndpointContext(
+            gp=gp,
+            curvature=curvature,
+            positions=here,
+            observations=self.observations,
+            reasons=tuple(self.reasons),
+            settings=self.settings,
+            prior_calculator=self.prior.is_calculator,
+            periodic=self.periodic,
+            labels=8 * self.numbers + free @ np.array([1, 2, 4]),  # held coordinates apart
+            basis=internal_basis(here, free, rotations),
+            radius=max(self.trust.radius, self.initial_trust_radius),
         )
-        drop = curvature.quadratic_drop(-np.asarray(self.observations.forces[latest]))
-        below = energies[best] - (energies[latest] - drop)
-        return below if below > threshold else None
+        return endpoint_verdict(context)
+
+    @property
+    def curvature_verdict(self):
+        """The model's lowest curvature at an accepted endpoint, as the log's line at
+        convergence gives it (:attr:`asebo.optimize.endpoint.Verdict.summary`); None
+        before one."""
+        verdict = self.endpoint_verdict
+        return None if verdict is None else verdict.summary
 
     # ---- observations ---------------------------------------------------------------
     def _replay_trajectory(self, traj):
@@ -1069,13 +963,15 @@ class BOOptimizer(Optimizer):
     def _proposal(self):
         """:meth:`_propose`'s proposal."""
         context = self._step_context()
-        if self._descent is not None:
-            (positions, reason), self._descent = self._descent, None
+        verdict = self.endpoint_verdict
+        if verdict is not None and verdict.positions is not None:
+            positions, reason = verdict.positions, verdict.stage
             predicted = context.predicted(positions) if reason == CURVATURE else None
-            return Proposal(positions, predicted, context.trust, reason)
+            return Proposal(positions, predicted, context.trust, reason, notes=verdict.notes)
+        kept_going = () if verdict is None else verdict.notes  # the quadratic drop's
         starts, notes = search_starts(context)
         proposal = search(context, starts)
-        proposal = replace(proposal, notes=(*context.notes, *notes, *proposal.notes))
+        proposal = replace(proposal, notes=(*kept_going, *context.notes, *notes, *proposal.notes))
         for stage in STAGES:
             adjusted = stage(context, proposal)
             if adjusted is not None:
