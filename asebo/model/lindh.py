@@ -61,8 +61,8 @@ _R_REF = {(1, 1): 1.35, (1, 2): 2.10, (1, 3): 2.53, (2, 2): 2.87, (2, 3): 3.40, 
 STRETCH_CONSTANT = 0.45 * Hartree / Bohr**2  # k_r, eV/Å²
 BEND_CONSTANT = 0.15 * Hartree  # k_phi, eV/rad²
 LINDH_TORSION_CONSTANT = 0.005 * Hartree  # Lindh's k_tau, eV/rad²
-# twice Lindh's: with the internal-coordinate kernel and its linear trend, as few force
-# calls as four times (the choice of the aligned kernel) and fewer higher minima (docs/lindh.md)
+# twice Lindh's, chosen side by side with 1, 3 and 4 times under the internal-coordinate
+# kernel and its linear trend (docs/lindh.md; the calls in docs/notes/lindh-stiffness.md)
 TORSION_CONSTANT = 2 * LINDH_TORSION_CONSTANT  # k_tau, eV/rad²
 # a centre with three neighbours counts as planar within this angle of the plane (rad)
 PLANAR_TOLERANCE = np.radians(30.0)
@@ -345,8 +345,9 @@ class LindhModel(Calculator):
         Positive semidefinite everywhere, and the model's exact Hessian at its
         reference, where it is Lindh's model Hessian (Lindh et al., Chem. Phys. Lett.
         241, 423 (1995)). One evaluation of the primitives' derivatives and a product
-        of the Wilson B matrix with itself: 21 ms at 92 atoms, against 0.57 s for
-        central differences of the model's gradient.
+        of the Wilson B matrix with itself, in place of ``6n`` gradients for central
+        differences (the times in docs/notes/large-molecules.md, "The search's
+        conditioning").
         """
         x = torch.as_tensor(np.asarray(positions, dtype=np.float64))[None]  # (1, n, 3)
         n = x.shape[1]

@@ -254,13 +254,13 @@ class ModelPrior(Prior):
         model as it is.
 
         Along the directions a run never moved in, the model's curvature is its prior's.
-        The Lindh model's bends on double and triple bonds put the modes of 1000–2500
-        cm⁻¹ too high: under the steps' own prior the zero-point energy is 4.6 % high
-        (median over the Baker set against GFN2-xTB, ``asebo bench vibrations``;
-        acetylene 44 %, 6 of 30 molecules within 2 %). With the bends capped it is 1.7 %
-        off (acetylene 21 %, 17 of 30 within 2 %), the modes above 500 cm⁻¹ 4.7 % as
-        under the steps' prior. The steps and the checks at convergence keep the
-        uncapped model, the one their force calls were measured with.
+        Lindh's bend constants grow with the weights of short bonds, so the model's
+        bends on double and triple bonds are stiffer than a molecule's, and put the
+        modes of 1000–2500 cm⁻¹ too high; capped at ``k_phi`` they bring the zero-point
+        energy nearer the target's and leave the modes above 500 cm⁻¹ as they were
+        (``asebo bench vibrations``; the figures in docs/notes/minima-and-model-hessian.md,
+        "Bends on multiple bonds capped for the Hessian given"). The steps and the checks
+        at convergence keep the uncapped model, the one their defaults were chosen with.
         """
         if not isinstance(self.model, LindhModel):
             return self
@@ -276,11 +276,10 @@ class AnchoredOffset(Prior):
     by ``|r| / l^2`` along a unit direction of the kernel's metric for a
     squared-exponential bump of depth ``r``. The curvature a run never measured then
     comes out stiffer than the prior's. With ``c`` the residual of the configuration
-    where the Hessian is taken, the bump there vanishes. On the Baker set with
-    GFN2-xTB (``asebo bench vibrations``) and the steps' Lindh prior the model's
-    zero-point energy is then 4.6 % from the target's (median; 9.6 % about the mean
-    residual), the modes above 500 cm⁻¹ 4.7 % (6.7 %) and the five lowest 54 cm⁻¹ (90
-    cm⁻¹).
+    where the Hessian is taken, the bump there vanishes, and the model's frequencies
+    come nearer the target's than about the mean residual (``asebo bench vibrations``;
+    the figures in docs/notes/minima-and-model-hessian.md, "The kernel's bump at the
+    lowest configuration, and the GP's constant").
 
     Parameters
     ----------
@@ -336,11 +335,11 @@ class RecentredLindh(Prior):
     ``(c|p|)^2`` is smooth.
 
     The force constants are ``stiffness`` (0.7) times those of the model: a softer
-    model takes longer first steps. Measured with GFN2-xTB and the internal-coordinate
-    kernel on 110 molecules (the Baker set, the two shipped drug-like sets and three
-    sets built to check, docs/lindh.md): 728 force calls in all at 1.0, 674 at 0.85,
-    690 at 0.75, 674 at 0.7 and 718 at 0.6; on 148 rattled G2 molecules 1105 at 0.85
-    and 1080 at 0.7.
+    model takes longer first steps. The default was chosen side by side with GFN2-xTB
+    and the internal-coordinate kernel on the Baker, drug-like and rough sets and the
+    rattled G2 molecules (``asebo bench baker``, ``druglike``, ``druglike2``,
+    ``druglike3``, ``rough``, ``g2``; the calls of each stiffness in
+    docs/notes/lindh-stiffness.md).
 
     Parameters
     ----------

@@ -27,14 +27,13 @@ along a long-wavelength displacement. Here no target call is spent on it:
 :data:`SPRING_CONSTANT` is the geometric mean over rattled fcc metals (Al, Ni, Cu,
 Pd, Ag, Pt, Au; 16-atom bulk and 12-atom (111) slabs) of the ``mu`` that reproduces
 EMT's Hessian by least squares of the logarithms of its Rayleigh quotients along
-random displacements (:func:`fitted_spring_constant`): from 0.7 (Al, Au slab) to 2.9
-(Ni) eV/Å², 1.4 in the mean, with ``r_NN`` the shortest distance. With ``r_NN`` the
-largest of the atoms' nearest-neighbour distances, as ASE's ``Exp`` preconditioner
-takes it (:func:`typical_neighbour_distance`, the model's since: an interstitial's
-close pair no longer softens every other spring; on the EMT bulk interstitials of
-``asebo bench bulk`` 58 force calls instead of 75), the same fit gives 0.7 (Al) to
-2.6 (Ni), 1.3 in the mean (the 16-atom cells rattled by 0.05 Å); 1.4 is kept. With
-transverse springs each pair's Hessian block has
+random displacements (:func:`fitted_spring_constant`), with ``r_NN`` the shortest
+distance. The model takes ``r_NN`` as the largest of the atoms' nearest-neighbour
+distances, as ASE's ``Exp`` preconditioner does (:func:`typical_neighbour_distance`:
+an interstitial's close pair does not soften every other spring); the same fit then
+gives a slightly smaller mean, and 1.4 is kept (the fitted constants per metal, and
+the calls each choice of ``r_NN`` takes on ``asebo bench bulk``, in
+docs/notes/periodic-tuning.md). With transverse springs each pair's Hessian block has
 trace ``k (1 + 2 tau)``, and the fitted constants follow ``1.4 / (1 + 2 tau)``
 (0.87 at ``tau = 0.3``, 0.46 at 1), the default scale.
 

@@ -32,8 +32,8 @@ from asebo.optimize.surrogate_model import default_surrogate, refit
 
 MOLECULE_PRIOR = "max"
 """The default prior of a molecule's band: the highest energy computed. The Lindh model
-around one configuration (BOOptimizer's default) is far off across a reaction: with it
-and the internal coordinates the band of HCN to HNC (GFN2-xTB) did not converge."""
+around one configuration (BOOptimizer's default) is far off across a reaction (a band
+on it and the internal coordinates, measured: docs/barriers.md)."""
 MOLECULE_KERNEL = "cartesian"
 """The default kernel of a molecule's band: the Gaussian kernel on Cartesian positions
 (the images share one frame; the internal coordinates fold across a reaction)."""

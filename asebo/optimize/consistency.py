@@ -22,13 +22,15 @@ ABSOLUTE = 0.02
 """eV: a mismatch below this is never reported."""
 
 RELATIVE = 0.3
-"""A mismatch is reported above this fraction of ``|ΔE| + |W|``. On GFN2-xTB steps of
-drug-like molecules and of rough starts the fraction stays below 0.15 (mismatches below
-0.011 eV); on MgO in plane waves at 300 eV through a cell filter it is 1."""
+"""A mismatch is reported above this fraction of ``|ΔE| + |W|``: above what a consistent
+calculator's steps leave, below an energy that jumps with a plane-wave basis (the
+fractions of both in docs/notes/warm-starts-and-ase-tests.md, "A calculator whose
+energies and forces disagree")."""
 
 CURVATURE = 0.5
 """A mismatch is reported above this fraction of the forces' change along the step,
-``|(f_b - f_a) . (x_b - x_a)|`` (a sixth on a cubic; 1.8 and more on the MgO run)."""
+``|(f_b - f_a) . (x_b - x_a)|``: three times the sixth a cubic surface leaves (the
+ratio of a calculator that disagrees in docs/notes/warm-starts-and-ase-tests.md)."""
 
 
 def energy_force_mismatch(positions, energies, forces):

@@ -26,8 +26,8 @@ from asebo.model.lindh import BONDED, lindh_weights
 PNICTOGENS = (7, 15, 33, 51)  # N, P, As, Sb
 FLAT_TOLERANCE = 1e-3  # Å, the centre's largest height over the plane of its neighbours
 # eV/Å: an out-of-plane force on the centre, relative to its neighbours, below this is
-# the zero of a mirror plane (1e-15 to 1e-6 on symmetric starts, 0.03 to 8 on the
-# others measured)
+# the zero of a mirror plane, far from the forces of flat starts without one (the
+# forces of both kinds in docs/notes/flat-centres.md)
 SYMMETRIC_FORCE = 1e-3
 COLLINEAR = 1e-6  # Å², area of the neighbours' triangle (x 2) below which they span no plane
 

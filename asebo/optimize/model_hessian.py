@@ -18,13 +18,13 @@ Cov(E, k)`` (the slope's variance and the value's covariance with the curvature)
 ``b = Var(k) / 4`` plus covariances of ``E`` and ``g`` with higher derivatives, small
 where the energy and forces of ``x`` are observed. Where the observations
 carry noise, ``a d^2`` dominates at the distances where ``b d^4`` could be read
-alone, and of either sign: reading ``e(d)`` as ``b d^4`` gave a std of exactly zero
-at the endpoints of 59 of 132 runs of the shipped sets (the rise below zero). Two
-distances separate the terms: ``Var(k) = (e(2d) - 4 e(d)) / (3 d^4)``, at ``d`` =
-:data:`CURVATURE_PROBE` Å; from 0.005 to 0.02 Å the result stays within 8 % on
-methylamine, trisilacyclohexane, the benzene dimer and glucose, where the one
-distance read zero (Rasmussen and Williams, *Gaussian Processes for Machine
-Learning*, MIT Press (2006), sec. 9.4, on the derivatives of a GP).
+alone, and of either sign, so reading ``e(d)`` as ``b d^4`` can give a rise below
+zero and a std of zero. Two distances separate the terms: ``Var(k) = (e(2d) - 4
+e(d)) / (3 d^4)``, at ``d`` = :data:`CURVATURE_PROBE` Å, where the result hardly
+depends on ``d`` (Rasmussen and Williams, *Gaussian Processes for Machine
+Learning*, MIT Press (2006), sec. 9.4, on the derivatives of a GP; the runs read both
+ways in docs/notes/minima-and-model-hessian.md, "The uncertainty of a curvature, read
+at two distances").
 """
 
 from dataclasses import dataclass
@@ -35,18 +35,16 @@ from asebo.optimize.rigid import RCOND, rigid_modes
 
 STEP = 1e-4  # Å, of the central difference of a model's gradient along one mode
 FORWARD_STEP = 1e-6
-"""Å, of the forward difference of the posterior gradient in :func:`posterior_hessian`.
-On Ac-Ala8-NHMe (92 atoms, 13 observations) the Hessian's entries over this step lie
-within 4e-5 eV/Å² of the central difference over :data:`STEP`, and its five lowest
-curvatures within 1e-6 eV/Å²; over 1e-4 Å the entries were 4e-3 eV/Å² off, falling in
-proportion to the step down to 1e-7 Å (5e-6 eV/Å²): the gradient's rounding stays
-below the difference's own error."""
+"""Å, of the forward difference of the posterior gradient in :func:`posterior_hessian`:
+short enough that the difference's error, of order the step, is far below the
+model's uncertainty, long enough that the gradient's rounding stays below that error
+(the errors against the central difference over :data:`STEP` in
+docs/notes/large-molecules.md, "Where a step's time went")."""
 NOISY_STEP = 5e-3
-"""Å, the step under a prior calculator. GFN1-xTB's forces at the Leu-enkephalin
-endpoint differ from call to call by up to 5e-4 eV/Å: over 1e-4 Å its Hessian's
-entries were off by up to 2.5 eV/Å² (rms 0.08) against a 0.01 Å difference, over 3e-3
-Å by 0.09 (rms 0.007), and the model saw a curvature of -1.95 eV/Å² at an endpoint
-whose target Hessian has no imaginary mode. The difference's own error at 5e-3 Å,
+"""Å, the step under a prior calculator, whose forces carry the noise of its SCF: a
+difference over a much shorter step divides that noise into errors of eV/Å² (the
+errors of GFN1-xTB's Hessian by step in docs/notes/minima-and-model-hessian.md, "The
+Hessian's step under a prior calculator"). The difference's own error at 5e-3 Å,
 ``NOISY_STEP**2 / 6`` times a third derivative of some tens of eV/Å³, is below 1e-3 eV/Å²."""
 PROBE = 0.01  # Å, of the central difference of a prior calculator's gradient
 CURVATURE_PROBE = 0.005  # Å, and twice it: where the rise of the posterior's variance
@@ -130,8 +128,9 @@ class ModelCurvature:
         a saddle there (a methyl rotor left eclipsed, say) reads as positive. A
         negative curvature beyond doubt that no :attr:`evidence` supports is called
         the interpolation's: between observations the GP's mean can curve down by
-        itself (on the S22 complexes and the large molecules, each of nine such
-        modes curved up in the target's Hessian).
+        itself (such modes of the S22 complexes and the large molecules, each curving
+        up in the target's Hessian: docs/notes/minima-and-model-hessian.md, "Negative
+        curvatures of the interpolation alone").
         """
         if not len(self.curvatures):
             return "no free coordinate beyond the rigid motions"
@@ -286,15 +285,13 @@ def prior_where_interpolated(curvature, prior, positions):
     curves down and no :attr:`ModelCurvature.evidence` says so, where the prior's is
     positive there.
 
-    Such a negative curvature is the GP's interpolation alone: at the endpoints of S22
-    and of large molecules each curved up in the target, and the prior (the Lindh model
-    as the GP held it) came closer to the target than the model on each of the large
-    ones (paclitaxel 0.95 against the target's 0.92 eV/Å², where the model said
-    -0.71; maltotriose 0.25 against 0.27). The same holds within the model's doubt: on
-    ten molecules of 66–118 atoms the lowest mode of the model's Hessian came out
-    imaginary on seven with only the curvatures beyond doubt replaced, and on two with
-    every unsupported one (the target's: two, at those endpoints). The modes and the
-    other curvatures are kept: the Hessian changes by ``(k_prior - k) v v^T`` along
+    Such a negative curvature is the GP's interpolation alone: where it was read against
+    the target's Hessian it curved up there, and the prior (the Lindh model as the GP
+    held it) came closer to the target than the model. The same holds within the model's
+    doubt, so every unsupported negative curvature is replaced, not only those beyond
+    doubt (the endpoints compared in docs/notes/minima-and-model-hessian.md, "Negative
+    curvatures of the interpolation alone" and "The result's Hessian"). The modes and
+    the other curvatures are kept: the Hessian changes by ``(k_prior - k) v v^T`` along
     each such unit mode ``v``, and the curvatures are sorted again, their modes,
     uncertainties and evidence with them.
 

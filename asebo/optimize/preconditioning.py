@@ -3,13 +3,13 @@ r"""Coordinates of the trust box in which the search's bound is well conditioned
 In Cartesian coordinates the model's energy of a molecule is stiff along its bonds and
 soft along its torsions: the curvatures of a hundred atoms span three orders of
 magnitude, and a quasi-Newton method that starts from the identity needs many
-iterations to learn them (L-BFGS-B took 55–210 evaluations for one search at 92
-atoms). With ``x = c + P y`` and ``P = H^{-1/2}`` for a model Hessian ``H`` of the
-energy at the box's centre ``c``, the bound's Hessian in ``y`` is close to the identity
-where ``H`` is close to the model's: L-BFGS in ``y`` is L-BFGS in ``x`` with ``H^{-1}``
-for its initial matrix (Nocedal and Wright, *Numerical Optimization*, Springer (2006),
-sec. 7.2), and its first step a Newton step of ``H`` (10–60 evaluations a search at
-92 atoms). The trust box ``|x - c| <= r`` per coordinate is not a box in
+iterations to learn them. With ``x = c + P y`` and ``P = H^{-1/2}`` for a model
+Hessian ``H`` of the energy at the box's centre ``c``, the bound's Hessian in ``y`` is
+close to the identity where ``H`` is close to the model's: L-BFGS in ``y`` is L-BFGS
+in ``x`` with ``H^{-1}`` for its initial matrix (Nocedal and Wright, *Numerical
+Optimization*, Springer (2006), sec. 7.2), and its first step a Newton step of ``H``
+(the evaluations a search takes either way in docs/notes/large-molecules.md, "The
+search's conditioning"). The trust box ``|x - c| <= r`` per coordinate is not a box in
 ``y``; the map ``x = c + r tanh(P y / r)``, coordinate by coordinate, keeps every
 ``y`` inside it, is ``x = c + P y`` to first order at the centre, and leaves the search
 unconstrained (a transform of bounded variables in the manner of M. J. Box, *The

@@ -200,8 +200,9 @@ class InternalCoordinates(AlignedPositions):
 
     name: ClassVar[str] = "internal"
     default_trend: ClassVar[float] = 30.0
-    # a model rebuilt under the trend changes the features too; beyond 2 eV the start's
-    # model fails: PF3 drawn flat took 205 calls with no recentring, 11 with it
+    # a model rebuilt under the trend changes the features too, so it is rebuilt only
+    # where the start's model fails, 2 eV above its minimum (a centre drawn flat, say;
+    # each value's calls in docs/notes/recentring.md)
     default_recentre: ClassVar[float] = 2.0
     # the trend takes up the slope of the old model's well: on a long way down the soft
     # torsions the old model fits the forces better (docs/notes/large-molecules.md)
@@ -269,13 +270,13 @@ class PeriodicPositions(Representation):
         positions) to atoms and cell.
     power : float
         The metric is the springs' Hessian to this power: 0.75, stiffer than the
-        molecules' 0.5 (:data:`asebo.model.metric.POWER`); on the EMT sets of
-        ``asebo bench bulk`` and ``surfaces`` 152 and 263 force calls against 157 and
-        266 at 0.5, and 77 against 74 on the bulk interstitials and Pt-Ni at 0.25.
+        molecules' 0.5 (:data:`asebo.model.metric.POWER`), chosen side by side with 0.5
+        and 0.25 on ``asebo bench surfaces``, ``bulk`` and ``cells`` (the calls in
+        docs/notes/periodic-tuning.md).
     """
 
     name: ClassVar[str] = "periodic"
-    # measured on the EMT surfaces, bulk and cell sets (docs/periodic.md)
+    # chosen on the EMT surfaces, bulk and cell sets (docs/notes/periodic-tuning.md)
     default_trend: ClassVar[float] = 30.0
     default_recentre: ClassVar[float] = 0.3
     coordinates: GeneralizedCoordinates = None

@@ -224,12 +224,12 @@ def minimize_lcb(
     acquisition = bound_to_maximise(model, kappa)
     initial = initial[:, None, :]  # (s, 1, d)
     # gen_candidates_scipy itself, not optimize_acqf: optimize_acqf hands it an empty
-    # map of fixed features, and BoTorch then rebuilds every input column by column
-    # at each evaluation, a Python loop over the 3N coordinates and its backward (a
-    # third of a step's time at 92 atoms). As in optimize_acqf, the warnings of the
-    # search are recorded and dropped (BoTorch forces its own to "always"): L-BFGS-B's
-    # stops are no failure of the search, its best point stands, and a variance
-    # below GPyTorch's floor is raised to it.
+    # map of fixed features, and BoTorch then rebuilds every input column by column at
+    # each evaluation, a Python loop over the 3N coordinates and its backward (its time
+    # in docs/notes/large-molecules.md, "Where the time went"). As in optimize_acqf, the
+    # warnings of the search are recorded and dropped (BoTorch forces its own to
+    # "always"): L-BFGS-B's stops are no failure of the search, its best point stands,
+    # and a variance below GPyTorch's floor is raised to it.
     with warnings.catch_warnings(record=True):
         candidates, values = gen_candidates_scipy(
             initial,
@@ -256,36 +256,36 @@ def search(context, starts):
     it goes beyond ``maxstep`` and the step cut back to it leaves the model's descent
     (:func:`shortened_step`), or where the model's own uncertainty leaves its drop in
     doubt (:func:`asebo.optimize.trust.check_confident`); it is then repeated in a box
-    half the size, closer to the configurations computed. Where that doubt is the
-    noise on the model's slope, which no smaller box removes (a
+    half the size, closer to the configurations computed. Where that doubt is the noise
+    on the model's slope, which no smaller box removes (a
     :class:`asebo.optimize.trust.SlopeNoiseError`), it is repeated once in a box the
-    size of the length along the step where the drop is surest, the trust region cut
-    to it, and that search's proposal stands. Where the model curves down
-    along the step only by its interpolation
-    (:func:`asebo.optimize.trust.check_curvature_supported`), the box stays and the
-    search is repeated with the prior's curvature along that step in place of the
-    model's (:class:`EnergyModel`'s ``corrections``), as the checks at convergence read
-    such a mode (:func:`asebo.optimize.model_hessian.prior_where_interpolated`): the
-    fault lies along one direction, not in the box, and a trust region halved for it
-    stays small for the steps after (on the large molecules, runs crawled 1–3 meV a
-    step in boxes of 0.006–0.025 Å). From a second such refusal on, the interpolation
-    fails in more than one direction at this size, and the box of this step's searches
-    halves too; the trust region stays. Under a model prior, the first such refusal of
-    a step corrects every mode of the model's Hessian at the centre along which only
-    the interpolation curves down (:func:`asebo.optimize.model_hessian.interpolated_descents`),
-    the refused step too where it still curves down with those added
-    (:func:`curves_down`): corrected one at a time, each repeat found the next such
-    direction. Under a prior calculator the Hessian would cost ``6N`` of its calls, and
-    the refused step alone is corrected. A repeat after such a direction starts at the
-    lowest corrected bound on the line from the centre to where the refused search
-    ended (:func:`lowest_on_segment`), one after another error from where the refused
-    search ended (clipped into a smaller box, which still holds its direction); up to
-    ``settings.search.retries`` searches in all. The last search's proposal
-    stands whatever its uncertainty, and so does one in the smallest box, or where
-    only rigid forces are left (the shape has converged: the model has no drop left to
-    be confident of). Each search stops when an iteration gains less than
-    ``settings.search.tolerance`` (under a prior calculator ``calculator_tolerance``)
-    times the atoms it moves (:func:`minimize_lcb`).
+    size of the length along the step where the drop is surest, the trust region cut to
+    it, and that search's proposal stands. Where the model curves down along the step
+    only by its interpolation (:func:`asebo.optimize.trust.check_curvature_supported`),
+    the box stays and the search is repeated with the prior's curvature along that step
+    in place of the model's (:class:`EnergyModel`'s ``corrections``), as the checks at
+    convergence read such a mode
+    (:func:`asebo.optimize.model_hessian.prior_where_interpolated`): the fault lies
+    along one direction, not in the box, and a trust region halved for it stays small
+    for the steps after, which then crawl (docs/notes/large-molecules.md, "A refused
+    direction corrected, not the box halved"). From a second such refusal on, the
+    interpolation fails in more than one direction at this size, and the box of this
+    step's searches halves too; the trust region stays. Under a model prior, the first
+    such refusal of a step corrects every mode of the model's Hessian at the centre
+    along which only the interpolation curves down
+    (:func:`asebo.optimize.model_hessian.interpolated_descents`), the refused step too
+    where it still curves down with those added (:func:`curves_down`): corrected one at
+    a time, each repeat would find the next such direction. Under a prior calculator the
+    Hessian would cost ``6N`` of its calls, and the refused step alone is corrected. A
+    repeat after such a direction starts at the lowest corrected bound on the line from
+    the centre to where the refused search ended (:func:`lowest_on_segment`), one after
+    another error from where the refused search ended (clipped into a smaller box, which
+    still holds its direction); up to ``settings.search.retries`` searches in all. The
+    last search's proposal stands whatever its uncertainty, and so does one in the
+    smallest box, or where only rigid forces are left (the shape has converged: the
+    model has no drop left to be confident of). Each search stops when an iteration
+    gains less than ``settings.search.tolerance`` (under a prior calculator
+    ``calculator_tolerance``) times the atoms it moves (:func:`minimize_lcb`).
 
     Parameters
     ----------
@@ -387,8 +387,9 @@ def lowest_on_segment(gp, centre, end, kappa, corrections):
     repeated after a refused direction starts.
 
     The refused search ended far along the direction the correction stiffens: in the
-    hundreds of coordinates of a large molecule its end lay up to 0.5 eV above the
-    centre by the corrected mean, and L-BFGS-B took 200 evaluations to come back. On
+    hundreds of coordinates of a large molecule its end can lie far above the centre
+    by the corrected mean, and a search started there spends most of its evaluations
+    coming back (docs/notes/large-molecules.md, "The repeated searches"). On
     the line the corrected bound is lowest where the prior's curvature along the
     direction balances the model's slope; the other coordinates keep what the refused
     search found.

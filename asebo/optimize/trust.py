@@ -146,9 +146,9 @@ def check_confident(gp, centre, proposal, confidence=TrustSettings.confidence, s
     standard deviation growing as the square of the length. Where the doubt is the
     slope's own (the noise the GP allows on the gradients at the centre, comparable
     to forces near convergence), drop and doubt both grow as the length, no box is
-    confident, and halving only shortens every later step to the floor: in the first
-    67 calls of CO leaving the top site of Cu(100) (GPAW), the box halved 57 times, 30
-    of them to the floor, each call a fraction of a meV lower, as predicted. So the
+    confident, and halving only shortens every later step to the floor, each call a
+    fraction of a meV lower, as predicted (a GPAW run of CO on Cu(100) in
+    docs/notes/noise-limited-confidence.md, "Why the box halved in vain"). So the
     same step is checked again cut to half its length, a quarter, and so on down to
     ``shortest``, the lengths the halved boxes reach. Where none is confident, the
     shortest still goes down by the model, and the drop is surer (more deviations) at
@@ -213,11 +213,12 @@ def check_curvature_supported(gp, centre, proposal, observations):
 
     The GP's curvature between few observations can turn negative by itself
     (:func:`asebo.optimize.model_hessian.evidence_of_descent`), and the search, which
-    takes the direction the model promises most in, finds such directions first: in
-    the hundreds of coordinates of a large molecule, on four of 77–113 atoms relaxed
-    with GFN2-xTB, 34 of the 39 steps along which the model curved down at the centre
-    went up (the 5 others gained 0.01 eV together), while the Lindh prior's curvature
-    along the steps was 0.8–0.9 of the target's secant (median). The checks at
+    takes the direction the model promises most in, finds such directions first, most
+    of all in the hundreds of coordinates of a large molecule, where nearly every step
+    along which the model curved down at the centre went up while the Lindh prior's
+    curvature along the steps was near the target's (measured on four large
+    molecules with GFN2-xTB: docs/notes/large-molecules.md, "Steps along a curvature
+    only the interpolation gives"). The checks at
     convergence read such a curvature the same way
     (:func:`asebo.optimize.model_hessian.prior_where_interpolated`), and the search
     repeated after this error takes the prior's curvature along the step
