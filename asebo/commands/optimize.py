@@ -335,13 +335,13 @@ def _write_result(path, write, kept):
 def _write_vibrations(opt, path, kept):
     """Write the model's vibrations at the lowest configuration to ``path`` and say so,
     with the run's verdict on the model's curvature."""
-    curvature = opt.model_curvature()
-    vibrations = opt.vibrations(curvature)
+    result = opt.model_hessian()
+    curvature, vibrations = result.curvature, result.vibrations()
 
     def write():
         path.unlink(missing_ok=True)  # ASE's writer refuses an existing file
         if path.suffix == ".npy":
-            np.save(path, opt.hessian(curvature))  # (3N, 3N), eV/Å², atom-major
+            np.save(path, result.hessian)  # (3N, 3N), eV/Å², atom-major
         else:
             vibrations.write(str(path))
 

@@ -27,7 +27,8 @@ ways in docs/notes/minima-and-model-hessian.md, "The uncertainty of a curvature,
 at two distances").
 """
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -519,3 +520,118 @@ def without_rigid_motions(hessian, positions, masses, rotations=True):
 def _chunks(configurations):
     """``configurations`` (b, n, 3) in slices of at most :data:`BATCH`."""
     return [configurations[i : i + BATCH] for i in range(0, len(configurations), BATCH)]
+
+
+def curvature_with_evidence(
+    gp,
+    observations,
+    positions,
+    free,
+    rotations,
+    prior_calculator,
+    every_uncertainty=True,
+    anchored=False,
+):
+    """The GP and its :func:`model_curvature` at ``positions``, with the evidence along
+    each downward mode (:func:`evidence_of_descent`).
+
+    Parameters
+    ----------
+    gp : asebo.model.gp.EnergyForceGP
+        Fitted to every one of ``observations``.
+    observations : asebo.optimize.observations.Observations
+    positions : array (N, 3)
+    free : array (N, 3) of bool
+    rotations : bool
+        Whether rotations are rigid motions too.
+    prior_calculator : bool
+        Whether the GP's prior is a calculator, whose own curvature is evidence.
+    every_uncertainty : bool
+        False probes the uncertainty of the lowest and non-positive curvatures only.
+    anchored : bool
+        Under a prior that curves, refit a copy of ``gp`` (its length scale kept) with
+        its constant the residual of the observation at ``positions`` (the lowest-energy
+        one where none is there; :class:`asebo.model.priors.AnchoredOffset`) and the
+        prior of the Hessian given as a result
+        (:meth:`asebo.model.priors.Prior.for_hessian`).
+
+    Returns
+    -------
+    gp : asebo.model.gp.EnergyForceGP
+        ``gp``, or its anchored refit.
+    curvature : ModelCurvature
+    """
+    from asebo.model.priors import AnchoredOffset  # it brings PyTorch
+
+    if anchored and not gp.prior.constant:
+        found = observations.find(positions)
+        refit = copy.copy(gp)  # the caller's GP is left as it is
+        refit.prior = AnchoredOffset(
+            gp.prior.for_hessian(), observations.best() if found is None else found
+        )
+        refit.fit_gamma, refit.gamma = False, gp.gamma_
+        gp = refit.fit(*observations.arrays())
+    curvature = model_curvature(gp, positions, free, rotations, every_uncertainty)
+    computed = observations.arrays()
+    calculator = gp.prior if prior_calculator else None
+    evidence = np.zeros(len(curvature.curvatures), dtype=bool)
+    for index in curvature.downward:
+        mode = curvature.modes[index]
+        evidence[index] = evidence_of_descent(calculator, computed, positions, mode)
+    return gp, replace(curvature, evidence=evidence)
+
+
+@dataclass(frozen=True)
+class ModelHessian:
+    """The model's Hessian at a configuration computed, as a result.
+
+    Attributes
+    ----------
+    curvature : ModelCurvature
+        The GP's Hessian, its curvatures and modes in the free coordinates less the
+        rigid motions, their uncertainties and evidence.
+    hessian : array (3N, 3N)
+        eV/Å²: ``curvature.hessian`` with the prior's curvature along each mode where
+        only the GP's interpolation curves down (:func:`prior_where_interpolated`); rows
+        and columns of held coordinates zero.
+    atoms : ase.Atoms
+        At the configuration.
+    free : array (N, 3) of bool
+        The coordinates no constraint holds.
+    rotations : bool
+        Whether rotations are rigid motions too (a molecule with no atom held).
+    """
+
+    curvature: ModelCurvature
+    hessian: np.ndarray
+    atoms: object
+    free: np.ndarray
+    rotations: bool
+
+    @classmethod
+    def of(cls, curvature, prior, atoms, free, rotations):
+        """The result of ``curvature`` at ``atoms``' positions under the Hessian's
+        ``prior`` (:meth:`asebo.model.priors.Prior.for_hessian`)."""
+        hessian = prior_where_interpolated(curvature, prior, atoms.positions).hessian
+        return cls(curvature, hessian, atoms, free, rotations)
+
+    def vibrations(self):
+        """Harmonic vibrations of :attr:`hessian`.
+
+        The atoms with a free coordinate vibrate; where rotations are rigid motions
+        they and the translations are projected out (exactly zero frequencies).
+
+        Returns
+        -------
+        ase.vibrations.VibrationsData
+            Frequencies, zero-point energy, modes, as from ``ase.vibrations``.
+        """
+        from ase.vibrations import VibrationsData  # it brings Matplotlib: only when asked
+
+        atoms = self.atoms
+        indices = np.flatnonzero(self.free.any(axis=1))
+        hessian = self.hessian
+        if self.rotations:
+            hessian = without_rigid_motions(hessian, atoms.positions, atoms.get_masses())
+        rows = (3 * indices[:, None] + np.arange(3)).ravel()  # (3f,)
+        return VibrationsData.from_2d(atoms, hessian[np.ix_(rows, rows)], indices=indices)

@@ -30,7 +30,6 @@ filter's generalized positions and forces
 (:class:`asebo.model.cell_coordinates.GeneralizedCoordinates`).
 """
 
-import copy
 import inspect
 import os
 import time
@@ -48,18 +47,15 @@ from ase.parallel import broadcast, world
 
 from asebo.model.cell_coordinates import GeneralizedCoordinates, resume_filter
 from asebo.model.gp import EnergyForceGP
-from asebo.model.priors import AnchoredOffset
 from asebo.model.springs import CLOSEST_APPROACH
 from asebo.optimize.bonding import bond_changes
 from asebo.optimize.consistency import energy_force_mismatch
 from asebo.optimize.endpoint import EndpointContext, endpoint_verdict
 from asebo.optimize.flat_centres import flat_centres
 from asebo.optimize.model_hessian import (
-    evidence_of_descent,
+    ModelHessian,
+    curvature_with_evidence,
     internal_basis,
-    model_curvature,
-    prior_where_interpolated,
-    without_rigid_motions,
 )
 from asebo.optimize.observations import (
     Observations,
@@ -607,30 +603,23 @@ class BOOptimizer(Optimizer):
 
     # ---- the model's Hessian --------------------------------------------------------
     @with_optimizer_threads
-    def model_curvature(self, positions=None):
-        """The model's Hessian at a configuration computed, with its curvatures and
-        their uncertainty; no calculator call.
+    def model_hessian(self, positions=None, every_uncertainty=True):
+        """The model's Hessian at a configuration computed, as a result with its
+        curvatures, their uncertainty and the vibrations it gives; no calculator call.
 
         Parameters
         ----------
         positions : array (N, 3), optional
             Default: the lowest-energy configuration computed.
+        every_uncertainty : bool, optional
+            False probes the uncertainty of the lowest and non-positive curvatures only.
 
         Returns
         -------
-        asebo.optimize.model_hessian.ModelCurvature
-            ``hessian`` (3N, 3N) in eV/Å², the prior's part included (rows and
-            columns of held coordinates zero); ``curvatures`` and ``modes`` in the free
-            coordinates less the rigid motions; ``uncertainties``, each curvature's
-            posterior standard deviation; ``evidence``, along each negative one
-            (beyond its doubt or not),
-            whether a configuration computed or a prior calculator says the energy
-            falls (:func:`asebo.optimize.model_hessian.evidence_of_descent`). Of the
-            GP whose constant is the residual at ``positions``
-            (:class:`asebo.model.priors.AnchoredOffset`) and whose Lindh prior has no
-            bend stiffer than Lindh's ``k_phi``
-            (:meth:`asebo.model.priors.Prior.for_hessian`), refitted to the same
-            observations: the checks at convergence read the GP that steps.
+        asebo.optimize.model_hessian.ModelHessian
+            Of the GP refitted to the same observations with its constant the residual
+            at ``positions`` and its Lindh prior's bends capped at Lindh's ``k_phi``
+            (:func:`asebo.optimize.model_hessian.curvature_with_evidence`, anchored).
 
         Raises
         ------
@@ -643,12 +632,6 @@ class BOOptimizer(Optimizer):
         -----
         Under a calculator prior it costs about 9N calls of the prior calculator.
         """
-        return self._result_curvature(positions)
-
-    def _result_curvature(self, positions=None, every_uncertainty=True):
-        """:meth:`model_curvature`; ``every_uncertainty`` False probes the uncertainty
-        of the lowest and non-positive curvatures only, for callers that read the
-        Hessian alone."""
         if self.coordinates.has_cell:
             raise ValueError(
                 "the model's Hessian under a cell filter mixes positions and strain: relax "
@@ -658,34 +641,43 @@ class BOOptimizer(Optimizer):
             raise RuntimeError("no configuration computed yet: call run() first")
         if positions is None:
             positions = self.observations.positions[self.observations.best()]
-        return self._curvature_at(positions, every_uncertainty, anchored=True)[1]
+        _, curvature = self._curvature_at(positions, every_uncertainty, anchored=True)
+        atoms = self.coordinates.atoms.copy()
+        atoms.positions = positions
+        free, rotations = self._free_and_rotations()
+        return ModelHessian.of(curvature, self.gp.prior.for_hessian(), atoms, free, rotations)
+
+    def model_curvature(self, positions=None):
+        """:attr:`asebo.optimize.model_hessian.ModelHessian.curvature` of
+        :meth:`model_hessian` at ``positions`` (default: the lowest configuration)."""
+        return self.model_hessian(positions).curvature
+
+    def hessian(self):
+        """:attr:`asebo.optimize.model_hessian.ModelHessian.hessian` (3N, 3N), eV/Å², of
+        :meth:`model_hessian` at the lowest-energy configuration computed."""
+        return self.model_hessian(every_uncertainty=False).hessian
+
+    def vibrations(self):
+        """:meth:`asebo.optimize.model_hessian.ModelHessian.vibrations` of
+        :meth:`model_hessian` at the lowest-energy configuration computed
+        (:class:`ase.vibrations.VibrationsData`)."""
+        return self.model_hessian(every_uncertainty=False).vibrations()
 
     def _curvature_at(self, positions, every_uncertainty=True, anchored=False):
-        """The GP fitted to every observation and its curvature at ``positions``
-        (:func:`asebo.optimize.model_hessian.model_curvature`). ``anchored``: under a
-        prior that curves, the GP's constant is the residual of the observation at
-        ``positions`` (the lowest-energy one where none is there;
-        :class:`asebo.model.priors.AnchoredOffset`) and the prior is the one of the
-        Hessian given as a result (:meth:`asebo.model.priors.Prior.for_hessian`), its
-        length scale kept."""
+        """:func:`asebo.optimize.model_hessian.curvature_with_evidence` of the GP fitted
+        to every observation."""
         gp, _ = self._fitted_model()
-        if anchored and not gp.prior.constant:
-            found = self.observations.find(positions)
-            refit = copy.copy(gp)  # the optimizer's own GP is left as it is
-            refit.prior = AnchoredOffset(
-                gp.prior.for_hessian(), self.observations.best() if found is None else found
-            )
-            refit.fit_gamma, refit.gamma = False, gp.gamma_
-            gp = refit.fit(*self.observations.arrays())
         free, rotations = self._free_and_rotations()
-        curvature = model_curvature(gp, positions, free, rotations, every_uncertainty)
-        computed = self.observations.arrays()
-        calculator = gp.prior if self.prior.is_calculator else None
-        evidence = np.zeros(len(curvature.curvatures), dtype=bool)
-        for index in curvature.downward:
-            mode = curvature.modes[index]
-            evidence[index] = evidence_of_descent(calculator, computed, positions, mode)
-        return gp, replace(curvature, evidence=evidence)
+        return curvature_with_evidence(
+            gp,
+            self.observations,
+            positions,
+            free,
+            rotations,
+            self.prior.is_calculator,
+            every_uncertainty,
+            anchored,
+        )
 
     def _free_and_rotations(self):
         """The free coordinates (N, 3), and whether rotations are rigid motions too (a
@@ -697,65 +689,6 @@ class BOOptimizer(Optimizer):
         """Whether ``positions`` (N, 3) have a free coordinate beyond the rigid motions
         (not one atom alone, nor atoms all held)."""
         return internal_basis(positions, *self._free_and_rotations()).shape[1] > 0
-
-    @with_optimizer_threads
-    def hessian(self, curvature=None):
-        """The model's Hessian (3N, 3N), eV/Å², at the lowest-energy configuration
-        computed (:meth:`model_curvature`); no calculator call.
-
-        Along a mode where the model curves down (beyond its doubt or not) but no
-        configuration computed (nor a prior calculator) says the energy falls, the GP's
-        interpolation alone, the curvature is the prior's where that is positive
-        (:func:`asebo.optimize.model_hessian.prior_where_interpolated`).
-
-        Parameters
-        ----------
-        curvature : asebo.optimize.model_hessian.ModelCurvature, optional
-            :meth:`model_curvature` at the lowest configuration, where already at hand.
-        """
-        if curvature is None:
-            curvature = self._result_curvature(every_uncertainty=False)
-        return self._result_hessian(curvature)
-
-    def _result_hessian(self, curvature):
-        """The Hessian (3N, 3N) :meth:`hessian` gives, from the :meth:`model_curvature`
-        ``curvature`` at the lowest configuration."""
-        positions = self.observations.positions[self.observations.best()]
-        prior = self.gp.prior.for_hessian()
-        return prior_where_interpolated(curvature, prior, positions).hessian
-
-    @with_optimizer_threads
-    def vibrations(self, curvature=None):
-        """Harmonic vibrations of :meth:`hessian` at the lowest-energy configuration.
-
-        The atoms with a free coordinate vibrate; for a molecule with no atom held the
-        rigid motions are projected out (exactly zero frequencies). The uncertainty of
-        each curvature is in :meth:`model_curvature`; the docs say where the model's
-        frequencies can be trusted.
-
-        Parameters
-        ----------
-        curvature : asebo.optimize.model_hessian.ModelCurvature, optional
-            :meth:`model_curvature` at the lowest configuration, where already at hand.
-
-        Returns
-        -------
-        ase.vibrations.VibrationsData
-            Frequencies, zero-point energy, modes, as from ``ase.vibrations``.
-        """
-        from ase.vibrations import VibrationsData  # it brings Matplotlib: only when asked
-
-        if curvature is None:
-            curvature = self._result_curvature(every_uncertainty=False)
-        atoms = self.coordinates.atoms.copy()
-        atoms.positions = self.observations.positions[self.observations.best()]
-        free, rotations = self._free_and_rotations()
-        indices = np.flatnonzero(free.any(axis=1))
-        hessian = self._result_hessian(curvature)
-        if rotations:
-            hessian = without_rigid_motions(hessian, atoms.positions, atoms.get_masses())
-        rows = (3 * indices[:, None] + np.arange(3)).ravel()  # (3f,)
-        return VibrationsData.from_2d(atoms, hessian[np.ix_(rows, rows)], indices=indices)
 
     def gradient_converged(self, gradient):
         """ASE's test of the forces, and an endpoint the checks at convergence accept
