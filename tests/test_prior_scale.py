@@ -169,9 +169,9 @@ def test_bo_optimizer_scales_a_prior_calculator_only():
     atoms.calc = lindh(atoms, STIFFER)
     atoms.positions = rattled("CH3CH2OH", scale=0.05, seed=23)[0]
     under_calculator = BOOptimizer(atoms, logfile=None, prior=lindh(atoms))
-    assert under_calculator.gp_options["prior_curvature"] == ModelSettings().prior_curvature
+    assert under_calculator.gp.prior_curvature == ModelSettings().prior_curvature
     under_calculator.run(fmax=0.05, steps=2)
     assert under_calculator.gp._curvature is not None
-    assert BOOptimizer(atoms, logfile=None).gp_options["prior_curvature"] == 0.0
+    assert BOOptimizer(atoms, logfile=None).gp.prior_curvature == 0.0
     chosen = BOOptimizer(atoms, logfile=None, prior=lindh(atoms), gp_options={"prior_curvature": 0})
-    assert chosen.gp_options["prior_curvature"] == 0
+    assert chosen.gp.prior_curvature == chosen.settings.model.prior_curvature == 0

@@ -257,7 +257,7 @@ def test_near_linear_molecules_take_the_anisotropic_kernel_not_aligned():
     acetylene, water = rattled("C2H2"), rattled("H2O")
     opt = BOOptimizer(acetylene, logfile=None)
     assert type(opt.representation) is AlignedPositions and opt.recentre == 0.3
-    assert opt.gp_options["trend"] == 0.0
+    assert opt.gp.trend == opt.settings.model.trend == 0.0
     opt.run(fmax=0.05, steps=1)
     assert not opt.gp.metric.align
     assert isinstance(BOOptimizer(water, logfile=None).representation, InternalCoordinates)
@@ -273,19 +273,20 @@ def test_near_linear_molecules_take_the_anisotropic_kernel_not_aligned():
 def test_the_optimizer_kernels_map_to_gp_kernel_objects():
     water = rattled("H2O")
     for name, expected in (("internal", CartesianKernel), ("anisotropic", CartesianKernel)):
-        kernel = BOOptimizer(water, logfile=None, kernel=name).gp_options["kernel"]
+        kernel = BOOptimizer(water, logfile=None, kernel=name).gp.kernel
         assert type(kernel) is expected and isinstance(kernel.radial, SquaredExponential)
     options = {"proper": False, "radial": "matern52", "gamma": 3.0}
     opt = BOOptimizer(water, logfile=None, kernel="svd", gp_options=options)
-    kernel = opt.gp_options["kernel"]
+    kernel = opt.gp.kernel
     assert isinstance(kernel, SVDKernel) and not kernel.proper
     assert isinstance(kernel.radial, Matern52)
-    assert opt.gp_options == {"kernel": kernel, "trend": 0.0, "prior_curvature": 0.0, "gamma": 3.0}
+    assert (opt.gp.trend, opt.gp.prior_curvature, opt.gp.gamma) == (0.0, 0.0, 3.0)
+    assert opt.settings.model.gp_options == options
     opt.run(fmax=0.05, steps=1)
     assert opt.gp.kernel is kernel
     own = CartesianKernel(radial="matern52")
     opt = BOOptimizer(water, logfile=None, kernel="svd", gp_options={"kernel": own})
-    assert opt.gp_options["kernel"] is own
+    assert opt.gp.kernel is own
     with pytest.raises(ValueError, match="'cartesian' kernel takes no proper"):
         BOOptimizer(water, logfile=None, kernel="internal", gp_options={"proper": False})
 

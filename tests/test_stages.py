@@ -68,14 +68,14 @@ def test_the_representation_sets_trend_and_recentring_and_model_settings_overrid
     atoms = rattled_water()
     internal = BOOptimizer(atoms, logfile=None)
     assert isinstance(internal.representation, InternalCoordinates)
-    assert internal.gp_options["trend"] == InternalCoordinates.default_trend == 30.0
+    assert internal.settings.model.trend == InternalCoordinates.default_trend == 30.0
     assert internal.recentre == InternalCoordinates.default_recentre == 2.0
     assert internal.prior.prior_by_forces is InternalCoordinates.prior_by_forces is True
     aligned = BOOptimizer(atoms, logfile=None, kernel="anisotropic")
-    assert aligned.gp_options["trend"] == 0.0 and aligned.recentre == 0.3
+    assert aligned.settings.model.trend == 0.0 and aligned.recentre == 0.3
     assert aligned.prior.prior_by_forces is False
     chosen = BOOptimizer(atoms, logfile=None, model=ModelSettings(trend=5.0, recentre=1.0))
-    assert chosen.gp_options["trend"] == 5.0 and chosen.prior.recentre == 1.0
+    assert chosen.settings.model.trend == chosen.gp.trend == 5.0 and chosen.prior.recentre == 1.0
 
 
 def test_names_become_objects_once_and_bad_names_are_refused():

@@ -6,6 +6,7 @@
 - :mod:`asebo.optimize.stages`: the special cases, named stages that adjust a proposal;
 - :mod:`asebo.optimize.representations`: how the GP sees a configuration (``kernel``);
 - :mod:`asebo.optimize.settings`: the tuned settings, one frozen dataclass per concern;
+- :mod:`asebo.optimize.resolve`: the optimizer's arguments resolved into its settings;
 - :mod:`asebo.optimize.trust`: the trust region and the confidence check;
 - :mod:`asebo.optimize.rigid`: net force and torque, rigid moves;
 - :mod:`asebo.optimize.flat_centres`: flat nitrogen-group centres in the start;

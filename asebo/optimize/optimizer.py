@@ -30,7 +30,6 @@ filter's generalized positions and forces
 (:class:`asebo.model.cell_coordinates.GeneralizedCoordinates`).
 """
 
-import inspect
 import os
 import time
 from dataclasses import replace
@@ -70,15 +69,11 @@ from asebo.optimize.observations import (
 )
 from asebo.optimize.proposal import CURVATURE, PROBE, Proposal, StepContext
 from asebo.optimize.representations import make_representation
+from asebo.optimize.resolve import positive_number as _number
+from asebo.optimize.resolve import resolve_recentre, resolve_settings
 from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.search import search
-from asebo.optimize.settings import (
-    ModelSettings,
-    SearchSettings,
-    Settings,
-    SpecialCases,
-    TrustSettings,
-)
+from asebo.optimize.settings import ModelSettings, TrustSettings
 from asebo.optimize.stages import (
     STAGES,
     NoProgressError,
@@ -252,14 +247,19 @@ class BOOptimizer(Optimizer):
         :class:`asebo.optimize.representations.Representation` object is checked and
         taken as it is.
     gp_options : dict, optional
-        Passed to :class:`asebo.model.gp.EnergyForceGP` (``gamma``, ``fit_gamma``,
-        ``energy_noise``, ``gradient_noise``, ``trend``...). ``proper`` and ``radial``
-        go to the GP's kernel object of the representation, unless
-        ``gp_options['kernel']`` gives the kernel object itself.
+        Options of :class:`asebo.model.gp.EnergyForceGP`: ``trend`` and
+        ``prior_curvature`` are ``model.trend`` and ``model.prior_curvature``, the
+        others (``gamma``, ``fit_gamma``, ``energy_noise``, ``gradient_noise``...)
+        ``model.gp_options``. ``proper`` and ``radial`` go to the GP's kernel object of
+        the representation, unless ``gp_options['kernel']`` gives the kernel object
+        itself.
     search, trust_region, model, special_cases : optional
         Settings (:mod:`asebo.optimize.settings`): :class:`SearchSettings`,
         :class:`TrustSettings`, :class:`ModelSettings`, :class:`SpecialCases`. The
-        arguments above, where given, take precedence over their fields.
+        arguments ``kappa``, ``maxstep``, ``trust_radius``, ``recentre`` and
+        ``gp_options`` are shortcuts that write into their fields
+        (:data:`asebo.optimize.resolve.SHORTCUTS`); a value given both ways must be
+        the same, else a ValueError names both.
     observations : str, Path, Atoms or iterable, optional
         A warm start: energies and forces computed before, taken as observations at
         no cost (:meth:`replay_trajectory`): the trajectory of any optimizer, an
@@ -286,7 +286,10 @@ class BOOptimizer(Optimizer):
     representation : asebo.optimize.representations.Representation
     prior : asebo.model.priors.Prior
     settings : asebo.optimize.settings.Settings
-        Resolved for the prior and representation.
+        Resolved for the prior and representation, once
+        (:func:`asebo.optimize.resolve.resolve_settings`): what the GP, the search, the
+        trust region and the special cases use. ``kappa``, ``maxstep``,
+        ``initial_trust_radius`` and ``recentre`` read it.
     curvature_verdict : str or None
         The run's verdict on the model's curvature, of the check at convergence
         (:meth:`gradient_converged`; the log's line ``at convergence, ...``); None
@@ -357,44 +360,41 @@ class BOOptimizer(Optimizer):
         constrained = self.coordinates.atoms  # the atoms behind a filter, or atoms
         self.subspace = free_subspace(self.coordinates, self._free_coordinates())
         self.periodic = self.coordinates.has_cell or bool(np.any(constrained.pbc))
-        search, trust_region = search or SearchSettings(), trust_region or TrustSettings()
-        model = model or ModelSettings()
+        model = ModelSettings() if model is None else model
         self.representation = make_representation(kernel, atoms)
-        self.recentre = _recentre(recentre, model, self.representation)
         self.prior, self.prior_reason = system_prior(
-            prior, atoms, self.periodic, self.recentre, model, self.representation
+            prior,
+            atoms,
+            self.periodic,
+            resolve_recentre(recentre, model, self.representation),
+            model,
+            self.representation,
         )
-        calculator = self.prior.is_calculator
         free_coordinates = (
             int(self._free_coordinates().sum())
             if self.subspace is None
             else self.subspace.dimension
         )
-        self.kappa = _finite("kappa", kappa, search.kappa_for(free_coordinates, calculator))
-        chosen = kappa is None and search.kappa is None
+        self.settings = resolve_settings(
+            self.representation,
+            self.prior.is_calculator,
+            free_coordinates,
+            kappa=kappa,
+            maxstep=maxstep,
+            trust_radius=trust_radius,
+            recentre=recentre,
+            gp_options=gp_options,
+            search=search,
+            trust_region=trust_region,
+            model=model,
+            special_cases=special_cases,
+        )
+        chosen = kappa is None and (search is None or search.kappa is None)
         self.kappa_reason = (
             f"kappa={self.kappa:g}: {free_coordinates} free coordinates"
-            f" ({search.pessimistic_from} or more: a pessimistic bound)"
+            f" ({self.settings.search.pessimistic_from} or more: a pessimistic bound)"
             if chosen and self.kappa < 0
             else None
-        )
-        trend = self.representation.default_trend if model.trend is None else model.trend
-        self.gp_options = {
-            "trend": trend,
-            "prior_curvature": model.prior_curvature if calculator else 0.0,
-            **_gp_kernel_options(self.representation, gp_options),
-        }
-        longest = trust_region.calculator_maxstep if calculator else trust_region.default_maxstep
-        first = trust_region.calculator_radius if calculator else trust_region.default_radius
-        longest = longest if trust_region.maxstep is None else trust_region.maxstep
-        first = first if trust_region.radius is None else trust_region.radius
-        self.maxstep = _number("maxstep", maxstep, longest)
-        self.initial_trust_radius = _number("trust_radius", trust_radius, first)
-        self.settings = Settings(
-            replace(search, kappa=self.kappa),
-            replace(trust_region, maxstep=self.maxstep, radius=self.initial_trust_radius),
-            replace(model, trend=trend, recentre=self.recentre),
-            special_cases or SpecialCases(),
         )
         _check_writable("restart", restart)
         _check_writable("trajectory", trajectory)
@@ -402,7 +402,8 @@ class BOOptimizer(Optimizer):
         self.numbers = np.concatenate(
             [constrained.get_atomic_numbers(), np.zeros(self.coordinates.rows - len(constrained))]
         ).astype(int)
-        self.gp = _checked_gp(self.gp_options)  # bad options fail here, before any call
+        # bad options fail here, before any call
+        self.gp = _checked_gp(self.representation, self.settings.model)
         self._metric = None  # (centre, metric) of the representation, from the last fit
         self._last_fit = None  # (observations counted, gp, notes) of the last fit
         self._force_consistent = None  # whether the calculator gives free_energy
@@ -446,6 +447,28 @@ class BOOptimizer(Optimizer):
             self._write_notes([f"prior='auto': {self.prior_reason}"])
         if self.kappa_reason is not None:
             self._write_notes([self.kappa_reason])
+
+    @property
+    def kappa(self):
+        """The weight of the uncertainty in the bound the search minimises,
+        ``settings.search.kappa``."""
+        return self.settings.search.kappa
+
+    @property
+    def maxstep(self):
+        """Å: the largest displacement of an atom in one step, ``settings.trust_region.maxstep``."""
+        return self.settings.trust_region.maxstep
+
+    @property
+    def initial_trust_radius(self):
+        """Å: the first half-width of the trust box, ``settings.trust_region.radius``."""
+        return self.settings.trust_region.radius
+
+    @property
+    def recentre(self):
+        """eV: the recentring of the Lindh prior or the pair springs,
+        ``settings.model.recentre``."""
+        return self.settings.model.recentre
 
     def irun(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
         """ASE's :meth:`ase.optimize.optimize.Optimizer.irun`, with ``fmax`` refused
@@ -1035,16 +1058,6 @@ def _choice_text(choices, names):
     return " ".join(repr(choices[name]) for name in names if choices[name] is not None)
 
 
-def _recentre(recentre, model, representation):
-    """The Lindh prior's recentring, eV: ``recentre``, ``model.recentre`` or the
-    representation's default."""
-    if recentre is None:
-        recentre = representation.default_recentre if model.recentre is None else model.recentre
-    if not (isinstance(recentre, (int, float)) and recentre >= 0):
-        raise ValueError(f"recentre must be an energy >= 0 in eV (inf: never), got {recentre!r}")
-    return recentre
-
-
 def _gp_kernel_options(representation, gp_options):
     """``gp_options`` with the GP's kernel object of ``representation``.
 
@@ -1059,42 +1072,14 @@ def _gp_kernel_options(representation, gp_options):
     return options
 
 
-def _checked_gp(options):
-    """The GP of ``gp_options`` (its prior is set at each fit); unknown names and values
-    the GP refuses raise ValueError."""
-    accepted = set(inspect.signature(EnergyForceGP).parameters) - {"prior"}
-    unknown = sorted(set(options) - accepted)
-    if unknown:
-        where = " (pass prior= to BOOptimizer)" if "prior" in unknown else ""
-        raise ValueError(
-            f"gp_options: {', '.join(map(repr, unknown))} not an option of EnergyForceGP"
-            f"{where}; its options are {', '.join(sorted(accepted))}"
-        )
-    return EnergyForceGP(**options)
-
-
-def _as_float(name, value, default):
-    """``value`` (``default`` when None) as a float; a TypeError for what is no number."""
-    value = default if value is None else value
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a number, got {value!r}")
-    return float(value)
-
-
-def _finite(name, value, default):
-    """``value`` (``default`` when None) as a finite float, of either sign."""
-    value = _as_float(name, value, default)
-    if not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    return value
-
-
-def _number(name, value, default):
-    """``value`` (``default`` when None) as a finite float > 0."""
-    value = _as_float(name, value, default)
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return value
+def _checked_gp(representation, model):
+    """The GP of the resolved ``model`` settings and ``representation`` (its prior is set
+    at each fit); values the GP refuses raise ValueError."""
+    return EnergyForceGP(
+        trend=model.trend,
+        prior_curvature=model.prior_curvature,
+        **_gp_kernel_options(representation, model.gp_options),
+    )
 
 
 def _check_writable(name, path):

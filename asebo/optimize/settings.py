@@ -3,12 +3,19 @@
 Each is an argument of the optimizer (``search=``, ``trust_region=``, ``model=``,
 ``special_cases=``) whose defaults are the values measured best; change one field
 with :func:`dataclasses.replace` or by naming it, ``SearchSettings(retries=1)``.
+The optimizer's ``kappa``, ``maxstep``, ``trust_radius``, ``recentre`` and
+``gp_options`` are shortcuts that write into their fields; the optimizer's
+``settings``, one :class:`Settings` resolved once for its prior and representation
+(:func:`asebo.optimize.resolve.resolve_settings`), is what every part of it reads.
 The settings of a representation of the configurations (the fold threshold of the
 internal coordinates) are fields of its own object
-(:mod:`asebo.optimize.representations`).
+(:mod:`asebo.optimize.representations`). :func:`settings_table` lists every field,
+as the documentation's table of settings does.
 """
 
-from dataclasses import dataclass
+import inspect
+import re
+from dataclasses import MISSING, dataclass, field, fields
 
 
 @dataclass(frozen=True)
@@ -42,12 +49,13 @@ class SearchSettings:
         along the forces.
     maxiter : int
         L-BFGS-B iterations of one search.
-    tolerance, calculator_tolerance : float
+    tolerance : float
         eV per moving atom: the search stops when an L-BFGS-B iteration lowers the
         bound by less than this times the number of atoms it moves (an energy is
-        a sum over atoms; the precision a step needs grows with them). Under a prior
-        calculator, whose model is accurate enough that the search's precision is the
-        step's, ``calculator_tolerance``.
+        a sum over atoms; the precision a step needs grows with them).
+    calculator_tolerance : float
+        eV per moving atom: ``tolerance`` under a prior calculator, whose model is
+        accurate enough that the search's precision is the step's.
     new : float
         Å: a proposal closer than this to a configuration computed teaches the model
         nothing, and the step goes along the forces instead.
@@ -132,10 +140,12 @@ class ModelSettings:
         Slope variance of the GP's linear trend over a gradient's variance
         (:class:`asebo.kernels.trend.LinearTrend`); None takes the representation's
         default (30 with internal coordinates and the periodic kernel, 0 otherwise).
+        The optimizer's ``gp_options['trend']`` writes into it.
     prior_curvature : float
         Variance of the GP's random scale on a prior calculator's curvature
         (:class:`asebo.kernels.prior_scale.PriorCurvature`); only under a prior
-        calculator.
+        calculator: resolved, it is 0 without one unless the optimizer's
+        ``gp_options['prior_curvature']`` writes into it.
     recentre : float or None
         eV: the Lindh prior (the pair springs for periodic cells) is rebuilt around
         the lowest configuration when it puts that configuration this far above its
@@ -144,12 +154,19 @@ class ModelSettings:
     lindh_stiffness : float
         The Lindh prior's force constants relative to Lindh's model
         (:class:`asebo.model.priors.RecentredLindh`).
+    gp_options : dict
+        Further options of :class:`asebo.model.gp.EnergyForceGP` (``gamma``,
+        ``fit_gamma``, ``energy_noise``, ``gradient_noise``...), where the optimizer's
+        ``gp_options`` other than ``trend`` and ``prior_curvature`` go; ``proper`` and
+        ``radial`` go to the GP's kernel object of the representation, unless
+        ``kernel`` gives the kernel object itself.
     """
 
     trend: float | None = None
     prior_curvature: float = 1.0
     recentre: float | None = None
     lindh_stiffness: float = 0.7
+    gp_options: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -167,13 +184,13 @@ class SpecialCases:
         At most this many steps of a run along a negative curvature of the model
         where the forces are converged (:meth:`asebo.BOOptimizer.gradient_converged`).
     quadratic_drop : float or None
-        eV. Where the forces are converged but the model's quadratic at the latest
+        eV: where the forces are converged but the model's quadratic at the latest
         configuration puts its minimum more than this below the lowest energy computed
         (:meth:`asebo.optimize.model_hessian.ModelCurvature.quadratic_drop`), the run
         goes on: a floppy molecule stopped on the shoulder of a long, shallow valley.
         None: the forces alone decide, as they do for a periodic system.
     symmetry_probe : float or None
-        Å. Where the forces of a molecule are converged on a point-group symmetry
+        Å: where the forces of a molecule are converged on a point-group symmetry
         that every configuration of the run kept, the model's curvature along the
         modes that break it is its prior's alone (:mod:`asebo.optimize.symmetry`):
         one call displaced along the softest of them, its largest atomic move this
@@ -190,9 +207,75 @@ class SpecialCases:
 
 @dataclass(frozen=True)
 class Settings:
-    """All the settings of one optimizer, resolved for its prior and representation."""
+    """All the settings of one optimizer, resolved for its prior and representation.
+
+    Resolved (:func:`asebo.optimize.resolve.resolve_settings`), no field the optimizer
+    reads is None but those whose None is a choice (``trust_region.confidence``,
+    ``special_cases.quadratic_drop``, ``special_cases.symmetry_probe``).
+
+    Attributes
+    ----------
+    search : SearchSettings
+        The search's.
+    trust_region : TrustSettings
+        The trust region's.
+    model : ModelSettings
+        The GP's and its prior's.
+    special_cases : SpecialCases
+        The named stages'.
+    """
 
     search: SearchSettings = SearchSettings()
     trust_region: TrustSettings = TrustSettings()
     model: ModelSettings = ModelSettings()
     special_cases: SpecialCases = SpecialCases()
+
+
+def settings_table():
+    """The Markdown table of every setting, as the documentation shows it.
+
+    One row per field of the four groups of :class:`Settings`: its name as the
+    optimizer's ``settings`` reads it (``search.kappa``), its default and the first
+    sentence of its description in the group's docstring, the reStructuredText roles
+    and literals turned into Markdown code.
+
+    Returns
+    -------
+    str
+        The table, its lines ending in a newline.
+    """
+    lines = ["| setting | default | what |", "|---|---|---|"]
+    for group in fields(Settings):
+        kind = type(group.default)
+        described = _described(kind)
+        for setting in fields(kind):
+            default = setting.default_factory() if setting.default is MISSING else setting.default
+            what = _markdown(_first_sentence(described[setting.name]))
+            lines.append(f"| `{group.name}.{setting.name}` | `{default!r}` | {what} |")
+    return "".join(line + "\n" for line in lines)
+
+
+def _described(kind):
+    """The description of each attribute of ``kind``'s numpydoc Attributes section,
+    its lines joined; attributes named together share theirs."""
+    lines = inspect.cleandoc(kind.__doc__).splitlines()
+    described, names = {}, []
+    for line in lines[lines.index("Attributes") + 2 :]:
+        if line and not line.startswith(" "):
+            names = [name.strip() for name in line.split(" : ")[0].split(",")]
+            described.update({name: "" for name in names})
+        elif line.strip():
+            described.update({name: f"{described[name]} {line.strip()}".strip() for name in names})
+    return described
+
+
+def _first_sentence(text):
+    """``text`` up to its first full stop followed by a capital or the end."""
+    return re.match(r"(.+?\.)(?=\s+[A-Z]|$)", text).group(1)
+
+
+def _markdown(text):
+    """reStructuredText roles and double-backquoted literals as Markdown code; a ``|``
+    escaped for a table cell."""
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"`\1`", text)
+    return text.replace("``", "`").replace("|", "\\|")

@@ -1,0 +1,233 @@
+"""The one resolution of the settings of :class:`asebo.BOOptimizer`.
+
+:func:`resolve_settings` turns the optimizer's arguments into the one frozen
+:class:`asebo.optimize.settings.Settings` that the GP, the search, the trust region
+and the special cases read. The arguments ``kappa``, ``maxstep``, ``trust_radius``,
+``recentre`` and ``gp_options`` are shortcuts that write into the fields of
+:data:`SHORTCUTS`; a value given both ways must agree. A field left at its default
+is resolved for the representation, the prior and the number of free coordinates:
+no field the optimizer reads stays None but those whose None is a choice
+(:class:`asebo.optimize.settings.Settings`).
+"""
+
+import inspect
+from dataclasses import replace
+
+import numpy as np
+
+from asebo.model.gp import EnergyForceGP
+from asebo.optimize.settings import (
+    ModelSettings,
+    SearchSettings,
+    Settings,
+    SpecialCases,
+    TrustSettings,
+)
+
+SHORTCUTS = {
+    "kappa": "search.kappa",
+    "maxstep": "trust_region.maxstep",
+    "trust_radius": "trust_region.radius",
+    "recentre": "model.recentre",
+    "gp_options['trend']": "model.trend",
+    "gp_options['prior_curvature']": "model.prior_curvature",
+    "gp_options": "model.gp_options",
+}
+"""Each argument of :class:`asebo.BOOptimizer` that is a shortcut, and the field of
+:class:`asebo.optimize.settings.Settings` it writes into."""
+MIRRORED = ("trend", "prior_curvature")
+"""The options of :class:`asebo.model.gp.EnergyForceGP` that are fields of
+:class:`asebo.optimize.settings.ModelSettings` of their own."""
+
+
+def resolve_settings(
+    representation,
+    prior_calculator,
+    free_coordinates,
+    *,
+    kappa=None,
+    maxstep=None,
+    trust_radius=None,
+    recentre=None,
+    gp_options=None,
+    search=None,
+    trust_region=None,
+    model=None,
+    special_cases=None,
+):
+    """The settings of an optimizer, every value resolved.
+
+    Parameters
+    ----------
+    representation : asebo.optimize.representations.Representation
+        Its ``default_trend`` and ``default_recentre`` stand for ``model.trend`` and
+        ``model.recentre`` left None.
+    prior_calculator : bool
+        Whether the prior is a second calculator: ``kappa``, ``maxstep`` and the first
+        trust radius take their defaults for it, and ``model.prior_curvature`` is 0
+        without it unless ``gp_options`` gives it.
+    free_coordinates : int
+        The coordinates the search moves, which choose the default ``kappa``
+        (:meth:`asebo.optimize.settings.SearchSettings.kappa_for`).
+    kappa, maxstep, trust_radius, recentre, gp_options : optional
+        The optimizer's shortcuts (:data:`SHORTCUTS`).
+    search, trust_region, model, special_cases : optional
+        The optimizer's settings; None takes the defaults.
+
+    Returns
+    -------
+    asebo.optimize.settings.Settings
+
+    Raises
+    ------
+    ValueError
+        For a value given as a shortcut and as a field that disagree, naming both; for
+        a ``gp_options`` name :class:`asebo.model.gp.EnergyForceGP` does not take, or
+        one of :data:`MIRRORED` in ``model.gp_options``; for a value out of range.
+    TypeError
+        For ``kappa``, ``maxstep`` or ``trust_radius`` that is no number.
+    """
+    search = SearchSettings() if search is None else search
+    trust_region = TrustSettings() if trust_region is None else trust_region
+    model = ModelSettings() if model is None else model
+    options = _gp_options(gp_options, model.gp_options)
+    given = {name: options.pop(name) for name in MIRRORED if name in options}
+    trend = _agreed("gp_options['trend']", given.get("trend"), "model.trend", model.trend)
+    curvature = _agreed(
+        "gp_options['prior_curvature']",
+        given.get("prior_curvature"),
+        "model.prior_curvature",
+        model.prior_curvature,
+        ModelSettings.prior_curvature,
+    )
+    kappa = _agreed("kappa", kappa, "search.kappa", search.kappa)
+    maxstep = _agreed("maxstep", maxstep, "trust_region.maxstep", trust_region.maxstep)
+    radius = _agreed("trust_radius", trust_radius, "trust_region.radius", trust_region.radius)
+    longest, first = (
+        (trust_region.calculator_maxstep, trust_region.calculator_radius)
+        if prior_calculator
+        else (trust_region.default_maxstep, trust_region.default_radius)
+    )
+    return Settings(
+        replace(
+            search,
+            kappa=finite_number(
+                "kappa", kappa, search.kappa_for(free_coordinates, prior_calculator)
+            ),
+        ),
+        replace(
+            trust_region,
+            maxstep=positive_number("maxstep", maxstep, longest),
+            radius=positive_number("trust_radius", radius, first),
+        ),
+        replace(
+            model,
+            trend=representation.default_trend if trend is None else trend,
+            prior_curvature=curvature if "prior_curvature" in given or prior_calculator else 0.0,
+            recentre=resolve_recentre(recentre, model, representation),
+            gp_options=options,
+        ),
+        SpecialCases() if special_cases is None else special_cases,
+    )
+
+
+def resolve_recentre(recentre, model, representation):
+    """The recentring of the Lindh prior or the pair springs, eV: ``recentre``, the
+    argument, or ``model.recentre`` (which must agree where both are given), else the
+    representation's default.
+
+    The prior is built with it before :func:`resolve_settings` can be called (which
+    needs to know whether the prior is a calculator); :func:`resolve_settings` resolves
+    it here too.
+    """
+    recentre = _agreed("recentre", recentre, "model.recentre", model.recentre)
+    recentre = representation.default_recentre if recentre is None else recentre
+    if not (isinstance(recentre, (int, float)) and recentre >= 0):
+        raise ValueError(f"recentre must be an energy >= 0 in eV (inf: never), got {recentre!r}")
+    return recentre
+
+
+def finite_number(name, value, default):
+    """``value`` (``default`` when None) as a finite float, of either sign."""
+    value = _as_float(name, value, default)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return value
+
+
+def positive_number(name, value, default):
+    """``value`` (``default`` when None) as a finite float > 0."""
+    value = _as_float(name, value, default)
+    if not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return value
+
+
+def _as_float(name, value, default):
+    """``value`` (``default`` when None) as a float; a TypeError for what is no number."""
+    value = default if value is None else value
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    return float(value)
+
+
+def _agreed(argument, value, setting, field_value, default=None):
+    """The value given as the shortcut ``argument``, else the field ``setting``'s
+    ``field_value``; where the field is given too (not at its ``default``), they must
+    be the same (:func:`_disagreement`)."""
+    if value is None:
+        return field_value
+    if field_value != default and not _same(value, field_value):
+        raise _disagreement(argument, value, setting, field_value)
+    return value
+
+
+def _disagreement(first, first_value, second, second_value):
+    """The ValueError of one setting given two ways that differ, naming both."""
+    return ValueError(
+        f"{first}={first_value!r} and {second}={second_value!r} disagree: they are one "
+        "setting; give one of them, or the same value to both"
+    )
+
+
+def _gp_options(gp_options, settings_options):
+    """The argument ``gp_options`` and the field ``model.gp_options`` in one dict.
+
+    Raises
+    ------
+    ValueError
+        For a name :class:`asebo.model.gp.EnergyForceGP` does not take (``prior`` is the
+        optimizer's), one of :data:`MIRRORED` in the field (a field of its own), or a
+        name given both ways with values that differ.
+    """
+    accepted = set(inspect.signature(EnergyForceGP).parameters) - {"prior"}
+    options = dict(gp_options or {})
+    for where, given in (("gp_options", options), ("model.gp_options", settings_options)):
+        unknown = sorted(set(given) - accepted)
+        if unknown:
+            hint = " (pass prior= to BOOptimizer)" if "prior" in unknown else ""
+            raise ValueError(
+                f"{where}: {', '.join(map(repr, unknown))} not an option of EnergyForceGP"
+                f"{hint}; its options are {', '.join(sorted(accepted))}"
+            )
+    for name in MIRRORED:
+        if name in settings_options:
+            raise ValueError(
+                f"model.gp_options[{name!r}]: it is model.{name}, a field of its own; set that"
+            )
+    for name, value in settings_options.items():
+        if name in options and not _same(options[name], value):
+            argument, setting = f"gp_options[{name!r}]", f"model.gp_options[{name!r}]"
+            raise _disagreement(argument, options[name], setting, value)
+        options.setdefault(name, value)
+    return options
+
+
+def _same(first, second):
+    """Whether two values given for one setting are the same: equal, or one object."""
+    if first is second:
+        return True
+    try:
+        return bool(first == second)
+    except (TypeError, ValueError):  # arrays and the like, compared elementwise
+        return False
