@@ -77,7 +77,7 @@ def test_the_step_along_the_forces_never_returns_to_a_computed_configuration():
     atoms = argon_cluster()
     opt = BOOptimizer(atoms, logfile=None, prior="max", trust_radius=0.05)
     opt.run(fmax=0.01, steps=1)
-    context = replace(opt._step_context(), best=0)
+    context = replace(opt.engine.step_context(opt.observations, opt.trust, 0.01), best=0)
     first = force_step(context, 0.05)
     opt.observations.append(first, 0.0, np.zeros((4, 3)))
     second = force_step(context, 0.05)

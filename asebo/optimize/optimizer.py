@@ -32,7 +32,6 @@ filter's generalized positions and forces
 
 import os
 import time
-from dataclasses import replace
 from typing import ClassVar
 
 import numpy as np
@@ -49,12 +48,9 @@ from asebo.model.gp import EnergyForceGP
 from asebo.model.springs import CLOSEST_APPROACH
 from asebo.optimize.bonding import bond_changes
 from asebo.optimize.consistency import energy_force_mismatch
-from asebo.optimize.endpoint import EndpointContext, endpoint_verdict
-from asebo.optimize.flat_centres import flat_centres
+from asebo.optimize.engine import Engine
 from asebo.optimize.model_hessian import (
     ModelHessian,
-    curvature_with_evidence,
-    internal_basis,
 )
 from asebo.optimize.observations import (
     Observations,
@@ -67,21 +63,17 @@ from asebo.optimize.observations import (
     check_restart,
     check_start,
 )
-from asebo.optimize.proposal import CURVATURE, PROBE, Proposal, StepContext
+from asebo.optimize.proposal import PROBE
 from asebo.optimize.representations import make_representation
 from asebo.optimize.resolve import positive_number as _number
 from asebo.optimize.resolve import resolve_recentre, resolve_settings
 from asebo.optimize.restart_lock import RestartLock
-from asebo.optimize.search import search
 from asebo.optimize.settings import ModelSettings, TrustSettings
 from asebo.optimize.stages import (
-    STAGES,
     NoProgressError,
-    only_rigid_forces_left,
-    search_starts,
 )
 from asebo.optimize.subspace import free_subspace, held_axes
-from asebo.optimize.surrogate_model import fit_observations, system_prior
+from asebo.optimize.surrogate_model import system_prior
 from asebo.optimize.trust import TrustRegion
 from asebo.optimize.warm_start import observed_frames, read_frames
 from asebo.threads import optimizer_threads, with_optimizer_threads
@@ -358,7 +350,8 @@ class BOOptimizer(Optimizer):
         if stored is not None:
             self.coordinates = _resume_filter(atoms, stored, restart)
         constrained = self.coordinates.atoms  # the atoms behind a filter, or atoms
-        self.subspace = free_subspace(self.coordinates, self._free_coordinates())
+        free = self._free_coordinates()  # (N, 3)
+        self.subspace = free_subspace(self.coordinates, free)
         self.periodic = self.coordinates.has_cell or bool(np.any(constrained.pbc))
         model = ModelSettings() if model is None else model
         self.representation = make_representation(kernel, atoms)
@@ -370,11 +363,7 @@ class BOOptimizer(Optimizer):
             model,
             self.representation,
         )
-        free_coordinates = (
-            int(self._free_coordinates().sum())
-            if self.subspace is None
-            else self.subspace.dimension
-        )
+        free_coordinates = int(free.sum()) if self.subspace is None else self.subspace.dimension
         self.settings = resolve_settings(
             self.representation,
             self.prior.is_calculator,
@@ -404,11 +393,19 @@ class BOOptimizer(Optimizer):
         ).astype(int)
         # bad options fail here, before any call
         self.gp = _checked_gp(self.representation, self.settings.model)
-        self._metric = None  # (centre, metric) of the representation, from the last fit
-        self._last_fit = None  # (observations counted, gp, notes) of the last fit
+        self.engine = Engine(
+            self.gp,
+            self.prior,
+            self.representation,
+            self.numbers,
+            self.settings,
+            free,
+            self.subspace,
+            self.periodic,
+            self.coordinates.has_cell,
+        )
         self._force_consistent = None  # whether the calculator gives free_energy
         self._mismatch_noted = False  # energy_force_mismatch is written once a run
-        self._verdict = None  # ((observations counted, fmax), Verdict) of the last check
         self._given = {"kernel": kernel is not None, "prior": prior is not None}
         self._header_written = False
         super().__init__(
@@ -664,11 +661,12 @@ class BOOptimizer(Optimizer):
             raise RuntimeError("no configuration computed yet: call run() first")
         if positions is None:
             positions = self.observations.positions[self.observations.best()]
-        _, curvature = self._curvature_at(positions, every_uncertainty, anchored=True)
+        engine = self.engine
+        _, curvature = engine.curvature_at(self.observations, positions, every_uncertainty, True)
         atoms = self.coordinates.atoms.copy()
         atoms.positions = positions
-        free, rotations = self._free_and_rotations()
-        return ModelHessian.of(curvature, self.gp.prior.for_hessian(), atoms, free, rotations)
+        prior = self.gp.prior.for_hessian()
+        return ModelHessian.of(curvature, prior, atoms, engine.free, engine.rotations)
 
     def model_curvature(self, positions=None):
         """:attr:`asebo.optimize.model_hessian.ModelHessian.curvature` of
@@ -685,33 +683,6 @@ class BOOptimizer(Optimizer):
         :meth:`model_hessian` at the lowest-energy configuration computed
         (:class:`ase.vibrations.VibrationsData`)."""
         return self.model_hessian(every_uncertainty=False).vibrations()
-
-    def _curvature_at(self, positions, every_uncertainty=True, anchored=False):
-        """:func:`asebo.optimize.model_hessian.curvature_with_evidence` of the GP fitted
-        to every observation."""
-        gp, _ = self._fitted_model()
-        free, rotations = self._free_and_rotations()
-        return curvature_with_evidence(
-            gp,
-            self.observations,
-            positions,
-            free,
-            rotations,
-            self.prior.is_calculator,
-            every_uncertainty,
-            anchored,
-        )
-
-    def _free_and_rotations(self):
-        """The free coordinates (N, 3), and whether rotations are rigid motions too (a
-        molecule with no coordinate held)."""
-        free = self._free_coordinates()
-        return free, not self.periodic and bool(free.all())
-
-    def _vibrates(self, positions):
-        """Whether ``positions`` (N, 3) have a free coordinate beyond the rigid motions
-        (not one atom alone, nor atoms all held)."""
-        return internal_basis(positions, *self._free_and_rotations()).shape[1] > 0
 
     def gradient_converged(self, gradient):
         """ASE's test of the forces, and an endpoint the checks at convergence accept
@@ -735,38 +706,14 @@ class BOOptimizer(Optimizer):
         coordinate beyond the rigid motions). Decided once per configuration and
         ``fmax``."""
         fmax = getattr(self, "fmax", None)  # set by run()
-        seen = len(getattr(self, "observations", ()))
-        if fmax is None or not seen:
+        if fmax is None or not len(getattr(self, "observations", ())):
             return None
-        key = (seen, fmax)
-        if self._verdict is None or self._verdict[0] != key:
-            self._verdict = (key, self._judge_endpoint(fmax))
-        return self._verdict[1]
-
-    def _judge_endpoint(self, fmax):
-        """:func:`asebo.optimize.endpoint.endpoint_verdict` at the latest configuration,
-        where its forces meet ASE's test for ``fmax``; else None."""
-        here = self.atoms.get_positions()
         if not self.optimizable.converged(self.optimizable.get_gradient(), fmax):
             return None
-        if self.coordinates.has_cell or self.subspace is not None or not self._vibrates(here):
-            return None
-        gp, curvature = self._curvature_at(here, every_uncertainty=False)
-        free, rotations = self._free_and_rotations()
-        context = EndpointContext(
-            gp=gp,
-            curvature=curvature,
-            positions=here,
-            observations=self.observations,
-            reasons=tuple(self.reasons),
-            settings=self.settings,
-            prior_calculator=self.prior.is_calculator,
-            periodic=self.periodic,
-            labels=8 * self.numbers + free @ np.array([1, 2, 4]),  # held coordinates apart
-            basis=internal_basis(here, free, rotations),
-            radius=max(self.trust.radius, self.initial_trust_radius),
+        radius = max(self.trust.radius, self.initial_trust_radius)
+        return self.engine.endpoint_verdict(
+            self.observations, self.atoms.get_positions(), self.reasons, radius
         )
-        return endpoint_verdict(context)
 
     @property
     def curvature_verdict(self):
@@ -892,7 +839,7 @@ class BOOptimizer(Optimizer):
         the log: ``error`` (:class:`asebo.optimize.stages.NoProgressError`) says no step
         along its forces is left that the calls could tell apart from it."""
         best = self.observations.best()
-        forces = self.observations.forces[best] * self._free_coordinates()
+        forces = self.observations.forces[best] * self.engine.free
         self._write_notes(
             [
                 f"the forces at the lowest configuration "
@@ -918,49 +865,8 @@ class BOOptimizer(Optimizer):
 
     def _proposal(self):
         """:meth:`_propose`'s proposal."""
-        context = self._step_context()
-        verdict = self.endpoint_verdict
-        if verdict is not None and verdict.positions is not None:
-            positions, reason = verdict.positions, verdict.stage
-            predicted = context.predicted(positions) if reason == CURVATURE else None
-            return Proposal(positions, predicted, context.trust, reason, notes=verdict.notes)
-        kept_going = () if verdict is None else verdict.notes  # the quadratic drop's
-        starts, notes = search_starts(context)
-        proposal = search(context, starts)
-        proposal = replace(proposal, notes=(*kept_going, *context.notes, *notes, *proposal.notes))
-        for stage in STAGES:
-            adjusted = stage(context, proposal)
-            if adjusted is not None:
-                return adjusted
-        return replace(proposal, predicted_energy=context.predicted(proposal.positions))
-
-    def _step_context(self):
-        """The model fitted to every observation, and what the step decides from."""
-        gp, notes = self._fitted_model()
-        best = self.observations.best()
-        free = self._free_coordinates()
-        centres, normals = self._flat_start_centres(free)
-        rigid_left = self.subspace is None and only_rigid_forces_left(
-            self.observations.positions[best],
-            self.observations.forces[best],
-            getattr(self, "fmax", None),  # set by run()
-            free,
-            self.representation.invariant(gp.metric),
-        )
-        return StepContext(
-            gp,
-            self.observations,
-            best,
-            free,
-            self.trust,
-            self.settings,
-            self.prior,
-            centres,
-            normals,
-            rigid_left,
-            notes,
-            self.subspace,
-        )
+        fmax = getattr(self, "fmax", None)  # set by run()
+        return self.engine.propose(self.observations, self.trust, fmax, self.endpoint_verdict)
 
     @with_optimizer_threads
     def fit_model(self):
@@ -970,25 +876,8 @@ class BOOptimizer(Optimizer):
         return gp
 
     def _fitted_model(self):
-        """The GP fitted to every observation, and notes for the log.
-
-        One GP across steps: it keeps the kernel structure of the configurations seen.
-        Fitted once per observation: the check at convergence and the step after it
-        read the same fit (and its Hessians, :attr:`asebo.model.gp.EnergyForceGP.hessians_`).
-        """
-        seen = len(self.observations)
-        if self._last_fit is not None and self._last_fit[0] == seen:
-            return self._last_fit[1:]
-        self._metric, notes = fit_observations(
-            self.gp,
-            self.prior,
-            self.representation,
-            self.numbers,
-            self.observations.arrays(),
-            self._metric,
-        )
-        self._last_fit = (seen, self.gp, notes)
-        return self._last_fit[1:]
+        """:meth:`asebo.optimize.engine.Engine.fitted` on every observation."""
+        return self.engine.fitted(self.observations)
 
     def _free_coordinates(self):
         """Boolean mask (N, 3) of the coordinates no constraint (nor a filter's mask)
@@ -999,17 +888,6 @@ class BOOptimizer(Optimizer):
             if held is not None:
                 free[constraint.index] &= ~held
         return free
-
-    def _flat_start_centres(self, free):
-        """Centres (c,) and normals (c, 3) of :func:`asebo.optimize.flat_centres.flat_centres`
-        in the first configuration, with its forces, while it is the only one computed;
-        none otherwise, none in a periodic cell, and none where the constraints allow a
-        subspace only."""
-        if len(self.observations) != 1 or self.periodic or self.subspace is not None:
-            return np.empty(0, dtype=int), np.empty((0, 3))
-        return flat_centres(
-            self.observations.positions[0], self.numbers, free, self.observations.forces[0]
-        )
 
     def _write_notes(self, notes):
         """One line in the log for each note, between the step lines: ``# `` and the

@@ -1,0 +1,218 @@
+"""The step machine of :class:`asebo.BOOptimizer`: observations in, a proposal with its
+reason out, and the verdict of the checks at convergence; nothing of ASE in it.
+
+One step: fit the GP to every observation (once per observation,
+:func:`asebo.optimize.surrogate_model.fit_observations`), then either take the step of
+a check at convergence that keeps the run going (:mod:`asebo.optimize.endpoint`), or
+search the lower confidence bound in the trust box
+(:func:`asebo.optimize.search.search`) and offer the proposal to the stages of
+:data:`asebo.optimize.stages.STAGES`. The driver (:class:`asebo.BOOptimizer`) keeps the
+run's state (the observations, the trust region, the reasons of the proposals), reads
+and writes the restart file and the log, and moves the atoms.
+"""
+
+from dataclasses import replace
+
+import numpy as np
+
+from asebo.optimize.endpoint import EndpointContext, endpoint_verdict
+from asebo.optimize.flat_centres import flat_centres
+from asebo.optimize.model_hessian import curvature_with_evidence, internal_basis
+from asebo.optimize.proposal import CURVATURE, Proposal, StepContext
+from asebo.optimize.search import search
+from asebo.optimize.stages import STAGES, only_rigid_forces_left, search_starts
+from asebo.optimize.surrogate_model import fit_observations
+
+
+class Engine:
+    """The model, the search, the stages and the checks at convergence of one run.
+
+    Parameters
+    ----------
+    gp : asebo.model.gp.EnergyForceGP
+        Not yet fitted; refitted in place after each new observation.
+    prior : asebo.model.priors.Prior
+    representation : asebo.optimize.representations.Representation
+    numbers : array (N,) of int
+        Atomic numbers of the rows of the positions (a cell's rows are 0).
+    settings : asebo.optimize.settings.Settings
+    free : array (N, 3) of bool
+        The coordinates no constraint holds.
+    subspace : asebo.optimize.subspace.FreeSubspace or None
+        The subspace the constraints allow, where they allow one only.
+    periodic : bool
+        A periodic cell, or a cell filter.
+    cell : bool
+        The positions include a cell filter's rows: no check at convergence applies.
+    """
+
+    def __init__(
+        self, gp, prior, representation, numbers, settings, free, subspace, periodic, cell
+    ):
+        self.gp, self.prior, self.representation = gp, prior, representation
+        self.numbers, self.settings = numbers, settings
+        self.free, self.subspace, self.periodic, self.cell = free, subspace, periodic, cell
+        self.rotations = not periodic and bool(free.all())  # rigid rotations of a molecule
+        self._metric = None  # (centre, metric) of the representation, from the last fit
+        self._last_fit = None  # (observations counted, notes) of the last fit
+        self._verdict = None  # (observations counted, Verdict) of the last check
+
+    def fitted(self, observations):
+        """The GP fitted to every observation, and notes for the log.
+
+        One GP across steps: it keeps the kernel structure of the configurations seen.
+        Fitted once per observation: the check at convergence and the step after it
+        read the same fit (and its Hessians, :attr:`asebo.model.gp.EnergyForceGP.hessians_`).
+        """
+        seen = len(observations)
+        if self._last_fit is None or self._last_fit[0] != seen:
+            self._metric, notes = fit_observations(
+                self.gp,
+                self.prior,
+                self.representation,
+                self.numbers,
+                observations.arrays(),
+                self._metric,
+            )
+            self._last_fit = (seen, notes)
+        return self.gp, self._last_fit[1]
+
+    def curvature_at(self, observations, positions, every_uncertainty=True, anchored=False):
+        """:func:`asebo.optimize.model_hessian.curvature_with_evidence` of the GP fitted
+        to every observation, at ``positions`` (N, 3)."""
+        gp, _ = self.fitted(observations)
+        return curvature_with_evidence(
+            gp,
+            observations,
+            positions,
+            self.free,
+            self.rotations,
+            self.prior.is_calculator,
+            every_uncertainty,
+            anchored,
+        )
+
+    def vibrates(self, positions):
+        """Whether ``positions`` (N, 3) have a free coordinate beyond the rigid motions
+        (not one atom alone, nor atoms all held)."""
+        return internal_basis(positions, self.free, self.rotations).shape[1] > 0
+
+    def endpoint_verdict(self, observations, positions, reasons, radius):
+        """The :class:`asebo.optimize.endpoint.Verdict` of the checks at convergence at
+        ``positions``, whose forces met the driver's test; None where no check applies
+        (a cell filter, constraints that allow a subspace only, no free coordinate
+        beyond the rigid motions). Decided once per observation and configuration.
+
+        Parameters
+        ----------
+        observations : asebo.optimize.observations.Observations
+        positions : array (N, 3)
+            A configuration computed, the latest as a rule.
+        reasons : sequence of str
+            The reason of every proposal of the run, in order.
+        radius : float
+            Å: how far a curvature step may go.
+        """
+        here = np.array(positions, dtype=float)  # (N, 3)
+        key = (len(observations), here.tobytes())
+        if self._verdict is None or self._verdict[0] != key:
+            self._verdict = (key, self._judged(observations, here, tuple(reasons), radius))
+        return self._verdict[1]
+
+    def _judged(self, observations, here, reasons, radius):
+        """:meth:`endpoint_verdict`, decided."""
+        if self.cell or self.subspace is not None or not self.vibrates(here):
+            return None
+        gp, curvature = self.curvature_at(observations, here, every_uncertainty=False)
+        context = EndpointContext(
+            gp=gp,
+            curvature=curvature,
+            positions=here,
+            observations=observations,
+            reasons=reasons,
+            settings=self.settings,
+            prior_calculator=self.prior.is_calculator,
+            periodic=self.periodic,
+            labels=8 * self.numbers + self.free @ np.array([1, 2, 4]),  # held apart
+            basis=internal_basis(here, self.free, self.rotations),
+            radius=radius,
+        )
+        return endpoint_verdict(context)
+
+    def propose(self, observations, trust, fmax, verdict=None):
+        """The next configuration to compute.
+
+        Parameters
+        ----------
+        observations : asebo.optimize.observations.Observations
+        trust : asebo.optimize.trust.TrustRegion
+            The trust region after the last proposal was judged.
+        fmax : float or None
+            eV/Å: the run's force criterion, where known.
+        verdict : asebo.optimize.endpoint.Verdict, optional
+            Of the checks at convergence on the latest observation: a step it takes
+            is the proposal; its notes go with the model's proposal otherwise.
+
+        Returns
+        -------
+        asebo.optimize.proposal.Proposal
+            With its reason and the notes for the log.
+
+        Raises
+        ------
+        asebo.optimize.stages.NoProgressError
+            A stage finds no configuration left to compute.
+        """
+        context = self.step_context(observations, trust, fmax)
+        if verdict is not None and verdict.positions is not None:
+            positions, reason = verdict.positions, verdict.stage
+            predicted = context.predicted(positions) if reason == CURVATURE else None
+            return Proposal(positions, predicted, context.trust, reason, notes=verdict.notes)
+        kept_going = () if verdict is None else verdict.notes  # the quadratic drop's
+        starts, notes = search_starts(context)
+        proposal = search(context, starts)
+        proposal = replace(proposal, notes=(*kept_going, *context.notes, *notes, *proposal.notes))
+        for stage in STAGES:
+            adjusted = stage(context, proposal)
+            if adjusted is not None:
+                return adjusted
+        return replace(proposal, predicted_energy=context.predicted(proposal.positions))
+
+    def step_context(self, observations, trust, fmax):
+        """The model fitted to every observation, and what the step decides from
+        (:class:`asebo.optimize.proposal.StepContext`)."""
+        gp, notes = self.fitted(observations)
+        best = observations.best()
+        centres, normals = self._flat_start_centres(observations)
+        rigid_left = self.subspace is None and only_rigid_forces_left(
+            observations.positions[best],
+            observations.forces[best],
+            fmax,
+            self.free,
+            self.representation.invariant(gp.metric),
+        )
+        return StepContext(
+            gp,
+            observations,
+            best,
+            self.free,
+            trust,
+            self.settings,
+            self.prior,
+            centres,
+            normals,
+            rigid_left,
+            notes,
+            self.subspace,
+        )
+
+    def _flat_start_centres(self, observations):
+        """Centres (c,) and normals (c, 3) of :func:`asebo.optimize.flat_centres.flat_centres`
+        in the first configuration, with its forces, while it is the only one computed;
+        none otherwise, none in a periodic cell, and none where the constraints allow a
+        subspace only."""
+        if len(observations) != 1 or self.periodic or self.subspace is not None:
+            return np.empty(0, dtype=int), np.empty((0, 3))
+        return flat_centres(
+            observations.positions[0], self.numbers, self.free, observations.forces[0]
+        )
