@@ -294,8 +294,10 @@ class RecentredSprings(Prior):
         self._seen = 0
 
     def check(self, atoms):
-        """Raise ValueError where two atoms are closer than 0.5 Å (across the boundary
-        too) or none has a neighbour within 10 Å."""
+        """Raise ValueError where two atoms are closer than
+        :data:`asebo.model.springs.CLOSEST_APPROACH` (across the boundary too), and
+        :class:`asebo.model.springs.NoNeighboursError` where none has a neighbour within
+        10 Å."""
         nearest_neighbour_distance(atoms)
 
     def metric_reference(self):

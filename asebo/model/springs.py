@@ -54,11 +54,17 @@ from ase.data import atomic_numbers
 from ase.neighborlist import neighbor_list
 
 from asebo.model.lindh import STRETCH_CONSTANT, pair_weights
+from calculators.cells import MIN_DISTANCE as CLOSEST_APPROACH  # Å: closer is refused
 
 EXP_A = 3.0  # Packwood's A in exp(-A (r / r_NN - 1))
 CUTOFF = 2.0  # Packwood's r_cut / r_NN
 SPRING_CONSTANT = 1.4  # mu, eV/Å², of central springs (tau = 0) at r_NN (module docstring)
-CLOSEST_APPROACH = 0.5  # Å: atoms closer than this are refused
+
+
+class NoNeighboursError(ValueError):
+    """No two atoms or periodic images lie within 10 Å: pair springs have no pair."""
+
+
 COVALENT_ELEMENTS = frozenset(
     atomic_numbers[symbol]
     for symbol in ("H", "B", "C", "N", "O", "F", "Si", "P", "S", "Cl", "As", "Se", "Br", "I")
@@ -72,13 +78,14 @@ def nearest_neighbour_distance(atoms):
 
     Raises
     ------
+    NoNeighboursError
+        When no two atoms (or images) are within 10 Å.
     ValueError
-        When no two atoms (or images) are within 10 Å, or two are closer than
-        :data:`CLOSEST_APPROACH`.
+        When two are closer than :data:`CLOSEST_APPROACH`.
     """
     distances = neighbor_list("d", atoms, 10.0)
     if len(distances) == 0:
-        raise ValueError(
+        raise NoNeighboursError(
             "no two atoms or periodic images lie within 10 Å: pair springs need neighbours"
         )
     shortest = float(distances.min())

@@ -262,7 +262,7 @@ class TrajectoryFrames:
             )
         for k, frame in enumerate(frames):
             expected = self._frame(observations.positions[k], 0.0, observations.forces[k])
-            if not np.allclose(frame.positions, expected.positions, rtol=0, atol=1e-8):
+            if not np.allclose(frame.positions, expected.positions, rtol=0, atol=SAME_POSITIONS):
                 return len(frames), f"holds at frame {k} other positions than observation {k}"
         return len(frames), None
 

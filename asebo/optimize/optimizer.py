@@ -35,17 +35,11 @@ import time
 from typing import ClassVar
 
 import numpy as np
-from ase import Atoms
 from ase.calculators.calculator import PropertyNotImplementedError
-from ase.constraints import FixAtoms, FixCartesian, FixedLine, FixedPlane, FixSymmetry
-from ase.filters import FrechetCellFilter, UnitCellFilter
-from ase.neighborlist import neighbor_list
 from ase.optimize.optimize import DEFAULT_MAX_STEPS, OptimizableAtoms, Optimizer
 from ase.parallel import broadcast, world
 
-from asebo.model.cell_coordinates import GeneralizedCoordinates, resume_filter
 from asebo.model.gp import EnergyForceGP
-from asebo.model.springs import CLOSEST_APPROACH
 from asebo.optimize.bonding import bond_changes
 from asebo.optimize.consistency import energy_force_mismatch
 from asebo.optimize.engine import Engine
@@ -54,7 +48,6 @@ from asebo.optimize.model_hessian import (
 )
 from asebo.optimize.observations import (
     Observations,
-    RestartError,
     TrajectoryFrames,
     calculator_identity,
     calculator_results,
@@ -74,14 +67,18 @@ from asebo.optimize.stages import (
 )
 from asebo.optimize.subspace import free_subspace, held_axes
 from asebo.optimize.surrogate_model import system_prior
+from asebo.optimize.system_checks import (
+    check_system,
+    check_writable,
+    periodic_note,
+    resume_system,
+)
 from asebo.optimize.trust import TrustRegion
 from asebo.optimize.warm_start import observed_frames, read_frames
 from asebo.threads import optimizer_threads, with_optimizer_threads
 
 NOTE_PREFIX = "# "
 """How a note line of the log begins: a comment to readers of ASE's log format."""
-SUPPORTED_CONSTRAINTS = (FixAtoms, FixCartesian, FixedPlane, FixedLine, FixSymmetry)
-FILTER_CONSTRAINTS = (FixAtoms, FixSymmetry)  # those a cell filter's coordinates can honour
 
 
 class _ObservedAtoms(OptimizableAtoms):
@@ -346,9 +343,9 @@ class BOOptimizer(Optimizer):
     ):
         self.threads = optimizer_threads(threads)
         stored = check_restart(None if restart is None else os.fspath(restart))
-        self.coordinates = _check_system(atoms)
+        self.coordinates = check_system(atoms)
         if stored is not None:
-            self.coordinates = _resume_filter(atoms, stored, restart)
+            self.coordinates = resume_system(atoms, stored, restart)
         constrained = self.coordinates.atoms  # the atoms behind a filter, or atoms
         free = self._free_coordinates()  # (N, 3)
         self.subspace = free_subspace(self.coordinates, free)
@@ -385,8 +382,8 @@ class BOOptimizer(Optimizer):
             if chosen and self.kappa < 0
             else None
         )
-        _check_writable("restart", restart)
-        _check_writable("trajectory", trajectory)
+        check_writable("restart", restart)
+        check_writable("trajectory", trajectory)
         # a filter's cell rows count as atoms of number 0 in the restart file
         self.numbers = np.concatenate(
             [constrained.get_atomic_numbers(), np.zeros(self.coordinates.rows - len(constrained))]
@@ -439,7 +436,7 @@ class BOOptimizer(Optimizer):
             raise
         self._write_header()
         if self.periodic:
-            self._write_notes([_periodic_note(self.coordinates, self.representation, self.prior)])
+            self._write_notes([periodic_note(self.coordinates, self.representation, self.prior)])
         if self.prior_reason is not None:
             self._write_notes([f"prior='auto': {self.prior_reason}"])
         if self.kappa_reason is not None:
@@ -957,141 +954,4 @@ def _checked_gp(representation, model):
         trend=model.trend,
         prior_curvature=model.prior_curvature,
         **_gp_kernel_options(representation, model.gp_options),
-    )
-
-
-def _check_writable(name, path):
-    """Refuse a file path that cannot be written, before any calculator call."""
-    if path is None or hasattr(path, "write"):
-        return
-    path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    if os.path.isdir(path):
-        raise ValueError(f"{name} {path!r} is a folder: pass a file name inside it")
-    if not os.path.isdir(folder):
-        raise ValueError(f"{name} {path!r}: the folder {folder} does not exist; create it first")
-    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise PermissionError(
-            f"{name} {path!r} cannot be written: choose a file in a folder you can write to"
-        )
-
-
-def _periodic_note(coordinates, representation, prior):
-    """The log line that says how a periodic system is modelled."""
-    what = (
-        f"{type(coordinates.filter_object).__name__} (positions and cell)"
-        if coordinates.has_cell
-        else "periodic cell"
-    )
-    return f"{what}: kernel '{representation.name}', prior {prior.label}"
-
-
-def _resume_filter(system, stored, restart):
-    """The coordinates of ``system``, a cell filter given the undeformed cell of the run
-    that the restart file's content ``stored`` holds
-    (:func:`asebo.model.cell_coordinates.resume_filter`)."""
-    try:
-        resume_filter(system, stored.get("cell_filter"))
-    except ValueError as error:
-        raise RestartError(
-            f"restart file {restart} cannot be resumed: {error}; or pass another restart "
-            "file name to start afresh (this one was left untouched)"
-        ) from error
-    return GeneralizedCoordinates.from_optimizable(system)
-
-
-def _check_system(system):
-    """The :class:`asebo.model.cell_coordinates.GeneralizedCoordinates` of ``system``;
-    a one-line error for what the optimizer cannot relax, before any call."""
-    if isinstance(system, UnitCellFilter):  # FrechetCellFilter, ExpCellFilter too
-        atoms = system.atoms
-        if system.constant_volume and not isinstance(system, FrechetCellFilter):
-            raise ValueError(
-                f"BOOptimizer keeps the volume of constant_volume exactly only through "
-                f"FrechetCellFilter (traceless moves of its logarithm), not "
-                f"{type(system).__name__}: use FrechetCellFilter(atoms, constant_volume=True)"
-            )
-    elif isinstance(system, Atoms):
-        atoms = system
-    else:
-        raise TypeError(
-            f"BOOptimizer relaxes an ase.Atoms or a cell filter (FrechetCellFilter, "
-            f"UnitCellFilter, ExpCellFilter), got {type(system).__name__}: use one of "
-            "these, or an ASE optimizer such as BFGS"
-        )
-    filtered = atoms is not system
-    if atoms.calc is None:
-        raise ValueError(
-            "BOOptimizer needs a calculator: attach one first, "
-            "e.g. atoms.calc = calculators.get_calculator('gfn2')"
-        )
-    if len(atoms) == 0:
-        raise ValueError("no atoms: there is nothing to optimize; give one atom or more")
-    supported = FILTER_CONSTRAINTS if filtered else SUPPORTED_CONSTRAINTS
-    for constraint in atoms.constraints:
-        if not isinstance(constraint, supported):
-            if filtered:
-                raise TypeError(
-                    f"BOOptimizer cannot honour the constraint {type(constraint).__name__} "
-                    "with a cell filter, whose coordinates move with the cell: use FixAtoms "
-                    "or FixSymmetry, or an ASE optimizer (BFGS) with the filter"
-                )
-            raise TypeError(
-                f"BOOptimizer cannot honour the constraint {type(constraint).__name__}: it "
-                "searches the model over linear subspaces of the Cartesian coordinates, "
-                "which FixAtoms, FixCartesian, FixedPlane, FixedLine and FixSymmetry define; "
-                "use one of these, or an ASE optimizer (BFGS) for bond, angle or "
-                "internal-coordinate constraints"
-            )
-    _check_finite(atoms, filtered or np.any(atoms.pbc))
-    if filtered or np.any(atoms.pbc):
-        _check_cell(atoms, filtered)
-    else:
-        _check_closest_approach(atoms)
-    return GeneralizedCoordinates.from_optimizable(system)
-
-
-def _check_finite(atoms, periodic):
-    """Refuse a position that is NaN or inf, and such a cell where it counts (a cell
-    filter, a periodic axis)."""
-    bad = np.flatnonzero(~np.isfinite(atoms.positions).all(axis=1))
-    if len(bad):
-        raise ValueError(
-            f"atom {bad[0]} has a position that is not a finite number "
-            f"({atoms.positions[bad[0]].tolist()}): give every atom finite coordinates"
-        )
-    if periodic and not np.isfinite(np.array(atoms.cell)).all():
-        raise ValueError(
-            f"the cell holds a number that is not finite ({np.array(atoms.cell).tolist()}): "
-            "give every lattice vector finite components"
-        )
-
-
-def _check_cell(atoms, filtered):
-    """Refuse a periodic cell of zero volume and atoms closer than 0.5 Å (across the
-    boundary too)."""
-    cell = np.array(atoms.cell)
-    axes = np.ones(3, dtype=bool) if filtered else np.asarray(atoms.pbc, dtype=bool)
-    lengths = np.linalg.norm(cell, axis=1)
-    if (lengths[axes] < 1e-6).any() or np.linalg.matrix_rank(cell[axes], tol=1e-6) < axes.sum():
-        raise ValueError(
-            "the cell has zero volume along its periodic axes: give every periodic "
-            "lattice vector a length (atoms.cell), or set atoms.pbc = False for a molecule"
-        )
-    _check_closest_approach(atoms)
-
-
-def _check_closest_approach(atoms):
-    """Refuse two atoms closer than ``CLOSEST_APPROACH`` Å, a molecule's or a periodic
-    system's (across the boundary too): no calculator is asked about such a pair."""
-    first, second, distances = neighbor_list("ijd", atoms, CLOSEST_APPROACH)
-    if not len(distances):
-        return
-    closest = int(np.argmin(distances))
-    pair = sorted((int(first[closest]), int(second[closest])))
-    periodic = bool(np.any(atoms.pbc))
-    raise ValueError(
-        f"atoms {pair[0]} and {pair[1]} are {distances[closest]:.3f} Å apart"
-        f"{' (across the periodic boundary?)' if periodic else ''}, closer than "
-        f"{CLOSEST_APPROACH} Å: separate them{' or enlarge the cell' if periodic else ''}"
     )

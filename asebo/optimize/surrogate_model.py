@@ -12,6 +12,7 @@ from asebo.model.cell_coordinates import GeneralizedCoordinates
 from asebo.model.gp import EnergyForceGP
 from asebo.model.periodic import make_periodic_prior
 from asebo.model.priors import AUTO, HighestEnergyPrior, automatic_prior, make_prior, resolve_prior
+from asebo.model.springs import NoNeighboursError
 from asebo.optimize.representations import make_representation
 from asebo.optimize.settings import ModelSettings
 
@@ -54,8 +55,8 @@ def _periodic_prior(prior, system, recentre):
     made, reason = make_periodic_prior(prior, system, recentre)
     try:
         made.check(GeneralizedCoordinates.from_optimizable(system).atoms)
-    except ValueError as error:
-        if prior is not None or "within 10" not in str(error):
+    except NoNeighboursError:
+        if prior is not None:
             raise
         return HighestEnergyPrior(), None
     return made, reason
