@@ -26,7 +26,7 @@ from killed_calls import PREAMBLE
 from asebo import BOOptimizer
 from asebo.model.metric import HessianMetric
 from asebo.model.priors import Prior
-from asebo.optimize.optimizer import RestartError
+from asebo.optimize.observations import RestartError
 from asebo.optimize.representations import (
     CartesianPositions,
     InternalCoordinates,
@@ -774,7 +774,7 @@ def test_a_search_again_in_a_smaller_box_starts_where_the_refused_one_ended(monk
         return found, lcb
 
     monkeypatch.setattr(search_module, "minimize_lcb", recorded_minimize)
-    monkeypatch.setattr("asebo.optimize.optimizer.search", recorded_search)
+    monkeypatch.setattr("asebo.optimize.engine.search", recorded_search)
     opt = BOOptimizer(rattled_formic_acid(), logfile=None)
     assert opt.run(fmax=0.05, steps=30)
     retried = [calls for calls in searches if len(calls) > 1]

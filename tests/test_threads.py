@@ -68,11 +68,18 @@ class ThreadsOfEMT(EMT):
 
 class ThreadsOfTheFit(BOOptimizer):
     """BOOptimizer that records the threads each fit of its model runs with: every
-    step, check at convergence and Hessian reads the fitted model."""
+    step, check at convergence and Hessian reads the engine's fitted model."""
 
-    def _fitted_model(self):
-        self.fit_threads = [*getattr(self, "fit_threads", []), threads_seen()]
-        return super()._fitted_model()
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fit_threads = []
+        fitted = self.engine.fitted
+
+        def recorded(observations):
+            self.fit_threads.append(threads_seen())
+            return fitted(observations)
+
+        self.engine.fitted = recorded
 
 
 def copper_cluster():

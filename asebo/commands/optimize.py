@@ -213,7 +213,7 @@ def _read_structure(path):
 def _optimizer(args, atoms):
     """The BOOptimizer of the options, or a refusal in one line before any call."""
     from asebo.model.priors import resolve_prior
-    from asebo.optimize.optimizer import BOOptimizer, RestartError
+    from asebo.optimize import BOOptimizer, RestartError
 
     prior = resolve_prior(args.prior)
     try:

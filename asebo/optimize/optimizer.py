@@ -39,10 +39,9 @@ from ase.calculators.calculator import PropertyNotImplementedError
 from ase.optimize.optimize import DEFAULT_MAX_STEPS, OptimizableAtoms, Optimizer
 from ase.parallel import broadcast, world
 
-from asebo.model.gp import EnergyForceGP
 from asebo.optimize.bonding import bond_changes
+from asebo.optimize.build import build_engine
 from asebo.optimize.consistency import energy_force_mismatch
-from asebo.optimize.engine import Engine
 from asebo.optimize.model_hessian import (
     ModelHessian,
 )
@@ -57,16 +56,13 @@ from asebo.optimize.observations import (
     check_start,
 )
 from asebo.optimize.proposal import PROBE
-from asebo.optimize.representations import make_representation
 from asebo.optimize.resolve import positive_number as _number
-from asebo.optimize.resolve import resolve_recentre, resolve_settings
 from asebo.optimize.restart_lock import RestartLock
-from asebo.optimize.settings import ModelSettings, TrustSettings
+from asebo.optimize.settings import TrustSettings
 from asebo.optimize.stages import (
     NoProgressError,
 )
 from asebo.optimize.subspace import free_subspace, held_axes
-from asebo.optimize.surrogate_model import system_prior
 from asebo.optimize.system_checks import (
     check_system,
     check_writable,
@@ -112,198 +108,62 @@ class _ObservedAtoms(OptimizableAtoms):
 class BOOptimizer(Optimizer):
     """Bayesian optimization with a GP on energies and forces (Wong and Kolter).
 
+    A thin ASE driver around :class:`asebo.optimize.engine.Engine`: it keeps the run's
+    observations, trust region and proposals, reads and writes the restart file and the
+    trajectory, writes the log, honours the constraints and broadcasts each step from
+    rank 0. Each argument's choices and defaults are on the user page
+    ``docs/using.md`` ("Options", "Kernels", "Priors").
+
     Parameters
     ----------
     atoms : ase.Atoms or cell filter
-        The molecule, slab or bulk, with a calculator attached; ``FixAtoms``,
-        ``FixCartesian``, ``FixedPlane``, ``FixedLine`` and ``FixSymmetry`` constraints
-        are honoured (the search moves in the subspace they allow,
-        :mod:`asebo.optimize.subspace`), others refused. Or a cell filter
-        (:class:`ase.filters.FrechetCellFilter`, :class:`ase.filters.UnitCellFilter`,
-        :class:`ase.filters.ExpCellFilter`) of such atoms, with ``FixAtoms`` or
-        ``FixSymmetry``, its ``mask`` and ``hydrostatic_strain`` (the cell keeps its
-        shape) honoured, and ``constant_volume`` with the Fréchet filter (whose
-        traceless moves keep the volume): the optimizer then moves the filter's
-        generalized positions (the atoms and the cell's deformation) along its forces
-        (the virial included). The energy is the
-        force-consistent one (``free_energy``) where the calculator gives it.
+        With a calculator; ``FixAtoms``, ``FixCartesian``, ``FixedPlane``,
+        ``FixedLine`` and ``FixSymmetry`` honoured
+        (:data:`asebo.optimize.system_checks.SUPPORTED_CONSTRAINTS`). A cell filter
+        (Fréchet, unit-cell, exp-cell) moves the atoms and the cell together.
     restart : str, optional
-        JSON file holding every observation; read if it exists, written each call.
-        A finished run read again reports convergence with no calculator call. The
-        file records the run's start, kernel and prior: atoms neither at the start nor
-        at a configuration computed, and a ``kernel`` or ``prior`` given that is not
-        the run's, are refused. Locked against other processes from the construction
-        until the optimizer is closed or collected
-        (:class:`asebo.optimize.restart_lock.RestartLock`).
+        JSON file of every observation: read if it exists, written at every call,
+        locked against other processes (:class:`asebo.optimize.restart_lock.RestartLock`).
+        A resumed run proposes what the uninterrupted run proposed.
     logfile : file, str or None
-        ``'-'`` for standard output. ASE's header, written when the optimizer is built,
-        and ASE's step lines, each with the model's predicted energy (the lowest
-        energy computed less the model's drop from there) and the reason of the step
-        that led there (:data:`asebo.optimize.proposal.REASONS`) after ASE's columns;
-        notes on what the optimizer did between two calls are lines of their own that
-        start with ``# ``.
+        ``'-'`` for standard output: ASE's step lines with the model's predicted energy
+        and the reason of each step (:data:`asebo.optimize.proposal.REASONS`), and notes
+        that start with ``# ``.
     trajectory : str, optional
-        ASE trajectory of every evaluated configuration, each written once.
+        ASE trajectory of every configuration computed, each written once.
     append_trajectory : bool, optional
-        Keep the frames already in ``trajectory``. Default: keep them when a restart
-        file is read (its observations already there are not written again), start
-        the file afresh otherwise. Started afresh after a restart file is read, the
-        trajectory receives every observation of the restart file.
-    prior : ase calculator, 'lindh', 'max', 'mean', 'auto', float or Prior, optional
-        Prior mean of the GP (:mod:`asebo.model.priors`). A cheap calculator makes the
-        GP learn the difference to it (Δ-learning), with a random scale on its
-        curvature (``model.prior_curvature``;
-        :class:`asebo.kernels.prior_scale.PriorCurvature`). ``'auto'``: GFN2-xTB
-        when the target is another calculator and GFN2-xTB describes the system, the
-        default otherwise (:func:`asebo.model.priors.automatic_prior`; the choice is
-        written to the log).
-        A prior calculator that fails where the search of the model takes it (an SCF
-        that does not converge) halves the trust radius, up to ``search.retries``
-        times, and then turns that step into a step along the forces, with a line in
-        the log each time; one that fails at a configuration already computed stops
-        the run with :class:`asebo.model.priors.PriorCalculationError`.
-        ``'lindh'`` (the default for molecules) is
-        :class:`asebo.model.priors.RecentredLindh`, harmonic bonds, bends and torsions
-        with Lindh's model force constants around the first configuration computed
-        (see ``recentre``), no second calculator. ``'springs'`` (the default for
-        periodic cells and cell filters) is :class:`asebo.model.periodic.RecentredSprings`,
-        pair springs with the force constants of Packwood et al.'s ``Exp``
-        preconditioner, recentred in the same way; for them ``'auto'`` takes EMT where
-        it describes every element as a metal and the target is not EMT, CHGNet for
-        other elements where it is installed and not the target
-        (:func:`asebo.model.periodic.automatic_periodic_prior`). A constant: the highest
-        (``'max'``) or mean energy seen, or a number. A
-        :class:`asebo.model.priors.Prior` object is taken as it is.
-    kappa : float
-        Weight of the model's uncertainty in the bound ``mu - kappa sigma`` the search
-        minimises: > 0 explores (the lower confidence bound), 0 minimises the mean, < 0
-        penalises uncertain steps (``mu + |kappa| sigma``, a pessimistic bound).
-        Default ``search.kappa``, else by the number of free coordinates
-        (:meth:`asebo.optimize.settings.SearchSettings.kappa_for`): 0.1 below 90
-        (30 free atoms) and under a prior calculator, -3 from 90 on.
-    recentre : float
-        With the ``'lindh'`` and ``'springs'`` priors: when the model puts the lowest-energy
-        configuration more than ``recentre`` eV above its minimum, the model is
-        rebuilt around that configuration. By default ``model.recentre``, else the
-        representation's (2 eV with the ``'internal'`` kernel, whose linear trend
-        carries the way from the first configuration over smaller misfits; 0.3 eV
-        with the others). With the ``'internal'`` kernel the rebuilt Lindh model is
-        the metric's, and the prior takes it only where it fits the observed forces
-        better than the model it has.
-    maxstep : float
-        Largest displacement of any atom in one step, Å. Default
-        ``trust_region.maxstep``, else 0.2, and 0.6 under a prior calculator, whose
-        surface holds far from the configurations computed; the trust region still
-        grows to it one good prediction at a time. A search that ends further away is
-        cut back to ``maxstep`` on the straight line; where the model predicts that
-        step at or above its own energy at the lowest configuration seen, the search is
-        repeated in a box half the size (up to ``search.retries`` times), with a line
-        in the log.
-    trust_radius : float
-        Initial half-width of the trust box, Å per coordinate. Default
-        ``trust_region.radius``, else 0.1, and 0.13 under a prior calculator. Where the
-        model's predicted drop at its proposal is below ``trust_region.confidence``
-        (3) standard deviations of its own uncertainty there, the search is repeated
-        in a box half the size before any call (up to ``search.retries`` times), with
-        a line in the log (:func:`asebo.optimize.trust.check_confident`).
+        Keep the frames in ``trajectory``; default: where a restart file is read.
+    prior : ase calculator, 'lindh', 'springs', 'max', 'mean', 'auto', float or Prior
+        The GP's prior mean (:mod:`asebo.model.priors`, :mod:`asebo.model.periodic`);
+        a calculator makes the GP learn the difference to it.
     kernel : {'internal', 'anisotropic', 'svd', 'cartesian', 'periodic'} or Representation
         How the GP sees a configuration (:mod:`asebo.optimize.representations`).
-        ``'internal'`` (the default for molecules that it describes): the Gaussian
-        kernel on the delocalized internal coordinates of the Lindh model's stretches,
-        bends and torsions, scaled by its Hessian, a length per direction
-        (:class:`asebo.model.metric.InternalMetric`; the model and reference are those
-        of the ``'lindh'`` prior, or a Lindh model of the first configuration with
-        another prior), plus a linear trend in them (``model.trend``, default 30;
-        :class:`asebo.kernels.trend.LinearTrend`). Molecules close to a straight line
-        (:func:`asebo.model.straightness.is_near_linear`), or whose internal
-        coordinates do not describe every vibration at the start, take
-        ``'anisotropic'`` by default; so does a run once the internal coordinates
-        fold at a configuration it computed, with a log line
-        (:class:`asebo.optimize.representations.InternalCoordinates`).
-        ``'anisotropic'``: the Gaussian kernel on positions aligned onto the
-        reference and scaled along the eigenvectors of the Lindh Hessian there
-        (:class:`asebo.model.metric.HessianMetric`); molecules close to a straight
-        line take these features, not aligned: their rotation about the axis hangs on
-        small displacements across it. ``'svd'``: the rotation-invariant SVD kernel
-        with one length scale (Wong and Kolter). ``'periodic'`` (the default for
-        periodic cells and cell filters): the Gaussian kernel on each atom's
-        displacement to the nearest lattice image and the cell's deformation, scaled
-        along the eigenvectors of the pair springs' Hessian at the springs' centre,
-        free coordinates only, with a linear trend
-        (:class:`asebo.optimize.representations.PeriodicPositions`). ``'cartesian'``:
-        the Gaussian kernel on Cartesian (or a filter's generalized) positions, the
-        default with ``FixCartesian`` constraints. A
-        :class:`asebo.optimize.representations.Representation` object is checked and
-        taken as it is.
-    gp_options : dict, optional
-        Options of :class:`asebo.model.gp.EnergyForceGP`: ``trend`` and
-        ``prior_curvature`` are ``model.trend`` and ``model.prior_curvature``, the
-        others (``gamma``, ``fit_gamma``, ``energy_noise``, ``gradient_noise``...)
-        ``model.gp_options``. ``proper`` and ``radial`` go to the GP's kernel object of
-        the representation, unless ``gp_options['kernel']`` gives the kernel object
-        itself.
+    kappa, maxstep, trust_radius, recentre, gp_options : optional
+        Shortcuts into the settings below (:data:`asebo.optimize.resolve.SHORTCUTS`): the
+        weight of the uncertainty in ``mu - kappa sigma``, the longest atomic move (Å),
+        the first half-width of the trust box (Å), the Lindh or springs prior's
+        recentring (eV), the options of :class:`asebo.model.gp.EnergyForceGP`. A value
+        given both ways must be the same.
     search, trust_region, model, special_cases : optional
-        Settings (:mod:`asebo.optimize.settings`): :class:`SearchSettings`,
-        :class:`TrustSettings`, :class:`ModelSettings`, :class:`SpecialCases`. The
-        arguments ``kappa``, ``maxstep``, ``trust_radius``, ``recentre`` and
-        ``gp_options`` are shortcuts that write into their fields
-        (:data:`asebo.optimize.resolve.SHORTCUTS`); a value given both ways must be
-        the same, else a ValueError names both.
+        :class:`asebo.optimize.settings.SearchSettings`, ``TrustSettings``,
+        ``ModelSettings``, ``SpecialCases``.
     observations : str, Path, Atoms or iterable, optional
-        A warm start: energies and forces computed before, taken as observations at
-        no cost (:meth:`replay_trajectory`): the trajectory of any optimizer, an
-        ``ase.db`` file or ``db.select(...)`` rows, Atoms with single-point results.
-        Frames of other atoms, of another calculator (by the name the frames keep),
-        without energy and forces (without a stress under a cell filter) or in another
-        periodic cell are refused before any call. A frame at the atoms' positions
-        makes the first call unnecessary.
+        A warm start: frames with energies and forces computed before, taken as
+        observations at no call (:meth:`replay_trajectory`).
     comm : communicator
         Ranks that take the same step: rank 0 computes it and broadcasts it.
     threads : int, optional
-        Threads of the optimizer's own work (the fit, the search, the checks at
-        convergence, :meth:`fit_model`, :meth:`model_curvature`, :meth:`hessian`,
-        :meth:`vibrations`): PyTorch's and every BLAS and OpenMP library's, set for
-        that work alone (:func:`asebo.threads.limited_threads`) and given back after
-        it, so that the calculator keeps its own. Default: ``OMP_NUM_THREADS`` where
-        the user set it, the threads each process is given, else one
-        (:func:`asebo.threads.optimizer_threads`): the libraries' own default, a
-        thread per core, oversubscribes the cores of a node packed with MPI ranks or
-        shared with other work.
+        Threads of the optimizer's own work, given back to the calculator after it
+        (:func:`asebo.threads.optimizer_threads`).
 
     Attributes
     ----------
+    engine : asebo.optimize.engine.Engine
+    settings : asebo.optimize.settings.Settings
+        Resolved once (:func:`asebo.optimize.resolve.resolve_settings`): what the GP, the
+        search, the trust region and the stages use.
     representation : asebo.optimize.representations.Representation
     prior : asebo.model.priors.Prior
-    settings : asebo.optimize.settings.Settings
-        Resolved for the prior and representation, once
-        (:func:`asebo.optimize.resolve.resolve_settings`): what the GP, the search, the
-        trust region and the special cases use. ``kappa``, ``maxstep``,
-        ``initial_trust_radius`` and ``recentre`` read it.
-    curvature_verdict : str or None
-        The run's verdict on the model's curvature, of the check at convergence
-        (:meth:`gradient_converged`; the log's line ``at convergence, ...``); None
-        before that check.
-
-    Notes
-    -----
-    The special cases are the stages of :mod:`asebo.optimize.stages`. A flat
-    pyramidal centre (nitrogen, phosphorus, arsenic, antimony) outside rings in the
-    first configuration, which no force there pushes out of plane, sits on a mirror
-    plane that no force breaks: under the Lindh or a constant prior the first step
-    tilts it ``special_cases.flat_centre_tilt`` (0.1 Å) out of the plane; under a
-    prior calculator the first search also starts from the tilted configuration
-    where the prior puts it lower. Where the forces of the lowest-energy
-    configuration meet ``fmax`` without their net force and torque but not with
-    them (a grid's egg-box effect) and the model is rotation-invariant, the model's
-    proposal is also moved as a whole along them. Only with every coordinate free.
-
-    A run resumed from its restart file, however often, proposes exactly what the
-    uninterrupted run proposed: the observations, the trust region, the prior and
-    the pending proposal are restored bit for bit, and the model is fitted to the
-    same numbers. The paths agree to the last bit when the calculator does; an SCF
-    code started from another density differs in its forces (a fresh GFN2-xTB
-    calculator by 2e-5 to 2e-4 eV/Å on small molecules, with tblite's default
-    convergence), and a resumed path can then differ by a call.
 
     References
     ----------
@@ -346,60 +206,38 @@ class BOOptimizer(Optimizer):
         self.coordinates = check_system(atoms)
         if stored is not None:
             self.coordinates = resume_system(atoms, stored, restart)
+        check_writable("restart", restart)
+        check_writable("trajectory", trajectory)
         constrained = self.coordinates.atoms  # the atoms behind a filter, or atoms
         free = self._free_coordinates()  # (N, 3)
         self.subspace = free_subspace(self.coordinates, free)
         self.periodic = self.coordinates.has_cell or bool(np.any(constrained.pbc))
-        model = ModelSettings() if model is None else model
-        self.representation = make_representation(kernel, atoms)
-        self.prior, self.prior_reason = system_prior(
-            prior,
-            atoms,
-            self.periodic,
-            resolve_recentre(recentre, model, self.representation),
-            model,
-            self.representation,
-        )
-        free_coordinates = int(free.sum()) if self.subspace is None else self.subspace.dimension
-        self.settings = resolve_settings(
-            self.representation,
-            self.prior.is_calculator,
-            free_coordinates,
-            kappa=kappa,
-            maxstep=maxstep,
-            trust_radius=trust_radius,
-            recentre=recentre,
-            gp_options=gp_options,
-            search=search,
-            trust_region=trust_region,
-            model=model,
-            special_cases=special_cases,
-        )
-        chosen = kappa is None and (search is None or search.kappa is None)
-        self.kappa_reason = (
-            f"kappa={self.kappa:g}: {free_coordinates} free coordinates"
-            f" ({self.settings.search.pessimistic_from} or more: a pessimistic bound)"
-            if chosen and self.kappa < 0
-            else None
-        )
-        check_writable("restart", restart)
-        check_writable("trajectory", trajectory)
         # a filter's cell rows count as atoms of number 0 in the restart file
         self.numbers = np.concatenate(
             [constrained.get_atomic_numbers(), np.zeros(self.coordinates.rows - len(constrained))]
         ).astype(int)
-        # bad options fail here, before any call
-        self.gp = _checked_gp(self.representation, self.settings.model)
-        self.engine = Engine(
-            self.gp,
-            self.prior,
-            self.representation,
-            self.numbers,
-            self.settings,
-            free,
-            self.subspace,
-            self.periodic,
-            self.coordinates.has_cell,
+        self.engine, choices = build_engine(
+            atoms,
+            {
+                "numbers": self.numbers,
+                "free": free,
+                "subspace": self.subspace,
+                "periodic": self.periodic,
+                "cell": self.coordinates.has_cell,
+            },
+            prior,
+            kernel,
+            {
+                "kappa": kappa,
+                "maxstep": maxstep,
+                "trust_radius": trust_radius,
+                "recentre": recentre,
+                "gp_options": gp_options,
+            },
+            search=search,
+            trust_region=trust_region,
+            model=model,
+            special_cases=special_cases,
         )
         self._force_consistent = None  # whether the calculator gives free_energy
         self._mismatch_noted = False  # energy_force_mismatch is written once a run
@@ -437,10 +275,27 @@ class BOOptimizer(Optimizer):
         self._write_header()
         if self.periodic:
             self._write_notes([periodic_note(self.coordinates, self.representation, self.prior)])
-        if self.prior_reason is not None:
-            self._write_notes([f"prior='auto': {self.prior_reason}"])
-        if self.kappa_reason is not None:
-            self._write_notes([self.kappa_reason])
+        self._write_notes(choices)
+
+    @property
+    def gp(self):
+        """The engine's :class:`asebo.model.gp.EnergyForceGP`, refitted after each call."""
+        return self.engine.gp
+
+    @property
+    def prior(self):
+        """The engine's prior (:class:`asebo.model.priors.Prior`)."""
+        return self.engine.prior
+
+    @property
+    def representation(self):
+        """The engine's :class:`asebo.optimize.representations.Representation`."""
+        return self.engine.representation
+
+    @property
+    def settings(self):
+        """The engine's resolved :class:`asebo.optimize.settings.Settings`."""
+        return self.engine.settings
 
     @property
     def kappa(self):
@@ -931,27 +786,3 @@ class BOOptimizer(Optimizer):
 def _choice_text(choices, names):
     """How a log line or message names the kernel or prior of ``choices``."""
     return " ".join(repr(choices[name]) for name in names if choices[name] is not None)
-
-
-def _gp_kernel_options(representation, gp_options):
-    """``gp_options`` with the GP's kernel object of ``representation``.
-
-    ``proper`` and ``radial`` of ``gp_options`` build that object
-    (:meth:`asebo.optimize.representations.Representation.gp_kernel`); a ``kernel``
-    there replaces it.
-    """
-    options = dict(gp_options or {})
-    if "kernel" not in options:
-        given = {name: options.pop(name) for name in ("proper", "radial") if name in options}
-        options["kernel"] = representation.gp_kernel(**given)
-    return options
-
-
-def _checked_gp(representation, model):
-    """The GP of the resolved ``model`` settings and ``representation`` (its prior is set
-    at each fit); values the GP refuses raise ValueError."""
-    return EnergyForceGP(
-        trend=model.trend,
-        prior_curvature=model.prior_curvature,
-        **_gp_kernel_options(representation, model.gp_options),
-    )

@@ -1,0 +1,85 @@
+"""The engine of :class:`asebo.BOOptimizer` built for a system: its representation,
+prior, settings and GP, with the log's notes on the choices made."""
+
+from asebo.model.gp import EnergyForceGP
+from asebo.optimize.engine import Engine
+from asebo.optimize.representations import make_representation
+from asebo.optimize.resolve import resolve_recentre, resolve_settings
+from asebo.optimize.settings import ModelSettings
+from asebo.optimize.surrogate_model import system_prior
+
+
+def build_engine(system, coordinates, prior=None, kernel=None, shortcuts=None, **settings):
+    """The :class:`asebo.optimize.engine.Engine` of ``system``, and notes for the log.
+
+    Parameters
+    ----------
+    system : ase.Atoms or cell filter
+    coordinates : dict
+        ``numbers`` (N,), ``free`` (N, 3), ``subspace``, ``periodic`` and ``cell``: the
+        system's coordinates as :class:`asebo.optimize.engine.Engine` takes them.
+    prior, kernel : optional
+        As for :class:`asebo.BOOptimizer`.
+    shortcuts : dict, optional
+        The optimizer's ``kappa``, ``maxstep``, ``trust_radius``, ``recentre`` and
+        ``gp_options`` (:data:`asebo.optimize.resolve.SHORTCUTS`).
+    **settings
+        ``search``, ``trust_region``, ``model``, ``special_cases``.
+
+    Returns
+    -------
+    engine : asebo.optimize.engine.Engine
+    notes : list of str
+        The choice of ``prior='auto'``, and a pessimistic ``kappa`` chosen by the
+        number of free coordinates.
+
+    Raises
+    ------
+    ValueError
+        For a kernel, prior or setting the system cannot take, before any call.
+    """
+    shortcuts = dict(shortcuts or {})
+    model = settings.get("model") or ModelSettings()
+    representation = make_representation(kernel, system)
+    recentre = resolve_recentre(shortcuts.get("recentre"), model, representation)
+    made, reason = system_prior(
+        prior, system, coordinates["periodic"], recentre, model, representation
+    )
+    free, subspace = coordinates["free"], coordinates["subspace"]
+    dimension = int(free.sum()) if subspace is None else subspace.dimension
+    resolved = resolve_settings(
+        representation,
+        made.is_calculator,
+        dimension,
+        **shortcuts,
+        **{**settings, "model": model},
+    )
+    gp = EnergyForceGP(  # bad options fail here, before any call
+        trend=resolved.model.trend,
+        prior_curvature=resolved.model.prior_curvature,
+        **_gp_kernel_options(representation, resolved.model.gp_options),
+    )
+    engine = Engine(gp, made, representation, settings=resolved, **coordinates)
+    notes = [] if reason is None else [f"prior='auto': {reason}"]
+    search = settings.get("search")
+    chosen = shortcuts.get("kappa") is None and (search is None or search.kappa is None)
+    if chosen and resolved.search.kappa < 0:
+        notes.append(
+            f"kappa={resolved.search.kappa:g}: {dimension} free coordinates"
+            f" ({resolved.search.pessimistic_from} or more: a pessimistic bound)"
+        )
+    return engine, notes
+
+
+def _gp_kernel_options(representation, gp_options):
+    """``gp_options`` with the GP's kernel object of ``representation``.
+
+    ``proper`` and ``radial`` of ``gp_options`` build that object
+    (:meth:`asebo.optimize.representations.Representation.gp_kernel`); a ``kernel``
+    there replaces it.
+    """
+    options = dict(gp_options or {})
+    if "kernel" not in options:
+        given = {name: options.pop(name) for name in ("proper", "radial") if name in options}
+        options["kernel"] = representation.gp_kernel(**given)
+    return options
