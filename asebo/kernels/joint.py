@@ -132,18 +132,61 @@ def joint_matmul(geometry, gamma, rhs, values=None):
     blocks = rhs.T.reshape(t, m, 3 * n + 1)
     e = blocks[..., 0]  # (t, m)
     v = blocks[..., 1:].reshape(t, m, n, 3)  # (t, m, n, 3)
-    vc = v - v.mean(dim=2, keepdim=True) if g.centred else v
+    A, sigma = _atom_sums(g, v)  # (t, b, m, 3, 3), (t, b, m)
+    energy = (k * e[:, None, :] - a * sigma).sum(dim=2)  # (t, b)
+    # the e_X terms: e_X times (dk/dX . e + c e_X (x) e_Z . v) per pair
+    weighted = a * e[:, None, :] - c * sigma  # (t, b, m)
+    gradient = _gradient_rows(g, a, weighted, A, v)  # (t, b, n, 3)
+    out = torch.cat([energy[..., None], gradient.reshape(t, b, 3 * n)], dim=-1)
+    return out.reshape(t, -1).T
 
-    # every sum over atoms is one matrix product over all pairs at once
+
+def _atom_sums(g, v):
+    """The sums over atoms of :func:`joint_matmul`, each one matrix product over all pairs.
+
+    Parameters
+    ----------
+    g : PairGeometry
+        ``b`` row and ``m`` column configurations of ``n`` atoms.
+    v : tensor (t, m, n, 3)
+        The gradient entries of the right-hand sides, per column configuration.
+
+    Returns
+    -------
+    A : tensor (t, b, m, 3, 3)
+        ``X_i^T v_j``.
+    sigma : tensor (t, b, m)
+        ``<e_Z, v_j>`` of each pair.
+    """
+    b, n = g.rows.shape[:2]
+    t, m = v.shape[:2]
     row_coords = _t(g.rows).reshape(3 * b, n)  # ((i, a), atom)
     A = row_coords @ v.permute(2, 0, 1, 3).reshape(n, t * m * 3)
     A = A.reshape(b, 3, t, m, 3).permute(2, 0, 3, 1, 4)  # (t, b, m, 3, 3): X_i^T v_j
     z = (g.cols[None] * v).sum(dim=(2, 3))  # (t, m): <Z_j, v_j>
     sigma = z[:, None, :] - (g.G * A).sum(dim=(-1, -2))  # (t, b, m): <e_Z, v_j>
-    energy = (k * e[:, None, :] - a * sigma).sum(dim=2)  # (t, b)
-    # the e_X terms: e_X times (dk/dX . e + c e_X (x) e_Z . v) per pair
-    weighted = a * e[:, None, :] - c * sigma  # (t, b, m)
+    return A, sigma
 
+
+def _gradient_rows(g, a, weighted, A, v):
+    """The gradient rows of :func:`joint_matmul` (eqs. 32-33), (t, b, n, 3).
+
+    Parameters
+    ----------
+    g : PairGeometry
+        ``b`` row and ``m`` column configurations of ``n`` atoms.
+    a : tensor (b, m)
+        The scaled first derivative of the profile.
+    weighted : tensor (t, b, m)
+        The weight of ``e_X`` of each pair, ``a e_j - c <e_Z, v_j>``.
+    A : tensor (t, b, m, 3, 3)
+        ``X_i^T v_j`` (:func:`_atom_sums`).
+    v : tensor (t, m, n, 3)
+        The gradient entries of the right-hand sides, per column configuration.
+    """
+    b, n = g.rows.shape[:2]
+    t, m = v.shape[:2]
+    vc = v - v.mean(dim=2, keepdim=True) if g.centred else v
     Q = weighted[..., None, None] * _t(g.G)  # (t, b, m, 3, 3)
     if g.centred:
         P = _t(g.W) @ A @ g.V
@@ -155,10 +198,7 @@ def joint_matmul(geometry, gamma, rhs, values=None):
     H_rows = (a[..., None, None] * _t(g.G)).permute(1, 2, 0, 3).reshape(3 * m, 3 * b)
     vc_cols = vc.permute(0, 2, 1, 3).reshape(t * n, 3 * m)  # ((t, atom), (j, l))
     centred = (vc_cols @ H_rows).reshape(t, n, b, 3).transpose(1, 2)  # (t, b, n, 3)
-    gradient = -weighted.sum(dim=2)[..., None, None] * g.rows + aligned + centred
-
-    out = torch.cat([energy[..., None], gradient.reshape(t, b, 3 * n)], dim=-1)
-    return out.reshape(t, -1).T
+    return -weighted.sum(dim=2)[..., None, None] * g.rows + aligned + centred
 
 
 def energy_rows(geometry, gamma, values=None):
@@ -176,6 +216,29 @@ def energy_rows(geometry, gamma, values=None):
     return torch.cat([k[..., None], dk_dZ.reshape(b, m, -1)], dim=-1).reshape(b, -1)
 
 
+def _rotation_factors(zeta, alpha, W, V):
+    """The factors of ``T = (rows * C) @ cols^T``, the rotation part of ``B (x) G + T``.
+
+    Parameters
+    ----------
+    zeta, alpha : tensors (..., n, 3)
+        ``Z_j V`` and ``X_i W`` of each pair.
+    W, V : tensors (..., 3, 3)
+        The factors of the alignment's derivative.
+
+    Returns
+    -------
+    rows, cols : tensors (..., 3n, 9)
+        ``rows[(a, i), (p, q)] = zeta_aq W_ip`` and
+        ``cols[(b, l), (p, q)] = alpha_bp V_lq - alpha_bq V_lp``.
+    """
+    shape = (*zeta.shape[:-2], 3 * zeta.shape[-2], 9)
+    rows = (zeta[..., :, None, None, :] * W[..., None, :, :, None]).reshape(shape)
+    cols = alpha[..., :, None, :, None] * V[..., None, :, None, :]  # (..., n, 3, 3, 3)
+    cols = (cols - cols.transpose(-1, -2)).reshape(shape)
+    return rows, cols
+
+
 def _alignment_hessian(g):
     """``B (x) G + T``, the gamma-free part of the mixed blocks, (b, m, 3n, 3n)."""
     b, m = g.shape
@@ -187,9 +250,7 @@ def _alignment_hessian(g):
     if g.centred:
         zeta = g.cols[None] @ g.V  # (b, m, n, 3): Z_j V
         alpha = g.rows[:, None] @ g.W  # (b, m, n, 3): X_i W
-        rows = (zeta[..., :, None, None, :] * g.W[..., None, :, :, None]).reshape(b, m, 3 * n, 9)
-        cols = alpha[..., :, None, :, None] * g.V[..., None, :, None, :]  # (b, m, n, 3, 3, 3)
-        cols = (cols - cols.transpose(-1, -2)).reshape(b, m, 3 * n, 9)
+        rows, cols = _rotation_factors(zeta, alpha, g.W, g.V)  # each (b, m, 3n, 9)
         hessian = hessian + (rows * g.C.reshape(b, m, 1, 9)) @ _t(cols)
     return hessian
 
@@ -289,31 +350,13 @@ def block_jacobi(geometry, gamma, noise):
     """
     g = geometry
     m, n = g.shape[0], g.rows.shape[1]
-    dtype = g.rows.dtype
     index = torch.arange(m)
-    W, V, C = (t[index, index] for t in (g.W, g.V, g.C))  # (m, 3, 3)
     k, a, _ = (value[index, index] for value in g.profile(gamma))  # (m,)
     noise = noise.reshape(m, 3 * n + 1)
     energy_diagonal = k + noise[:, 0]  # (m,)
     scale = a + noise[:, 1]  # (m,): the identity part of the gradient block
-    if g.centred:  # gradient block = scale I + low @ high^T
-        translations = torch.eye(3, dtype=dtype).repeat(n, 1) / n**0.5  # (3n, 3)
-        translations = translations.expand(m, 3 * n, 3)
-        zeta = g.cols @ V  # (m, n, 3)
-        alpha = g.rows @ W  # (m, n, 3)
-        rows = (zeta[:, :, None, None, :] * W[:, None, :, :, None]).reshape(m, 3 * n, 9)
-        cols = alpha[:, :, None, :, None] * V[:, None, :, None, :]  # (m, n, 3, 3, 3)
-        cols = (cols - cols.transpose(-1, -2)).reshape(m, 3 * n, 9)
-        low = torch.cat(
-            [
-                -a[:, None, None] * translations,
-                a[:, None, None] * rows * C.reshape(m, 1, 9),
-            ],
-            dim=-1,
-        )
-        high = torch.cat([translations, cols], dim=-1)  # (m, 3n, 12)
-        capacitance = scale[:, None, None] * torch.eye(12, dtype=dtype) + _t(high) @ low
-        capacitance_lu = torch.linalg.lu_factor(capacitance)  # (m, 12, 12)
+    if g.centred:
+        low, high, capacitance_lu = _own_block_update(g, a, scale)
 
     def solve(r):
         t = r.shape[-1]
@@ -326,3 +369,43 @@ def block_jacobi(geometry, gamma, noise):
         return torch.cat([energy, gradient], dim=1).reshape(-1, t)
 
     return solve
+
+
+def _own_block_update(g, a, scale):
+    """The low-rank part of each configuration's own gradient block, for the Woodbury
+    identity: the block is ``scale I + low @ high^T`` (translations and ``T_ii``).
+
+    Parameters
+    ----------
+    g : PairGeometry
+        A set of ``m`` configurations of ``n`` atoms against itself, centred.
+    a : tensor (m,)
+        The scaled first derivative of the profile of each configuration with itself.
+    scale : tensor (m,)
+        The identity part of each gradient block, ``a`` plus the gradient noise.
+
+    Returns
+    -------
+    low, high : tensors (m, 3n, 12)
+    capacitance_lu : tuple
+        ``torch.linalg.lu_factor`` of the capacitance ``scale I + high^T low``, (m, 12, 12).
+    """
+    m, n = g.shape[0], g.rows.shape[1]
+    dtype = g.rows.dtype
+    index = torch.arange(m)
+    W, V, C = (t[index, index] for t in (g.W, g.V, g.C))  # (m, 3, 3)
+    translations = torch.eye(3, dtype=dtype).repeat(n, 1) / n**0.5  # (3n, 3)
+    translations = translations.expand(m, 3 * n, 3)
+    zeta = g.cols @ V  # (m, n, 3)
+    alpha = g.rows @ W  # (m, n, 3)
+    rows, cols = _rotation_factors(zeta, alpha, W, V)  # each (m, 3n, 9)
+    low = torch.cat(
+        [
+            -a[:, None, None] * translations,
+            a[:, None, None] * rows * C.reshape(m, 1, 9),
+        ],
+        dim=-1,
+    )
+    high = torch.cat([translations, cols], dim=-1)  # (m, 3n, 12)
+    capacitance = scale[:, None, None] * torch.eye(12, dtype=dtype) + _t(high) @ low
+    return low, high, torch.linalg.lu_factor(capacitance)

@@ -331,32 +331,51 @@ def solve_joint(
     x : tensor like ``rhs``
     info : SolveInfo
     """
-    size = operator.shape[-1]
     if method == "auto":
-        method = "cholesky" if size <= max_cholesky_size else "cg"
+        method = "cholesky" if operator.shape[-1] <= max_cholesky_size else "cg"
+    if method not in ("cholesky", "cg"):
+        raise ValueError(f"method must be 'auto', 'cholesky' or 'cg', got {method!r}")
     column = rhs[:, None] if rhs.ndim == 1 else rhs
     if method == "cholesky":
-        dense = operator.to_dense()
-        dense.diagonal().add_(noise)
-        factor = torch.linalg.cholesky(dense)
-        x = torch.cholesky_solve(column, factor)
-        return (x[:, 0] if rhs.ndim == 1 else x), SolveInfo("cholesky")
-    if method != "cg":
-        raise ValueError(f"method must be 'auto', 'cholesky' or 'cg', got {method!r}")
-    if preconditioner is None:
-        inverse_diagonal = 1.0 / (operator._diagonal() + noise)  # (N,)
+        x, info = _dense_solve(operator, column, noise), SolveInfo("cholesky")
+    else:
+        if preconditioner is None:
+            preconditioner = _jacobi_preconditioner(operator, noise)
+        x, info = _conjugate_gradients(
+            operator, column, noise, tolerance, max_iter, preconditioner, initial_guess
+        )
+    return (x[:, 0] if rhs.ndim == 1 else x), info
 
-        def preconditioner(r):
-            return inverse_diagonal[:, None] * r
 
+def _dense_solve(operator, column, noise):
+    """``(K + diag(noise))^{-1} column`` (N, t) through the Cholesky factor of the dense matrix."""
+    dense = operator.to_dense()
+    dense.diagonal().add_(noise)
+    factor = torch.linalg.cholesky(dense)
+    return torch.cholesky_solve(column, factor)
+
+
+def _jacobi_preconditioner(operator, noise):
+    """``r (N, t) -> r / diag(K + diag(noise))``."""
+    inverse_diagonal = 1.0 / (operator._diagonal() + noise)  # (N,)
+
+    def preconditioner(r):
+        return inverse_diagonal[:, None] * r
+
+    return preconditioner
+
+
+def _conjugate_gradients(operator, column, noise, tolerance, max_iter, preconditioner, start):
+    """Preconditioned CG on ``(K + diag(noise)) x = column`` (N, t) from ``start``, (N,)
+    or (N, t), or zero (None): the solution (N, t) and its :class:`SolveInfo`."""
+    if start is not None and start.ndim == 1:
+        start = start[:, None]
     products = []
 
     def matmul(v):
         products.append(None)
         return operator._matmul(v) + noise[:, None] * v
 
-    if initial_guess is not None and initial_guess.ndim == 1:
-        initial_guess = initial_guess[:, None]
     # linear_cg's absolute floors (eps, stop_updating_after) default to 1e-10, which
     # stalls float64 solves well before a tight relative tolerance: make them inert.
     # Its warning on stopping at max_iter is dropped: SolveInfo reports the residual.
@@ -370,10 +389,13 @@ def solve_joint(
             eps=1e-300,
             stop_updating_after=0.0,
             preconditioner=preconditioner,
-            initial_guess=initial_guess,
+            initial_guess=start,
         )
     iterations = len(products) - 1  # the first product is the initial residual
-    residual = (
-        (operator._matmul(x) + noise[:, None] * x - column).norm() / column.norm().clamp_min(1e-300)
-    ).item()
-    return (x[:, 0] if rhs.ndim == 1 else x), SolveInfo("cg", iterations, residual)
+    return x, SolveInfo("cg", iterations, _relative_residual(operator, noise, x, column))
+
+
+def _relative_residual(operator, noise, x, column):
+    """``|(K + diag(noise)) x - column| / |column|``."""
+    residual = operator._matmul(x) + noise[:, None] * x - column
+    return (residual.norm() / column.norm().clamp_min(1e-300)).item()

@@ -169,52 +169,12 @@ class EnergyForceGP:
         prior_curvature=0.0,
     ):
         shorthand = {"proper": proper, "radial": radial}
-        kernel = configuration_kernel(
+        self.kernel = configuration_kernel(
             kernel, **{name: value for name, value in shorthand.items() if value is not None}
         )
-        if metric is not None and kernel.centred:
-            raise ValueError(
-                f"a metric gives the kernel features, not positions, which {kernel!r} would "
-                "centre and align like atoms: use kernel='cartesian' (CartesianKernel)"
-            )
-        for name, value in (
-            ("trend", trend),
-            ("prior_curvature", prior_curvature),
-            ("energy_noise", energy_noise),
-            ("gradient_noise", gradient_noise),
-        ):
-            _check_number(name, value, minimum=0.0)
-        _check_number("gamma", gamma, minimum=0.0, inclusive=False)
-        _check_number("cg_tolerance", cg_tolerance, minimum=0.0, inclusive=False)
-        if not (
-            isinstance(gamma_bounds, (tuple, list))
-            and len(gamma_bounds) == 2
-            and all(_is_number(b) and np.isfinite(b) and b > 0 for b in gamma_bounds)
-            and gamma_bounds[0] < gamma_bounds[1]
-        ):
-            raise ValueError(
-                f"gamma_bounds must be two increasing positive numbers (low, high), got "
-                f"{gamma_bounds!r}"
-            )
-        for name, value, minimum in (
-            ("hyper_window", hyper_window, 2),
-            ("max_size", max_size, 1),
-            ("cg_max_iter", cg_max_iter, 0),
-        ):
-            whole = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-            if not whole or value < minimum:
-                raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
-        if trend > 0 and kernel.centred:
-            raise ValueError(
-                f"a linear trend in the positions would break the rotation invariance of "
-                f"{kernel!r}: use kernel='cartesian' (CartesianKernel, with an invariant "
-                "metric) or trend=0"
-            )
-        self.kernel = kernel
         self.gamma = gamma
         self.fit_gamma = fit_gamma
         self.gamma_bounds = gamma_bounds
-        self.prior = prior
         self.energy_noise = energy_noise
         self.gradient_noise = gradient_noise
         self.hyper_window = hyper_window
@@ -224,6 +184,42 @@ class EnergyForceGP:
         self.metric = metric
         self.trend = trend
         self.prior_curvature = prior_curvature
+        self._check_settings()
+        self.prior = prior
+
+    def _check_settings(self):
+        """Refuse settings out of range, and a metric or a trend the kernel cannot take."""
+        kernel = self.kernel
+        if self.metric is not None and kernel.centred:
+            raise ValueError(
+                f"a metric gives the kernel features, not positions, which {kernel!r} would "
+                "centre and align like atoms: use kernel='cartesian' (CartesianKernel)"
+            )
+        for name in ("trend", "prior_curvature", "energy_noise", "gradient_noise"):
+            _check_number(name, getattr(self, name), minimum=0.0)
+        _check_number("gamma", self.gamma, minimum=0.0, inclusive=False)
+        _check_number("cg_tolerance", self.cg_tolerance, minimum=0.0, inclusive=False)
+        bounds = self.gamma_bounds
+        if not (
+            isinstance(bounds, (tuple, list))
+            and len(bounds) == 2
+            and all(_is_number(b) and np.isfinite(b) and b > 0 for b in bounds)
+            and bounds[0] < bounds[1]
+        ):
+            raise ValueError(
+                f"gamma_bounds must be two increasing positive numbers (low, high), got {bounds!r}"
+            )
+        for name, minimum in (("hyper_window", 2), ("max_size", 1), ("cg_max_iter", 0)):
+            value = getattr(self, name)
+            whole = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+            if not whole or value < minimum:
+                raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+        if self.trend > 0 and kernel.centred:
+            raise ValueError(
+                f"a linear trend in the positions would break the rotation invariance of "
+                f"{kernel!r}: use kernel='cartesian' (CartesianKernel, with an invariant "
+                "metric) or trend=0"
+            )
 
     # ---- data and prior -------------------------------------------------------------
     @property
@@ -373,20 +369,8 @@ class EnergyForceGP:
         -------
         self
         """
-        positions = np.asarray(positions, dtype=np.float64)
-        energies = np.asarray(energies, dtype=np.float64)
-        forces = np.asarray(forces, dtype=np.float64)
-        if positions.ndim != 3 or positions.shape[-1] != 3:
-            raise ValueError(f"positions must have shape (m, n_atoms, 3), got {positions.shape}")
+        positions, energies, forces = _checked_observations(positions, energies, forces)
         m, n, _ = positions.shape
-        if energies.shape != (m,) or forces.shape != positions.shape:
-            raise ValueError(
-                f"expected energies ({m},) and forces {positions.shape}, got "
-                f"{energies.shape} and {forces.shape}"
-            )
-        for name, values in (("positions", positions), ("energies", energies), ("forces", forces)):
-            if not np.isfinite(values).all():
-                raise ValueError(f"{name} contain NaN or inf: remove that observation")
         prior_e, prior_g = self._prior_at_observations(positions, energies)
         gradients = -forces
         if self.metric is not None:
@@ -402,14 +386,7 @@ class EnergyForceGP:
         self._update_structure(torch.as_tensor(positions))
         gamma = self._fit_gamma(y, m, n) if self.fit_gamma else float(self.gamma)
         select = self._select(energies, n)
-        factor, jitter = self._factorize(gamma, select, n)
-        if self.fit_gamma:
-            # gamma comes from the latest configurations; over all of them the improper
-            # kernel can be indefinite at long length scales, and jitter beyond the noise
-            # would stop the posterior from interpolating: shorten the length scale
-            while jitter > self.energy_noise**2 and gamma < self.gamma_bounds[1]:
-                gamma = min(2.0 * gamma, self.gamma_bounds[1])
-                factor, jitter = self._factorize(gamma, select, n)
+        gamma, factor, jitter = self._factorize_shortening(gamma, select, n)
         self.gamma_, self.jitter_ = gamma, jitter
         self.selected_ = select  # (m',): the configurations the variance conditions on
         self._factor = factor  # (N', N'): Cholesky factor of K + Lambda / s^2 on them
@@ -448,14 +425,26 @@ class EnergyForceGP:
         for term in self._added_terms(gamma):
             operator = term.around(operator)
         noise = self._noise(m, n_atoms, gamma) + self._jitter_absolute
-        # the trend adds c I to every gradient block: a preconditioner without it
-        # still takes care of the rigid motions and the diagonal
-        blocks = block_jacobi(operator.geometry, gamma, noise)
+        alpha, info = solve_joint(
+            operator,
+            y,
+            noise,
+            method="cg",
+            tolerance=self.cg_tolerance,
+            max_iter=self.cg_max_iter,
+            preconditioner=_subset_preconditioner(operator, gamma, noise, factor, rows),
+            initial_guess=self._cg_start(operator, noise, y, subset),
+        )
+        self.solve_info_ = info
+        if info.residual <= self.cg_tolerance:
+            return alpha
+        self._cg_failed_gamma = max(failed, gamma)
+        return subset
 
-        def preconditioner(r):  # (N, t)
-            out = blocks(r)
-            out[rows] = _cholesky_solve(factor, r[rows])
-            return out
+    def _cg_start(self, operator, noise, y, subset):
+        """Where CG starts (N,): of ``subset``, the weights of the selected configurations
+        alone, and the previous fit's weights padded with zeros, those with the smaller
+        residual."""
 
         def residual(x):
             return float((operator @ x + noise * x - y).norm() / y.norm().clamp_min(1e-300))
@@ -464,22 +453,23 @@ class EnergyForceGP:
         previous = getattr(self, "_alpha", None)
         if previous is not None and len(previous) < len(y):
             starts.append(torch.cat([previous, torch.zeros(len(y) - len(previous), dtype=y.dtype)]))
-        best = int(np.argmin([residual(x) for x in starts]))
-        alpha, info = solve_joint(
-            operator,
-            y,
-            noise,
-            method="cg",
-            tolerance=self.cg_tolerance,
-            max_iter=self.cg_max_iter,
-            preconditioner=preconditioner,
-            initial_guess=starts[best],
-        )
-        self.solve_info_ = info
-        if info.residual <= self.cg_tolerance:
-            return alpha
-        self._cg_failed_gamma = max(failed, gamma)
-        return subset
+        return starts[int(np.argmin([residual(x) for x in starts]))]
+
+    def _factorize_shortening(self, gamma, select, n_atoms):
+        """``gamma`` and the Cholesky factor and jitter of :meth:`_factorize` there, or,
+        with ``fit_gamma``, at ``gamma`` doubled (up to the upper bound) until the jitter
+        is at most the energy noise.
+
+        ``gamma`` comes from the latest configurations; over all of them the improper
+        kernel can be indefinite at long length scales, and jitter beyond the noise
+        would stop the posterior from interpolating: the length scale is shortened.
+        """
+        factor, jitter = self._factorize(gamma, select, n_atoms)
+        if self.fit_gamma:
+            while jitter > self.energy_noise**2 and gamma < self.gamma_bounds[1]:
+                gamma = min(2.0 * gamma, self.gamma_bounds[1])
+                factor, jitter = self._factorize(gamma, select, n_atoms)
+        return gamma, factor, jitter
 
     def _factorize(self, gamma, select, n_atoms):
         """Cholesky factor of ``K + Lambda / s^2`` on ``select`` and the jitter it needed.
@@ -515,7 +505,7 @@ class EnergyForceGP:
         grad_mean, grad_variance : tensors (b, n, 3)
         """
         b, n, _ = x.shape
-        gamma, s2 = self.gamma_, self.outputscale_
+        gamma = self.gamma_
         prior, prior_gradient = self._prior_mean_and_gradient(x)
         terms = self._added_terms(gamma)
         pullback = None
@@ -524,17 +514,12 @@ class EnergyForceGP:
             n = x.shape[1]
         geometry = self._structure.cross(x)  # (b, m) pairs
         values = geometry.profile(gamma)  # (k, a, c), each (b, m)
-        weights = self._alpha[:, None]
-        mean_rows = joint_matmul(geometry, gamma, weights, values)
         u = x.reshape(b, 3 * n) - self._trend_origin  # (b, 3n)
         queries = [term.query(u, prior) for term in terms]  # each (b, k)
-        for term, query in zip(terms, queries):
-            mean_rows = mean_rows + term.kernel.matmul(query, term.inputs, weights)
-        mean_rows = mean_rows.reshape(b, 3 * n + 1)
+        mean_rows = self._mean_rows(geometry, values, terms, queries).reshape(b, 3 * n + 1)
         mean = prior + mean_rows[:, 0]
         gradients = (mean_rows[:, 1:].reshape(b, n, 3),)
         variance = near_weights = None
-        floor = self._variance_floor
         if with_variance:
             variance, grad_variance, near_weights = self._variance_with_gradient(
                 geometry, values, terms, queries, n
@@ -543,21 +528,45 @@ class EnergyForceGP:
         if pullback is not None:
             gradients = pullback(*gradients)
         grad_mean, grad_variance = gradients[0], gradients[1] if with_variance else None
+        grad_mean, grad_variance = self._add_gradients_beyond_features(
+            terms, queries, near_weights, prior_gradient, variance, grad_mean, grad_variance
+        )
+        if with_variance:
+            variance = variance.clamp_min(self._variance_floor)
+        return mean, variance, prior_gradient + grad_mean, grad_variance
+
+    def _mean_rows(self, geometry, values, terms, queries):
+        """The posterior mean less the prior and its gradient in the features,
+        (b (3n+1), 1): the cross covariance, added terms included, times the weights."""
+        weights = self._alpha[:, None]
+        rows = joint_matmul(geometry, self.gamma_, weights, values)
+        for term, query in zip(terms, queries):
+            rows = rows + term.kernel.matmul(query, term.inputs, weights)
+        return rows
+
+    def _add_gradients_beyond_features(
+        self, terms, queries, near_weights, prior_gradient, variance, grad_mean, grad_variance
+    ):
+        """The gradients (b, n, 3) of the mean and variance (None without it) in the
+        positions with what the added terms contribute beyond the metric's pullback.
+
+        The prior curvature's ``grad h`` enters the mean's gradient through the
+        weights' product and the variance's through ``2 s^2 (c h - c phi_near . w)``
+        (:meth:`asebo.kernels.added_terms.CurvatureTerm.gradient_beyond_features`).
+        """
+        s2, floor = self.outputscale_, self._variance_floor
+        weights = self._alpha[:, None]
         for term, query in zip(terms, queries):
             beyond = term.gradient_beyond_features(query, weights, near_weights, self.selected_)
             if beyond is None:
                 continue
-            # the prior curvature's grad h enters the mean's gradient through the
-            # weights' product and the variance's through 2 s^2 (c h - c phi_near . w)
             mean_weight, residual = beyond  # (1,), (b,) or None
             prior_h = prior_gradient / term.kernel.scale  # (b, n, 3)
             grad_mean = grad_mean + mean_weight * prior_h
-            if with_variance:
+            if variance is not None:
                 variance_weight = torch.where(variance > floor, 2.0 * s2 * residual, 0.0)  # (b,)
                 grad_variance = grad_variance + variance_weight[:, None, None] * prior_h
-        if with_variance:
-            variance = variance.clamp_min(floor)
-        return mean, variance, prior_gradient + grad_mean, grad_variance
+        return grad_mean, grad_variance
 
     @property
     def _variance_floor(self):
@@ -645,6 +654,44 @@ class _Posterior(torch.autograd.Function):
             grad_mean_out[:, None, None] * grad_mean
             + grad_variance_out[:, None, None] * grad_variance
         ), None
+
+
+def _checked_observations(positions, energies, forces):
+    """``positions`` (m, n, 3), ``energies`` (m,) and ``forces`` (m, n, 3) as float64
+    arrays, refused unless of these shapes and finite."""
+    positions = np.asarray(positions, dtype=np.float64)
+    energies = np.asarray(energies, dtype=np.float64)
+    forces = np.asarray(forces, dtype=np.float64)
+    if positions.ndim != 3 or positions.shape[-1] != 3:
+        raise ValueError(f"positions must have shape (m, n_atoms, 3), got {positions.shape}")
+    m = len(positions)
+    if energies.shape != (m,) or forces.shape != positions.shape:
+        raise ValueError(
+            f"expected energies ({m},) and forces {positions.shape}, got "
+            f"{energies.shape} and {forces.shape}"
+        )
+    for name, values in (("positions", positions), ("energies", energies), ("forces", forces)):
+        if not np.isfinite(values).all():
+            raise ValueError(f"{name} contain NaN or inf: remove that observation")
+    return positions, energies, forces
+
+
+def _subset_preconditioner(operator, gamma, noise, factor, rows):
+    """``r (N, t) -> P^{-1} r`` for CG: the dense factor (N', N') on the ``rows`` (N',) of
+    the selected configurations, each other configuration's own block elsewhere
+    (:func:`asebo.kernels.joint.block_jacobi`).
+
+    The trend adds ``c I`` to every gradient block: a preconditioner without it still
+    takes care of the rigid motions and the diagonal.
+    """
+    blocks = block_jacobi(operator.geometry, gamma, noise)
+
+    def preconditioner(r):  # (N, t)
+        out = blocks(r)
+        out[rows] = _cholesky_solve(factor, r[rows])
+        return out
+
+    return preconditioner
 
 
 def _is_number(value):

@@ -194,24 +194,12 @@ class LindhModel(Calculator):
         reference_angles=None,
     ):
         super().__init__()
-        reference = np.array(reference, dtype=np.float64)  # (n, 3)
-        numbers = np.asarray(numbers)
-        if reference.ndim != 2 or reference.shape[1] != 3 or len(numbers) != len(reference):
-            raise ValueError(
-                f"reference must be (n, 3) positions of the {len(numbers)} "
-                f"atoms, got shape {reference.shape}"
-            )
-        if not np.isfinite(reference).all():
-            raise ValueError("reference positions must be finite")
+        reference, numbers = _checked_reference(reference, numbers)
         rho = lindh_weights(reference, numbers)  # (n, n)
-        i, j = np.nonzero(np.triu(rho > cutoff, k=1))
-        self.stretches = np.stack([i, j], axis=1)  # (p, 2)
-        self.stretch_constants = stretch_constant * rho[i, j]  # (p,)
-        triples = rho[:, :, None] * rho[None, :, :]  # (n, n, n): rho_ij rho_jk
-        i, j, k = np.nonzero(triples > cutoff)
-        keep = i < k  # each bend once; i != j and j != k since rho_jj = 0
-        self.bends = np.stack([i[keep], j[keep], k[keep]], axis=1)  # (b, 3)
-        self.bend_constants = bend_constant * triples[i[keep], j[keep], k[keep]]  # (b,)
+        self.stretches, self.stretch_constants = self._choose_stretches(
+            rho, cutoff, stretch_constant
+        )
+        self.bends, self.bend_constants = self._choose_bends(rho, cutoff, bend_constant)
         self.torsions, self.torsion_constants = self._choose_torsions(
             reference, rho, cutoff, torsion_constant
         )
@@ -255,6 +243,23 @@ class LindhModel(Calculator):
     def reference_angles(self):
         """The bends' reference angles (b,), rad."""
         return self._reference_angles.copy()
+
+    @staticmethod
+    def _choose_stretches(rho, cutoff, stretch_constant):
+        """Atom pairs (p, 2) whose weight ``rho_ij`` is above ``cutoff``, and their force
+        constants (p,)."""
+        i, j = np.nonzero(np.triu(rho > cutoff, k=1))
+        return np.stack([i, j], axis=1), stretch_constant * rho[i, j]
+
+    @staticmethod
+    def _choose_bends(rho, cutoff, bend_constant):
+        """Triples (b, 3), the middle atom second, whose weight ``rho_ij rho_jk`` is above
+        ``cutoff``, and their force constants (b,)."""
+        triples = rho[:, :, None] * rho[None, :, :]  # (n, n, n): rho_ij rho_jk
+        i, j, k = np.nonzero(triples > cutoff)
+        keep = i < k  # each bend once; i != j and j != k since rho_jj = 0
+        bends = np.stack([i[keep], j[keep], k[keep]], axis=1)  # (b, 3)
+        return bends, bend_constant * triples[i[keep], j[keep], k[keep]]
 
     @staticmethod
     def _choose_torsions(reference, rho, cutoff, torsion_constant):
@@ -380,6 +385,21 @@ class LindhModel(Calculator):
         super().calculate(atoms, properties, system_changes)
         energy, forces = self.energy_and_forces(self.atoms.get_positions())
         self.results = {"energy": energy, "forces": forces}
+
+
+def _checked_reference(reference, numbers):
+    """``reference`` as float64 positions (n, 3) and ``numbers`` (n,) as an array, refused
+    unless of these shapes and finite."""
+    reference = np.array(reference, dtype=np.float64)  # (n, 3)
+    numbers = np.asarray(numbers)
+    if reference.ndim != 2 or reference.shape[1] != 3 or len(numbers) != len(reference):
+        raise ValueError(
+            f"reference must be (n, 3) positions of the {len(numbers)} "
+            f"atoms, got shape {reference.shape}"
+        )
+    if not np.isfinite(reference).all():
+        raise ValueError("reference positions must be finite")
+    return reference, numbers
 
 
 def _gram(atoms, weights, derivatives, n_atoms):

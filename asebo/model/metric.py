@@ -270,15 +270,7 @@ class InternalMetric:
             raise ValueError(f"{n} atoms have no bends to describe in internal coordinates")
         rho = lindh_weights(reference, model.numbers)  # (n, n)
         bends = np.asarray(model.bends).reshape(-1, 3)
-        angles = bend_angles(torch.as_tensor(reference), torch.as_tensor(bends))[0].numpy()
-        i, j, k = bends.T
-        bonded = (rho[i, j] > BONDED) & (rho[j, k] > BONDED)
-        if np.any(bonded & (angles >= LINEAR_BOND_ANGLE)):
-            raise ValueError(
-                "a bond angle is close to 180° (an sp atom), where the angle is no smooth "
-                "coordinate"
-            )
-        straight = angles >= STRAIGHT_BEND
+        straight = _straight_bends(reference, bends, rho)  # (b,)
         # out-of-plane dihedrals of every atom with three neighbours: they, not the
         # bends, move first when a planar centre puckers
         out_of_plane, weights = out_of_plane_quadruples(rho, model.cutoff)
@@ -296,18 +288,9 @@ class InternalMetric:
         values, derivatives = self.primitives.values_and_derivatives(
             torch.as_tensor(reference)[None]
         )
-        weighted = np.sqrt(constants)[:, None] * self.primitives.wilson_b(derivatives)[0].numpy()
-        V, sigma, _ = np.linalg.svd(weighted, full_matrices=False)
-        if len(sigma) < vibrations or sigma[vibrations - 1] < RANK_TOLERANCE * sigma[0]:
-            raise ValueError(
-                "the internal coordinates do not describe every vibration at this "
-                "configuration (near-linear molecule?)"
-            )
-        sigma, V = sigma[:vibrations], V[:, :vibrations]
-        scales = sigma**power
-        scales /= np.exp(np.mean(np.log(scales)))
-        # (r, d): psi = (p - p_ref) @ A^T
-        self.transform = torch.as_tensor((scales / sigma)[:, None] * V.T * np.sqrt(constants))
+        wilson_b = self.primitives.wilson_b(derivatives)[0].numpy()  # (d, 3n)
+        transform, scales = _delocalized_transform(wilson_b, constants, vibrations, power)
+        self.transform = torch.as_tensor(transform)  # (r, d): psi = (p - p_ref) @ A^T
         self.reference_values = values[0]  # (d,)
         self.n_atoms, self.rank = n, vibrations
         # the Jacobian at the reference is diag(scales) U^T: its singular values are the scales
@@ -420,3 +403,55 @@ class InternalMetric:
             )
 
         return self._pad(features), pullback
+
+
+def _straight_bends(reference, bends, rho):
+    """Which ``bends`` (b, 3) are too wide at ``reference`` (n, 3) to be features, (b,).
+
+    Raises
+    ------
+    ValueError
+        Where a bend of two bonds (Lindh weights ``rho`` (n, n) above :data:`BONDED`)
+        is close to straight: an sp atom, whose angle is no smooth coordinate.
+    """
+    angles = bend_angles(torch.as_tensor(reference), torch.as_tensor(bends))[0].numpy()
+    i, j, k = bends.T
+    bonded = (rho[i, j] > BONDED) & (rho[j, k] > BONDED)
+    if np.any(bonded & (angles >= LINEAR_BOND_ANGLE)):
+        raise ValueError(
+            "a bond angle is close to 180° (an sp atom), where the angle is no smooth coordinate"
+        )
+    return angles >= STRAIGHT_BEND
+
+
+def _delocalized_transform(wilson_b, constants, vibrations, power):
+    """The map ``A = S Sigma^{-1} V^T K^{1/2}`` (r, d) of primitives to delocalized
+    coordinates, and the scales ``S`` (r,), from the thin SVD of ``K^{1/2} B``.
+
+    Parameters
+    ----------
+    wilson_b : array (d, 3n)
+        Derivatives ``B`` of the primitives at the reference.
+    constants : array (d,)
+        Force constants ``K`` of the primitives.
+    vibrations : int
+        ``r = 3n - 6``, the singular vectors kept.
+    power : float
+        ``S = Sigma^power`` normalised to a geometric mean of one.
+
+    Raises
+    ------
+    ValueError
+        When the weighted primitives do not span ``vibrations`` directions.
+    """
+    weighted = np.sqrt(constants)[:, None] * wilson_b
+    V, sigma, _ = np.linalg.svd(weighted, full_matrices=False)
+    if len(sigma) < vibrations or sigma[vibrations - 1] < RANK_TOLERANCE * sigma[0]:
+        raise ValueError(
+            "the internal coordinates do not describe every vibration at this "
+            "configuration (near-linear molecule?)"
+        )
+    sigma, V = sigma[:vibrations], V[:, :vibrations]
+    scales = sigma**power
+    scales /= np.exp(np.mean(np.log(scales)))
+    return (scales / sigma)[:, None] * V.T * np.sqrt(constants), scales
