@@ -17,7 +17,7 @@ import numpy as np
 
 from asebo.optimize.endpoint import EndpointContext, endpoint_verdict
 from asebo.optimize.flat_centres import flat_centres
-from asebo.optimize.model_hessian import curvature_with_evidence, internal_basis
+from asebo.optimize.model_hessian import ModelHessian, curvature_with_evidence, internal_basis
 from asebo.optimize.proposal import CURVATURE, Proposal, StepContext
 from asebo.optimize.search import search
 from asebo.optimize.stages import STAGES, only_rigid_forces_left, search_starts
@@ -91,6 +91,15 @@ class Engine:
             every_uncertainty,
             anchored,
         )
+
+    def model_hessian(self, observations, atoms, every_uncertainty=True):
+        """The :class:`asebo.optimize.model_hessian.ModelHessian` at ``atoms``' positions,
+        a configuration computed, of the anchored GP
+        (:func:`asebo.optimize.model_hessian.curvature_with_evidence`)."""
+        positions = atoms.positions
+        _, curvature = self.curvature_at(observations, positions, every_uncertainty, True)
+        prior = self.gp.prior.for_hessian()
+        return ModelHessian.of(curvature, prior, atoms, self.free, self.rotations)
 
     def vibrates(self, positions):
         """Whether ``positions`` (N, 3) have a free coordinate beyond the rigid motions

@@ -456,6 +456,51 @@ def check_choice(path, what, stored, current):
         )
 
 
+def choices_of_run(representation, prior):
+    """The kernel and prior of a run, as the restart file records them: the
+    representation's name, the prior's label and, for a prior calculator, its name and
+    parameters (:func:`calculator_identity`)."""
+    calculator = getattr(prior, "calculator", None)
+    return {
+        "kernel": representation.name,
+        "prior": prior.label,
+        "prior_calculator": None if calculator is None else calculator_identity(calculator),
+    }
+
+
+def compare_choices(path, state, chosen, given):
+    """Refuse a resume whose ``kernel`` or ``prior``, ``given``, is not the restart
+    file's; the notes for the log where one was not given and the default differs.
+
+    Parameters
+    ----------
+    path : str
+        The restart file.
+    state : dict
+        Its run's state; updated in place to ``chosen``.
+    chosen : dict
+        :func:`choices_of_run` of this run.
+    given : dict
+        ``{'kernel': bool, 'prior': bool}``: whether each was an argument.
+    """
+    stored = {name: state.get(name, chosen[name]) for name in chosen}
+    notes = []
+    for what, names in (("kernel", ["kernel"]), ("prior", ["prior", "prior_calculator"])):
+        if all(stored[name] == chosen[name] for name in names):
+            continue
+        was, now = (_choice_text(stored, names), _choice_text(chosen, names))
+        if given[what]:
+            check_choice(path, what, was, now)
+        notes.append(f"the restart file's run took {what} {was}; this one takes {now}, the default")
+    state.update(chosen)
+    return notes
+
+
+def _choice_text(choices, names):
+    """How a log line or message names the kernel or prior of ``choices``."""
+    return " ".join(repr(choices[name]) for name in names if choices[name] is not None)
+
+
 def check_restart(path):
     """The content of the restart file ``path`` (None where there is none);
     :class:`RestartError` when it cannot be resumed from.

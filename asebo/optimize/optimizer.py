@@ -42,18 +42,16 @@ from ase.parallel import broadcast, world
 from asebo.optimize.bonding import bond_changes
 from asebo.optimize.build import build_engine
 from asebo.optimize.consistency import energy_force_mismatch
-from asebo.optimize.model_hessian import (
-    ModelHessian,
-)
 from asebo.optimize.observations import (
     Observations,
     TrajectoryFrames,
     calculator_identity,
     calculator_results,
     check_calculator,
-    check_choice,
     check_restart,
     check_start,
+    choices_of_run,
+    compare_choices,
 )
 from asebo.optimize.proposal import PROBE
 from asebo.optimize.resolve import positive_number as _number
@@ -70,7 +68,7 @@ from asebo.optimize.system_checks import (
     resume_system,
 )
 from asebo.optimize.trust import TrustRegion
-from asebo.optimize.warm_start import observed_frames, read_frames
+from asebo.optimize.warm_start import take_frames
 from asebo.threads import optimizer_threads, with_optimizer_threads
 
 NOTE_PREFIX = "# "
@@ -366,7 +364,7 @@ class BOOptimizer(Optimizer):
         self.observations = Observations(self.numbers, self.restart, self.comm)
         self.observations.state["calculator"] = self._calculator_identity()
         self.observations.state["cell_filter"] = self.coordinates.record()
-        self.observations.state.update(self._choices())
+        self.observations.state.update(choices_of_run(self.representation, self.prior))
         self.observations.state["start"] = self.atoms.get_positions()
         self.trust = TrustRegion(
             self.initial_trust_radius, self.maxstep, self.settings.trust_region
@@ -380,7 +378,8 @@ class BOOptimizer(Optimizer):
         identity = self._calculator_identity()
         check_calculator(self.restart, state.get("calculator"), identity)
         check_start(self.restart, self.atoms.get_positions(), state.get("start"), self.observations)
-        self._check_choices(state)
+        chosen = choices_of_run(self.representation, self.prior)
+        self._write_notes(compare_choices(self.restart, state, chosen, self._given))
         state["calculator"] = identity
         self.trust = TrustRegion(
             float(state["trust_radius"]), self.maxstep, self.settings.trust_region
@@ -397,33 +396,6 @@ class BOOptimizer(Optimizer):
     def _calculator_identity(self):
         """The calculator's name and parameters, recorded in the restart file."""
         return calculator_identity(self.coordinates.atoms.calc)
-
-    def _choices(self):
-        """The kernel and prior of the run, as the restart file records them: the
-        representation's name, the prior's label and, for a prior calculator, its
-        name and parameters (:func:`asebo.optimize.observations.calculator_identity`)."""
-        calculator = getattr(self.prior, "calculator", None)
-        return {
-            "kernel": self.representation.name,
-            "prior": self.prior.label,
-            "prior_calculator": None if calculator is None else calculator_identity(calculator),
-        }
-
-    def _check_choices(self, state):
-        """Refuse a resume whose ``kernel`` or ``prior``, given, is not the restart
-        file's; where one was not given and the default differs, say so in the log."""
-        chosen = self._choices()
-        stored = {name: state.get(name, chosen[name]) for name in chosen}
-        for what, names in (("kernel", ["kernel"]), ("prior", ["prior", "prior_calculator"])):
-            if all(stored[name] == chosen[name] for name in names):
-                continue
-            was, now = (_choice_text(stored, names), _choice_text(chosen, names))
-            if self._given[what]:
-                check_choice(self.restart, what, was, now)
-            self._write_notes(
-                [f"the restart file's run took {what} {was}; this one takes {now}, the default"]
-            )
-        state.update(chosen)
 
     def todict(self):
         description = super().todict()
@@ -513,12 +485,9 @@ class BOOptimizer(Optimizer):
             raise RuntimeError("no configuration computed yet: call run() first")
         if positions is None:
             positions = self.observations.positions[self.observations.best()]
-        engine = self.engine
-        _, curvature = engine.curvature_at(self.observations, positions, every_uncertainty, True)
         atoms = self.coordinates.atoms.copy()
         atoms.positions = positions
-        prior = self.gp.prior.for_hessian()
-        return ModelHessian.of(curvature, prior, atoms, engine.free, engine.rotations)
+        return self.engine.model_hessian(self.observations, atoms, every_uncertainty)
 
     def model_curvature(self, positions=None):
         """:attr:`asebo.optimize.model_hessian.ModelHessian.curvature` of
@@ -588,22 +557,11 @@ class BOOptimizer(Optimizer):
         resumed run given its frames again), the pending proposal is judged as in the
         uninterrupted run.
         """
-        frames = read_frames(traj)
-        observed = observed_frames(frames, self.coordinates)
-        added = 0
-        for frame in observed:
-            if self.observations.find(frame.positions) is None:
-                self.observations.append(frame.positions, frame.energy, frame.forces, frame.stress)
-                added += 1
-        if not added:  # a resumed run given its frames again: the pending step stands
-            self._write_notes([f"warm start: the {len(frames)} frames are observations already"])
-            return
-        self.predicted_energy = None
-        self.observations.save(trust_radius=self.trust.radius, predicted_energy=None)
-        known = f", {len(observed) - added} of them known already" if added < len(observed) else ""
-        self._write_notes(
-            [f"warm start: {added} observations taken from {len(frames)} frames{known}"]
-        )
+        added, note = take_frames(self.observations, traj, self.coordinates)
+        self._write_notes([note])
+        if added:  # else a resumed run given its frames again: the pending step stands
+            self.predicted_energy = None
+            self.observations.save(trust_radius=self.trust.radius, predicted_energy=None)
 
     def _observe(self):
         """Energy and forces (N, 3) at the system's positions; computed if not seen before."""
@@ -781,8 +739,3 @@ class BOOptimizer(Optimizer):
             f"{energy:15.6f} {fmax:15.6f} {predicted} {reason}"
         )
         self.logfile.write(line.rstrip() + "\n")
-
-
-def _choice_text(choices, names):
-    """How a log line or message names the kernel or prior of ``choices``."""
-    return " ".join(repr(choices[name]) for name in names if choices[name] is not None)

@@ -219,3 +219,36 @@ def _through_filter(frame, energy, forces, stress, coordinates):
         np.array(system.get_forces(apply_constraint=False), dtype=float),
         np.array(stress, dtype=float),
     )
+
+
+def take_frames(observations, source, coordinates):
+    """Take every frame of ``source`` not seen before as an observation.
+
+    The frames are checked whole (:func:`observed_frames`) before any is taken.
+
+    Parameters
+    ----------
+    observations : asebo.optimize.observations.Observations
+        Appended to in place.
+    source
+        Anything :func:`read_frames` reads.
+    coordinates : asebo.model.cell_coordinates.GeneralizedCoordinates
+
+    Returns
+    -------
+    added : int
+        The observations taken.
+    note : str
+        The log's line on the warm start.
+    """
+    frames = read_frames(source)
+    observed = observed_frames(frames, coordinates)
+    added = 0
+    for frame in observed:
+        if observations.find(frame.positions) is None:
+            observations.append(frame.positions, frame.energy, frame.forces, frame.stress)
+            added += 1
+    if not added:
+        return 0, f"warm start: the {len(frames)} frames are observations already"
+    known = f", {len(observed) - added} of them known already" if added < len(observed) else ""
+    return added, f"warm start: {added} observations taken from {len(frames)} frames{known}"
