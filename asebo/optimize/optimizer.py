@@ -42,6 +42,7 @@ from ase.parallel import broadcast, world
 from asebo.optimize.bonding import bond_changes
 from asebo.optimize.build import build_engine
 from asebo.optimize.consistency import energy_force_mismatch
+from asebo.optimize.model_results import ModelResults
 from asebo.optimize.observations import (
     Observations,
     TrajectoryFrames,
@@ -103,7 +104,7 @@ class _ObservedAtoms(OptimizableAtoms):
         return self.observe()[0]
 
 
-class BOOptimizer(Optimizer):
+class BOOptimizer(ModelResults, Optimizer):
     """Bayesian optimization with a GP on energies and forces (Wong and Kolter).
 
     A thin ASE driver around :class:`asebo.optimize.engine.Engine`: it keeps the run's
@@ -437,74 +438,6 @@ class BOOptimizer(Optimizer):
         ``reasons[k]`` led to configuration ``k + 1``, as recorded in the restart file."""
         return [proposal["reason"] for proposal in self.proposals]
 
-    @property
-    def lindh_model(self):
-        """The :class:`asebo.model.lindh.LindhModel` of the ``'lindh'`` prior, as last
-        recentred: the metric's, and the prior's unless it kept an earlier one
-        (:class:`asebo.model.priors.RecentredLindh`; None before a fit, and under another
-        prior)."""
-        return self.prior.metric_reference()[1]
-
-    # ---- the model's Hessian --------------------------------------------------------
-    @with_optimizer_threads
-    def model_hessian(self, positions=None, every_uncertainty=True):
-        """The model's Hessian at a configuration computed, as a result with its
-        curvatures, their uncertainty and the vibrations it gives; no calculator call.
-
-        Parameters
-        ----------
-        positions : array (N, 3), optional
-            Default: the lowest-energy configuration computed.
-        every_uncertainty : bool, optional
-            False probes the uncertainty of the lowest and non-positive curvatures only.
-
-        Returns
-        -------
-        asebo.optimize.model_hessian.ModelHessian
-            Of the GP refitted to the same observations with its constant the residual
-            at ``positions`` and its Lindh prior's bends capped at Lindh's ``k_phi``
-            (:func:`asebo.optimize.model_hessian.curvature_with_evidence`, anchored).
-
-        Raises
-        ------
-        RuntimeError
-            Before any configuration is computed.
-        ValueError
-            Under a cell filter, whose coordinates mix positions and strain.
-
-        Notes
-        -----
-        Under a calculator prior it costs about 9N calls of the prior calculator.
-        """
-        if self.coordinates.has_cell:
-            raise ValueError(
-                "the model's Hessian under a cell filter mixes positions and strain: relax "
-                "the cell, then run BOOptimizer on the atoms at that cell for their Hessian"
-            )
-        if not len(self.observations):
-            raise RuntimeError("no configuration computed yet: call run() first")
-        if positions is None:
-            positions = self.observations.positions[self.observations.best()]
-        atoms = self.coordinates.atoms.copy()
-        atoms.positions = positions
-        return self.engine.model_hessian(self.observations, atoms, every_uncertainty)
-
-    def model_curvature(self, positions=None):
-        """:attr:`asebo.optimize.model_hessian.ModelHessian.curvature` of
-        :meth:`model_hessian` at ``positions`` (default: the lowest configuration)."""
-        return self.model_hessian(positions).curvature
-
-    def hessian(self):
-        """:attr:`asebo.optimize.model_hessian.ModelHessian.hessian` (3N, 3N), eV/Å², of
-        :meth:`model_hessian` at the lowest-energy configuration computed."""
-        return self.model_hessian(every_uncertainty=False).hessian
-
-    def vibrations(self):
-        """:meth:`asebo.optimize.model_hessian.ModelHessian.vibrations` of
-        :meth:`model_hessian` at the lowest-energy configuration computed
-        (:class:`ase.vibrations.VibrationsData`)."""
-        return self.model_hessian(every_uncertainty=False).vibrations()
-
     def gradient_converged(self, gradient):
         """ASE's test of the forces, and an endpoint the checks at convergence accept
         (:attr:`endpoint_verdict`; :mod:`asebo.optimize.endpoint`). Writes nothing:
@@ -663,31 +596,15 @@ class BOOptimizer(Optimizer):
         self.max_steps = self.nsteps + 1  # ASE's loop ends after this step
 
     def _propose(self):
-        """The next configuration to compute (:class:`asebo.optimize.proposal.Proposal`):
-        the model's search, then the first stage of :data:`asebo.optimize.stages.STAGES`
-        that replaces it; the :class:`asebo.optimize.stages.NoProgressError` of a stage
-        that finds no configuration left to compute. Writes nothing: the notes travel
-        with the proposal."""
+        """The engine's next configuration to compute
+        (:meth:`asebo.optimize.engine.Engine.propose`), or the
+        :class:`asebo.optimize.stages.NoProgressError` of a stage that finds none left.
+        Writes nothing: the notes travel with the proposal."""
+        fmax = getattr(self, "fmax", None)  # set by run()
         try:
-            return self._proposal()
+            return self.engine.propose(self.observations, self.trust, fmax, self.endpoint_verdict)
         except NoProgressError as error:
             return error
-
-    def _proposal(self):
-        """:meth:`_propose`'s proposal."""
-        fmax = getattr(self, "fmax", None)  # set by run()
-        return self.engine.propose(self.observations, self.trust, fmax, self.endpoint_verdict)
-
-    @with_optimizer_threads
-    def fit_model(self):
-        """The GP fitted to every observation so far (fitted again only after a new one)."""
-        gp, notes = self._fitted_model()
-        self._write_notes(notes)
-        return gp
-
-    def _fitted_model(self):
-        """:meth:`asebo.optimize.engine.Engine.fitted` on every observation."""
-        return self.engine.fitted(self.observations)
 
     def _free_coordinates(self):
         """Boolean mask (N, 3) of the coordinates no constraint (nor a filter's mask)
