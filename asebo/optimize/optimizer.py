@@ -249,23 +249,7 @@ class BOOptimizer(ModelResults, Optimizer):
         # before anything is written: the log, the trajectory, the warm start's observations
         lock = self.closelater(RestartLock.acquire(self.restart, comm))
         try:
-            resumed = len(self.observations) > 0
-            keep = resumed if append_trajectory is None else bool(append_trajectory)
-            self.frames = (
-                None
-                if trajectory is None
-                else TrajectoryFrames(
-                    trajectory,
-                    constrained,
-                    keep,
-                    self.observations,
-                    comm=comm,
-                    description=self.todict(),
-                    coordinates=self.coordinates,
-                )
-            )
-            if self.frames is not None and self.frames.note is not None:
-                self._write_notes([self.frames.note])
+            self._open_trajectory(trajectory, append_trajectory)
             if observations is not None:
                 self._replay_trajectory(observations)
         except BaseException:
@@ -275,6 +259,26 @@ class BOOptimizer(ModelResults, Optimizer):
         if self.periodic:
             self._write_notes([periodic_note(self.coordinates, self.representation, self.prior)])
         self._write_notes(choices)
+
+    def _open_trajectory(self, trajectory, append_trajectory):
+        """The trajectory's :class:`asebo.optimize.observations.TrajectoryFrames` (None
+        without a ``trajectory``): its frames kept where ``append_trajectory`` says, by
+        default where a restart file was read, the observations not yet in it written."""
+        self.frames = None
+        if trajectory is None:
+            return
+        resumed = len(self.observations) > 0
+        self.frames = TrajectoryFrames(
+            trajectory,
+            self.coordinates.atoms,
+            resumed if append_trajectory is None else bool(append_trajectory),
+            self.observations,
+            comm=self.comm,
+            description=self.todict(),
+            coordinates=self.coordinates,
+        )
+        if self.frames.note is not None:
+            self._write_notes([self.frames.note])
 
     @property
     def gp(self):
