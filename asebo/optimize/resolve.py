@@ -88,7 +88,38 @@ def resolve_settings(
         For ``kappa``, ``maxstep`` or ``trust_radius`` that is no number.
     """
     search = SearchSettings() if search is None else search
+    kappa = _agreed("kappa", kappa, "search.kappa", search.kappa)
+    default_kappa = search.kappa_for(free_coordinates, prior_calculator)
+    return Settings(
+        replace(search, kappa=finite_number("kappa", kappa, default_kappa)),
+        _resolved_trust(trust_region, maxstep, trust_radius, prior_calculator),
+        _resolved_model(model, gp_options, recentre, representation, prior_calculator),
+        SpecialCases() if special_cases is None else special_cases,
+    )
+
+
+def _resolved_trust(trust_region, maxstep, trust_radius, prior_calculator):
+    """``trust_region`` (None: the defaults) with ``maxstep`` and ``radius`` resolved
+    from the shortcuts and the defaults with or without a prior calculator."""
     trust_region = TrustSettings() if trust_region is None else trust_region
+    maxstep = _agreed("maxstep", maxstep, "trust_region.maxstep", trust_region.maxstep)
+    radius = _agreed("trust_radius", trust_radius, "trust_region.radius", trust_region.radius)
+    longest, first = (
+        (trust_region.calculator_maxstep, trust_region.calculator_radius)
+        if prior_calculator
+        else (trust_region.default_maxstep, trust_region.default_radius)
+    )
+    return replace(
+        trust_region,
+        maxstep=positive_number("maxstep", maxstep, longest),
+        radius=positive_number("trust_radius", radius, first),
+    )
+
+
+def _resolved_model(model, gp_options, recentre, representation, prior_calculator):
+    """``model`` (None: the defaults) with the GP's options, ``trend``,
+    ``prior_curvature`` and ``recentre`` resolved from the shortcuts and the
+    representation's defaults."""
     model = ModelSettings() if model is None else model
     options = _gp_options(gp_options, model.gp_options)
     given = {name: options.pop(name) for name in MIRRORED if name in options}
@@ -100,34 +131,12 @@ def resolve_settings(
         model.prior_curvature,
         ModelSettings.prior_curvature,
     )
-    kappa = _agreed("kappa", kappa, "search.kappa", search.kappa)
-    maxstep = _agreed("maxstep", maxstep, "trust_region.maxstep", trust_region.maxstep)
-    radius = _agreed("trust_radius", trust_radius, "trust_region.radius", trust_region.radius)
-    longest, first = (
-        (trust_region.calculator_maxstep, trust_region.calculator_radius)
-        if prior_calculator
-        else (trust_region.default_maxstep, trust_region.default_radius)
-    )
-    return Settings(
-        replace(
-            search,
-            kappa=finite_number(
-                "kappa", kappa, search.kappa_for(free_coordinates, prior_calculator)
-            ),
-        ),
-        replace(
-            trust_region,
-            maxstep=positive_number("maxstep", maxstep, longest),
-            radius=positive_number("trust_radius", radius, first),
-        ),
-        replace(
-            model,
-            trend=representation.default_trend if trend is None else trend,
-            prior_curvature=curvature if "prior_curvature" in given or prior_calculator else 0.0,
-            recentre=resolve_recentre(recentre, model, representation),
-            gp_options=options,
-        ),
-        SpecialCases() if special_cases is None else special_cases,
+    return replace(
+        model,
+        trend=representation.default_trend if trend is None else trend,
+        prior_curvature=curvature if "prior_curvature" in given or prior_calculator else 0.0,
+        recentre=resolve_recentre(recentre, model, representation),
+        gp_options=options,
     )
 
 
