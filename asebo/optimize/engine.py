@@ -189,7 +189,9 @@ class Engine:
 
     def step_context(self, observations, trust, fmax):
         """The model fitted to every observation, and what the step decides from
-        (:class:`asebo.optimize.proposal.StepContext`)."""
+        (:class:`asebo.optimize.proposal.StepContext`); the search's tolerances those
+        of the force criterion ``fmax``
+        (:meth:`asebo.optimize.settings.SearchSettings.for_force_criterion`)."""
         gp, notes = self.fitted(observations)
         best = observations.best()
         centres, normals = self._flat_start_centres(observations)
@@ -200,13 +202,14 @@ class Engine:
             self.free,
             self.representation.invariant(gp.metric),
         )
+        search = self.settings.search.for_force_criterion(fmax)
         return StepContext(
             gp,
             observations,
             best,
             self.free,
             trust,
-            self.settings,
+            replace(self.settings, search=search),
             self.prior,
             centres,
             normals,

@@ -15,7 +15,7 @@ as the documentation's table of settings does.
 
 import inspect
 import re
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, replace
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,12 @@ class SearchSettings:
     calculator_tolerance : float
         eV per moving atom: ``tolerance`` under a prior calculator, whose model is
         accurate enough that the search's precision is the step's.
+    reference_fmax : float
+        eV/Å: the force criterion the tolerances are set for. A run to a smaller
+        ``fmax`` searches with both tolerances times ``(fmax / reference_fmax)**2``
+        (:meth:`for_force_criterion`): near a minimum the energy a step gains falls as
+        the square of the forces, and a search that stops at a coarser precision
+        creeps along a soft valley in steps the forces cannot tell apart.
     new : float
         Å: a proposal closer than this to a configuration computed teaches the model
         nothing, and the step goes along the forces instead.
@@ -75,7 +81,20 @@ class SearchSettings:
     tolerance: float = 2e-7
     calculator_tolerance: float = 5e-8
     new: float = 1e-6
+    reference_fmax: float = 0.05
     preconditioned: bool = True
+
+    def for_force_criterion(self, fmax):
+        """These settings for a run to ``fmax`` eV/Å (None: as they are): below
+        ``reference_fmax`` both tolerances times ``(fmax / reference_fmax)**2``."""
+        if fmax is None or fmax >= self.reference_fmax:
+            return self
+        scale = (fmax / self.reference_fmax) ** 2
+        return replace(
+            self,
+            tolerance=self.tolerance * scale,
+            calculator_tolerance=self.calculator_tolerance * scale,
+        )
 
     def kappa_for(self, free_coordinates, prior_calculator):
         """``kappa``, or where it is None the default for a search over
