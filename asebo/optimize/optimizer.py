@@ -78,6 +78,7 @@ from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.search import search
 from asebo.optimize.settings import (
     ModelSettings,
+    Rules,
     SearchSettings,
     Settings,
     SpecialCases,
@@ -264,9 +265,10 @@ class BOOptimizer(Optimizer):
         ``energy_noise``, ``gradient_noise``, ``trend``...). ``proper`` and ``radial``
         go to the GP's kernel object of the representation, unless
         ``gp_options['kernel']`` gives the kernel object itself.
-    search, trust_region, model, special_cases : optional
+    search, trust_region, model, special_cases, rules : optional
         Settings (:mod:`asebo.optimize.settings`): :class:`SearchSettings`,
-        :class:`TrustSettings`, :class:`ModelSettings`, :class:`SpecialCases`. The
+        :class:`TrustSettings`, :class:`ModelSettings`, :class:`SpecialCases`,
+        :class:`Rules` (each special-case rule on, or off alone). The
         arguments above, where given, take precedence over their fields.
     observations : str, Path, Atoms or iterable, optional
         A warm start: energies and forces computed before, taken as observations at
@@ -355,6 +357,7 @@ class BOOptimizer(Optimizer):
         special_cases=None,
         observations=None,
         threads=None,
+        rules=None,
         **kwargs,
     ):
         self.threads = optimizer_threads(threads)
@@ -403,6 +406,7 @@ class BOOptimizer(Optimizer):
             replace(trust_region, maxstep=self.maxstep, radius=self.initial_trust_radius),
             replace(model, trend=trend, recentre=self.recentre),
             special_cases or SpecialCases(),
+            rules or Rules(),
         )
         _check_writable("restart", restart)
         _check_writable("trajectory", trajectory)
@@ -802,8 +806,9 @@ class BOOptimizer(Optimizer):
             return converged
         gp, curvature = self._curvature_at(here, every_uncertainty=False)
         radius = max(self.trust.radius, self.initial_trust_radius)
-        evidenced = curvature.evidenced
-        refuted = self._refuted_curvature_step()
+        rules = self.settings.rules
+        evidenced = curvature.evidenced if rules.curvature_evidence else curvature.negative
+        refuted = self._refuted_curvature_step() if rules.refuted_curvature else None
         verdict = ""
         if refuted is not None and self.prior.is_calculator and len(evidenced):
             evidenced = self._evidenced_by_the_calls(curvature, here)
@@ -913,15 +918,17 @@ class BOOptimizer(Optimizer):
         search does (:func:`asebo.optimize.trust.check_curvature_supported`) and
         :meth:`hessian` does (:func:`asebo.optimize.model_hessian.prior_where_interpolated`):
         left out, such a mode hid a shallow valley's way down."""
-        threshold = self.settings.special_cases.quadratic_drop
+        threshold, rules = self.settings.special_cases.quadratic_drop, self.settings.rules
         energies = self.observations.energies
         best, latest = self.observations.best(), len(energies) - 1
+        patience = QUADRATIC_PATIENCE if rules.quadratic_patience else np.inf
         # molecules only: measured there, and on EMT's bulk defects it cost calls
-        if threshold is None or self.periodic or latest - best >= QUADRATIC_PATIENCE:
+        if threshold is None or self.periodic or latest - best >= patience:
             return None
-        curvature = prior_where_interpolated(
-            curvature, self.gp.prior, self.observations.positions[latest]
-        )
+        if rules.quadratic_prior_curvature:
+            curvature = prior_where_interpolated(
+                curvature, self.gp.prior, self.observations.positions[latest]
+            )
         drop = curvature.quadratic_drop(-np.asarray(self.observations.forces[latest]))
         below = energies[best] - (energies[latest] - drop)
         return below if below > threshold else None
