@@ -353,7 +353,8 @@ def table(results, variants, audited=False):
         runs), the runs whose calls differ from ``all on``'s in number or energy, the
         endpoints more than :data:`asebo.benchmarks._materials.HIGHER_MINIMUM` eV above
         the lowest any variant found in that run, the saddle points, and the runs not
-        converged or failed; then the list of those runs.
+        converged or failed. Below it, ``all on``'s runs of each kind, then for each
+        rule turned off the runs that became of that kind and those that no longer are.
     """
     sets = list(results)
     header = ["rule off"]
@@ -365,9 +366,10 @@ def table(results, variants, audited=False):
     for variant in variants:
         cells = [variant]
         for name in sets:
-            figures = _set_figures(results[name], variant, audited)
-            cells += figures["cells"]
-            listed += [f"- {variant}, {name} {entry}" for entry in figures["listed"]]
+            figures, marks = _set_figures(results[name], variant, audited)
+            cells += figures
+            reference = _set_figures(results[name], ALL_ON, audited)[1]
+            listed += _changes(f"{variant}, {name}", marks, reference, variant == ALL_ON)
         lines.append("| " + " | ".join(cells) + " |")
     saddles = (
         "by the target's finite-difference Hessian (a mode above 50i cm⁻¹) on the "
@@ -381,7 +383,9 @@ def table(results, variants, audited=False):
         "over the runs both ended; changed: runs whose calls differ from `all on`'s in "
         f"number or energy; higher: endpoints more than {HIGHER_MINIMUM} eV above the "
         f"lowest any variant found from the same start; saddles: {saddles}; unconv.: "
-        "runs not converged within the steps, or failed.",
+        "runs not converged within the steps, or failed. Below: `all on`'s runs of each "
+        "kind, then for each rule off the runs that became of that kind (`also`) and "
+        "those that no longer are (`no longer`).",
     ]
     if listed:
         lines += ["", *listed]
@@ -389,15 +393,14 @@ def table(results, variants, audited=False):
 
 
 def _set_figures(runs, variant, audited):
-    """The five cells of ``variant`` on one set's ``runs`` ({row: {variant: result}})
-    and the lines that name its higher, saddle, unconverged and failed runs."""
-    calls = difference = changed = higher = saddles = unconverged = 0
-    listed = []
+    """The five cells of ``variant`` on one set's ``runs`` ({row: {variant: result}}),
+    and its runs of each kind: ``{kind: {row: detail}}``."""
+    calls = difference = changed = 0
+    marks = {kind: {} for kind in ("higher", "saddles", "not converged", "failed")}
     for row, by_variant in runs.items():
         result, reference = by_variant[variant], by_variant[ALL_ON]
         if "error" in result:
-            unconverged += 1
-            listed.append(f"{row} failed: {result['error']}")
+            marks["failed"][row] = f" ({result['error']})"
             continue
         calls += result["calls"]
         if "error" not in reference:
@@ -405,20 +408,38 @@ def _set_figures(runs, variant, audited):
             changed += result["energies"] != reference["energies"]
         lowest = min(r["energy"] for r in by_variant.values() if "energy" in r)
         if result["energy"] > lowest + HIGHER_MINIMUM:
-            higher += 1
-            listed.append(f"{row} higher by {result['energy'] - lowest:.3f} eV")
+            marks["higher"][row] = f" (+{result['energy'] - lowest:.3f} eV)"
         saddle = (
             bool(result["imaginary"])
             if audited and "imaginary" in result
             else SADDLE_VERDICT in (result["verdict"] or "")
         )
         if saddle:
-            saddles += 1
-            listed.append(f"{row} a saddle point")
+            marks["saddles"][row] = ""
         if not result["converged"]:
-            unconverged += 1
-            listed.append(f"{row} not converged")
+            marks["not converged"][row] = ""
+    unconverged = len(marks["not converged"]) + len(marks["failed"])
     delta = "" if variant == ALL_ON else f" ({difference:+d})"
     cells = [f"{calls}{delta}", "-" if variant == ALL_ON else str(changed)]
-    cells += [str(higher), str(saddles), str(unconverged)]
-    return {"cells": cells, "listed": listed}
+    cells += [str(len(marks["higher"])), str(len(marks["saddles"])), str(unconverged)]
+    return cells, marks
+
+
+def _changes(label, marks, reference, whole):
+    """Lines that name the runs of each kind of ``marks`` ({kind: {row: detail}}): all
+    of them where ``whole``, else those not of that kind in ``reference`` (``also``)
+    and those of ``reference`` that ``marks`` no longer holds (``no longer``)."""
+    lines = []
+    for kind, rows in marks.items():
+        if whole or kind == "failed":
+            named = [f"{row}{detail}" for row, detail in rows.items()]
+            if named:
+                lines.append(f"- {label} {kind}: {', '.join(named)}")
+            continue
+        joined = [f"{row}{detail}" for row, detail in rows.items() if row not in reference[kind]]
+        left = [row for row in reference[kind] if row not in rows]
+        parts = [f"also {', '.join(joined)}"] if joined else []
+        parts += [f"no longer {', '.join(left)}"] if left else []
+        if parts:
+            lines.append(f"- {label} {kind}: {'; '.join(parts)}")
+    return lines
