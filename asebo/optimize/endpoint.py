@@ -153,9 +153,13 @@ def supported_descents(context):
         Appended to the summary at an accepted endpoint; empty where nothing was
         narrowed.
     """
-    curvature = context.curvature
-    evidenced = list(curvature.evidenced)
-    refuted = refuted_curvature_step(context.observations, context.reasons)
+    curvature, rules = context.curvature, context.settings.rules
+    evidenced = list(curvature.evidenced if rules.curvature_evidence else curvature.negative)
+    refuted = (
+        refuted_curvature_step(context.observations, context.reasons)
+        if rules.refuted_curvature
+        else None
+    )
     if refuted is None or not context.prior_calculator or not evidenced:
         return evidenced, ""
     computed = context.observations.arrays()
@@ -200,15 +204,18 @@ def quadratic_drop_left(context):
     curvature (:func:`asebo.optimize.model_hessian.prior_where_interpolated`), as the
     search and the Hessian given as a result do.
     """
-    threshold = context.settings.special_cases.quadratic_drop
+    threshold, rules = context.settings.special_cases.quadratic_drop, context.settings.rules
     observations = context.observations
     energies = observations.energies
     best, latest = observations.best(), len(energies) - 1
-    if threshold is None or context.periodic or latest - best >= QUADRATIC_PATIENCE:
+    patience = QUADRATIC_PATIENCE if rules.quadratic_patience else np.inf
+    if threshold is None or context.periodic or latest - best >= patience:
         return None
-    curvature = prior_where_interpolated(
-        context.curvature, context.gp.prior, observations.positions[latest]
-    )
+    curvature = context.curvature
+    if rules.quadratic_prior_curvature:
+        curvature = prior_where_interpolated(
+            curvature, context.gp.prior, observations.positions[latest]
+        )
     drop = curvature.quadratic_drop(-np.asarray(observations.forces[latest]))
     below = energies[best] - (energies[latest] - drop)
     return below if below > threshold else None

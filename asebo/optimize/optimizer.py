@@ -143,9 +143,10 @@ class BOOptimizer(ModelResults, Optimizer):
         the first half-width of the trust box (Å), the Lindh or springs prior's
         recentring (eV), the options of :class:`asebo.model.gp.EnergyForceGP`. A value
         given both ways must be the same.
-    search, trust_region, model, special_cases : optional
+    search, trust_region, model, special_cases, rules : optional
         :class:`asebo.optimize.settings.SearchSettings`, ``TrustSettings``,
-        ``ModelSettings``, ``SpecialCases``.
+        ``ModelSettings``, ``SpecialCases``, and ``Rules``, which turns each
+        special-case rule off alone (``asebo bench ablation``).
     observations : str, Path, Atoms or iterable, optional
         A warm start: frames with energies and forces computed before, taken as
         observations at no call (:meth:`replay_trajectory`).
@@ -198,6 +199,7 @@ class BOOptimizer(ModelResults, Optimizer):
         special_cases=None,
         observations=None,
         threads=None,
+        rules=None,
         **kwargs,
     ):
         self.threads = optimizer_threads(threads)
@@ -237,6 +239,7 @@ class BOOptimizer(ModelResults, Optimizer):
             trust_region=trust_region,
             model=model,
             special_cases=special_cases,
+            rules=rules,
         )
         self._force_consistent = None  # whether the calculator gives free_energy
         self._mismatch_noted = False  # energy_force_mismatch is written once a run

@@ -18,6 +18,7 @@ import numpy as np
 from asebo.model.gp import EnergyForceGP
 from asebo.optimize.settings import (
     ModelSettings,
+    Rules,
     SearchSettings,
     Settings,
     SpecialCases,
@@ -54,6 +55,7 @@ def resolve_settings(
     trust_region=None,
     model=None,
     special_cases=None,
+    rules=None,
 ):
     """The settings of an optimizer, every value resolved.
 
@@ -71,7 +73,7 @@ def resolve_settings(
         (:meth:`asebo.optimize.settings.SearchSettings.kappa_for`).
     kappa, maxstep, trust_radius, recentre, gp_options : optional
         The optimizer's shortcuts (:data:`SHORTCUTS`).
-    search, trust_region, model, special_cases : optional
+    search, trust_region, model, special_cases, rules : optional
         The optimizer's settings; None takes the defaults.
 
     Returns
@@ -95,6 +97,7 @@ def resolve_settings(
         _resolved_trust(trust_region, maxstep, trust_radius, prior_calculator),
         _resolved_model(model, gp_options, recentre, representation, prior_calculator),
         SpecialCases() if special_cases is None else special_cases,
+        Rules() if rules is None else rules,
     )
 
 

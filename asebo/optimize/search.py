@@ -285,7 +285,9 @@ def search(context, starts):
     smallest box, or where only rigid forces are left (the shape has converged: the
     model has no drop left to be confident of). Each search stops when an iteration
     gains less than ``settings.search.tolerance`` (under a prior calculator
-    ``calculator_tolerance``) times the atoms it moves (:func:`minimize_lcb`).
+    ``calculator_tolerance``) times the atoms it moves (:func:`minimize_lcb`). Each of
+    these repairs turns off alone in ``settings.rules``
+    (:class:`asebo.optimize.settings.Rules`).
 
     Parameters
     ----------
@@ -301,6 +303,7 @@ def search(context, starts):
     """
     gp, centre, trust = context.gp, context.centre, context.trust
     settings, confidence = context.settings.search, context.settings.trust_region.confidence
+    rules = context.settings.rules
     moving_atoms = max(int(context.free.any(axis=1).sum()), 1)
     tolerance = settings.calculator_tolerance if gp.prior.is_calculator else settings.tolerance
     preconditioner = (
@@ -327,13 +330,20 @@ def search(context, starts):
                 subspace=context.subspace,
             )
             starts = [found.numpy()]  # a search again in a smaller box starts here
-            positions = shortened_step(gp, centre, starts[0], context.maxstep)
+            positions = (
+                shortened_step(gp, centre, starts[0], context.maxstep)
+                if rules.shortened_retry
+                else within_maxstep(centre, starts[0], context.maxstep)
+            )
             checked = confidence is not None and attempt < settings.retries
             if checked and not box.at_floor and not context.rigid_left and not standing:
-                check_confident(gp, centre, positions, confidence, box.settings.floor)
-                check_curvature_supported(gp, centre, positions, context.observations)
+                if rules.uncertain_retry:
+                    shortest = box.settings.floor if rules.slope_noise_box else None
+                    check_confident(gp, centre, positions, confidence, shortest)
+                if rules.overturned_curvature:
+                    check_curvature_supported(gp, centre, positions, context.observations)
         except OverturnedCurvatureError as error:
-            if not directions and not gp.prior.is_calculator:
+            if rules.interpolated_modes and not directions and not gp.prior.is_calculator:
                 modes, excesses = interpolated_descents(
                     gp, centre, context.free, context.observations.arrays()
                 )
@@ -342,12 +352,15 @@ def search(context, starts):
             if not directions or curves_down(gp, centre, error.direction, directions, curvatures):
                 directions.append(error.direction)
                 curvatures.append(error.excess)
-            starts = [
-                lowest_on_segment(gp, centre, starts[0], settings.kappa, (directions, curvatures))
-            ]
+            if rules.segment_restart:
+                starts = [
+                    lowest_on_segment(
+                        gp, centre, starts[0], settings.kappa, (directions, curvatures)
+                    )
+                ]
             retried.append(error.reason)
             note = f"{error}; the search takes the prior's curvature along that step"
-            if retried.count(error.reason) > 1:
+            if rules.overturned_box_halving and retried.count(error.reason) > 1:
                 box = box.shrunk()
                 note += f", in a box of {box.radius:.3g} Å for this step"
             notes.append(note)
@@ -361,8 +374,11 @@ def search(context, starts):
             )
             continue
         except (PriorCalculationError, ShortenedStepError, UncertainStepError) as error:
-            trust, box = trust.shrunk(), box.shrunk()
             retried.append(error.reason)
+            if isinstance(error, PriorCalculationError) and not rules.prior_failure_retry:
+                notes.append(f"{error}; the step goes along the forces")
+                break
+            trust, box = trust.shrunk(), box.shrunk()
             notes.append(f"{error}; the trust radius is halved to {trust.radius:.3g} Å")
             continue
         return Proposal(positions, None, trust, SEARCH, tuple(retried), tuple(notes))

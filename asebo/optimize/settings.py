@@ -10,7 +10,9 @@ The optimizer's ``kappa``, ``maxstep``, ``trust_radius``, ``recentre`` and
 The settings of a representation of the configurations (the fold threshold of the
 internal coordinates) are fields of its own object
 (:mod:`asebo.optimize.representations`). :func:`settings_table` lists every field,
-as the documentation's table of settings does.
+as the documentation's table of settings does. :class:`Rules` switches each
+special-case rule of the step and of the check at convergence off alone (``rules=``),
+for ``asebo bench ablation``.
 """
 
 import inspect
@@ -248,6 +250,7 @@ class Settings:
     trust_region: TrustSettings = TrustSettings()
     model: ModelSettings = ModelSettings()
     special_cases: SpecialCases = SpecialCases()
+    rules: "Rules" = field(default_factory=lambda: Rules())
 
 
 def settings_table():
@@ -265,7 +268,7 @@ def settings_table():
     """
     lines = ["| setting | default | what |", "|---|---|---|"]
     for group in fields(Settings):
-        kind = type(group.default)
+        kind = type(group.default_factory() if group.default is MISSING else group.default)
         described = _described(kind)
         for setting in fields(kind):
             default = setting.default_factory() if setting.default is MISSING else setting.default
@@ -298,3 +301,118 @@ def _markdown(text):
     escaped for a table cell."""
     text = re.sub(r":[a-z]+:`~?([^`]+)`", r"`\1`", text)
     return text.replace("``", "`").replace("|", "\\|")
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Switches of the special-case rules of a step and of the check at convergence,
+    each on by default; one turned off alone measures what its rule buys
+    (``asebo bench ablation``).
+
+    The rules that a setting already turns off have no switch here: the pessimistic
+    bound from 90 coordinates (``SearchSettings(kappa=0.1)``), the rigid move's
+    shrinking (``SpecialCases(rigid_shrink=1.0)``), the curvature steps at convergence
+    (``SpecialCases(curvature_steps=0)``), the model's quadratic at convergence
+    (``SpecialCases(quadratic_drop=None)``) and the symmetry probe (off unless
+    ``SpecialCases.symmetry_probe`` is set). ``docs/notes/ablation-rules.md`` lists
+    every rule and where it lives.
+
+    Attributes
+    ----------
+    tilt_flat_centres : bool
+        Off: under a model prior the first step is the model's, flat pyramidal centres
+        left in their plane (stage ``'tilt'``, :func:`asebo.optimize.stages.tilt_flat_centres`).
+    tilted_start : bool
+        Off: under a prior calculator the first search does not also start with the
+        flat centres tilted (:func:`asebo.optimize.stages.search_starts`).
+    latest_start : bool
+        Off: the search starts at the lowest configuration alone, not also at the
+        latest one where that is another (:func:`asebo.optimize.stages.search_starts`).
+    prior_failure_retry : bool
+        Off: a prior calculator that fails during a search ends the step's searches, and
+        the step goes along the forces, instead of the search being repeated in a box
+        half the size (:func:`asebo.optimize.search.search`).
+    shortened_retry : bool
+        Off: a search that goes beyond ``maxstep`` is cut back to it and stands, even
+        where the cut step leaves the model's descent; on, that search is repeated in a
+        box half the size (:func:`asebo.optimize.search.shortened_step`).
+    uncertain_retry : bool
+        Off: the model's drop to its proposal is not checked against its uncertainty
+        (:func:`asebo.optimize.trust.check_confident`), so no search is repeated in a
+        box half the size, nor in a box sized by the slope's noise.
+    slope_noise_box : bool
+        Off: a drop in doubt at every length down to the smallest box halves the box as
+        any other doubt does, instead of repeating the search once in a box the size of
+        the length where the drop is surest (:class:`asebo.optimize.trust.SlopeNoiseError`).
+    overturned_curvature : bool
+        Off: a step along which only the GP's interpolation curves down is not refused
+        (:func:`asebo.optimize.trust.check_curvature_supported`); nor is the search
+        repeated with the prior's curvature along it.
+    interpolated_modes : bool
+        Off: under a model prior the first overturned refusal of a step corrects the
+        refused step alone, as under a prior calculator, not every mode of the model's
+        Hessian along which only the interpolation curves down
+        (:func:`asebo.optimize.model_hessian.interpolated_descents`).
+    segment_restart : bool
+        Off: the search repeated after an overturned refusal starts where the refused
+        search ended, not at the lowest corrected bound on the line to it
+        (:func:`asebo.optimize.search.lowest_on_segment`).
+    overturned_box_halving : bool
+        Off: a second overturned refusal in one step leaves the box of its searches as
+        it is, instead of halving it.
+    force_step_doubling : bool
+        Off: a step along the forces tries its first length and shorter ones only, not
+        doubled lengths up to ``maxstep`` first (:func:`asebo.optimize.stages.force_step`).
+    force_step_halving : bool
+        Off: a step along the forces tries its first length and doubled ones only: where
+        each leads to a configuration computed, the run stops without progress.
+    newton_force_step : bool
+        Off: where the model's minimum along the forces lies closer than the trust
+        region's floor, the step along the forces is still one of the lengths of the
+        trust region, not the model's Newton step (:func:`asebo.optimize.stages.newton_step`).
+    force_step_radius : bool
+        Off: a step along the forces keeps the trust radius its searches left, down to
+        the floor, instead of widening it to ``TrustSettings.force_step``
+        (:meth:`asebo.optimize.trust.TrustRegion.for_force_step`).
+    rigid_move : bool
+        Off: where only the net force and torque keep the lowest configuration from
+        converging, the model's proposal stands without a rigid move along them (stage
+        ``'rigid_move'``, :func:`asebo.optimize.stages.move_rigidly`).
+    curvature_evidence : bool
+        Off: at converged forces a curvature step follows every negative curvature the
+        model resolves beyond its doubt, not only one that a configuration computed or
+        a prior calculator also says leads down
+        (:func:`asebo.optimize.model_hessian.evidence_of_descent`).
+    refuted_curvature : bool
+        Off: a prior calculator's own negative curvature keeps leading curvature steps
+        after one of them came out no lower than the configurations before it.
+    quadratic_prior_curvature : bool
+        Off: the model's quadratic at convergence keeps the model's own curvature along
+        modes where only the interpolation curves down, instead of the prior's
+        (:func:`asebo.optimize.model_hessian.prior_where_interpolated`).
+    quadratic_patience : bool
+        Off: the model's quadratic keeps a run with converged forces going however many
+        calls in a row find nothing lower, not only for ``QUADRATIC_PATIENCE`` (3) of
+        them (:data:`asebo.optimize.optimizer.QUADRATIC_PATIENCE`).
+    """
+
+    tilt_flat_centres: bool = True
+    tilted_start: bool = True
+    latest_start: bool = True
+    prior_failure_retry: bool = True
+    shortened_retry: bool = True
+    uncertain_retry: bool = True
+    slope_noise_box: bool = True
+    overturned_curvature: bool = True
+    interpolated_modes: bool = True
+    segment_restart: bool = True
+    overturned_box_halving: bool = True
+    force_step_doubling: bool = True
+    force_step_halving: bool = True
+    newton_force_step: bool = True
+    force_step_radius: bool = True
+    rigid_move: bool = True
+    curvature_evidence: bool = True
+    refuted_curvature: bool = True
+    quadratic_prior_curvature: bool = True
+    quadratic_patience: bool = True

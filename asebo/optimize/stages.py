@@ -20,6 +20,10 @@ nothing; its note for the log travels with the proposal.
   with some (the egg-box effect); where only those keep the lowest configuration
   from converging, the proposal also moves as a whole along them
   (:mod:`asebo.optimize.rigid`).
+
+Each stage, the extra starts of :func:`search_starts` and each length rule of
+:func:`force_step` turn off alone in ``settings.rules``
+(:class:`asebo.optimize.settings.Rules`).
 """
 
 from dataclasses import replace
@@ -51,11 +55,10 @@ def search_starts(context):
     starts : list of arrays (n, 3)
     notes : tuple of str
     """
-    centre, observations = context.centre, context.observations
-    starts = (
-        [centre] if context.best == len(observations) - 1 else [centre, observations.positions[-1]]
-    )
-    if not (len(context.flat_centres) and context.prior.is_calculator):
+    centre, observations, rules = context.centre, context.observations, context.settings.rules
+    latest = rules.latest_start and context.best != len(observations) - 1
+    starts = [centre, observations.positions[-1]] if latest else [centre]
+    if not (rules.tilted_start and len(context.flat_centres) and context.prior.is_calculator):
         return starts, ()
     tilted_start = tilted(
         centre,
@@ -78,7 +81,8 @@ def tilt_flat_centres(context, proposal):
 
     The model did not choose this step, so it is not judged by its prediction.
     """
-    if not len(context.flat_centres) or context.prior.is_calculator:
+    tilting = context.settings.rules.tilt_flat_centres and len(context.flat_centres)
+    if not tilting or context.prior.is_calculator:
         return None
     tilt = context.settings.special_cases.flat_centre_tilt
     searched = proposal.positions is not None and context.is_new(proposal.positions)
@@ -105,7 +109,8 @@ def step_along_forces(context, proposal):
     """
     if proposal.positions is not None and context.is_new(proposal.positions):
         return None
-    trust = proposal.trust.for_force_step()
+    widened = context.settings.rules.force_step_radius
+    trust = proposal.trust.for_force_step() if widened else proposal.trust
     positions = force_step(context, trust.radius)
     return replace(
         _replaced(proposal, positions, context.predicted(positions), FORCE_STEP), trust=trust
@@ -121,7 +126,7 @@ def move_rigidly(context, proposal):
     energy was found: a grid's ripple can make the full step overshoot, and the same
     step from the same configuration would overshoot again.
     """
-    if not context.rigid_left:
+    if not (context.rigid_left and context.settings.rules.rigid_move):
         return None
     observations, best = context.observations, context.best
     length = context.settings.trust_region.force_step * (
@@ -171,12 +176,14 @@ def force_step(context, length):
     NoProgressError
         Where no such step is left.
     """
-    observations, best = context.observations, context.best
+    observations, best, rules = context.observations, context.best, context.settings.rules
     forces = observations.forces[best] * context.free  # (n, 3)
     if context.subspace is not None:
         forces = context.subspace.project(forces)
     direction = forces / max(np.linalg.norm(forces, axis=1).max(), 1e-12)
-    newton = newton_length(context.gp, context.centre, forces)
+    newton = np.inf
+    if rules.newton_force_step:
+        newton = newton_length(context.gp, context.centre, forces)
     if newton < context.settings.trust_region.floor:
         model_step = newton_step(context.gp, context.centre, context.free, forces)
         steps = [newton * direction] if model_step is None else [model_step, newton * direction]
@@ -187,8 +194,10 @@ def force_step(context, length):
             f"the model's Newton step ({newton:.2g} Å along the forces) was computed "
             "already and came out no lower"
         )
-    lengths = [length * 2.0**k for k in range(12) if length * 2.0**k <= context.maxstep]
-    lengths += [length * 0.5**k for k in range(1, 40)]
+    doublings = 12 if rules.force_step_doubling else 1
+    lengths = [length * 2.0**k for k in range(doublings) if length * 2.0**k <= context.maxstep]
+    if rules.force_step_halving:
+        lengths += [length * 0.5**k for k in range(1, 40)]
     for step in lengths:
         positions = observations.positions[best] + step * direction
         if context.is_new(positions):

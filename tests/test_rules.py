@@ -1,0 +1,364 @@
+"""Each switch of Rules turns its rule off alone: the rule fires with it on, not with it off."""
+
+import io
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from ase import Atoms
+from ase.build import molecule
+from ase.calculators.calculator import Calculator, all_changes
+from ase.calculators.emt import EMT
+from ase.calculators.lj import LennardJones
+from ase.io import read
+from ase.optimize import BFGS
+
+import asebo.optimize.endpoint as endpoint_module
+import asebo.optimize.search as search_module
+import asebo.optimize.stages as stages_module
+from asebo import BOOptimizer
+from asebo.benchmarks import baker
+from asebo.model.priors import PriorCalculationError
+from asebo.optimize.proposal import RIGID_MOVE, SEARCH, SEARCH_FAILED, TILT
+from asebo.optimize.search import ShortenedStepError
+from asebo.optimize.settings import Rules, Settings, SpecialCases
+from asebo.optimize.stages import NoProgressError, force_step, search_starts, step_along_forces
+from asebo.optimize.trust import OverturnedCurvatureError, SlopeNoiseError, UncertainStepError
+from calculators import get_calculator
+
+DATA_DIR = baker.DEFAULT_DIR.parent
+
+
+def with_rules(context, **switches):
+    """``context`` with the rules of ``switches`` (name=False) turned off."""
+    return replace(context, settings=replace(context.settings, rules=Rules(**switches)))
+
+
+def water_context():
+    """The step context of rattled water after two steps under EMT."""
+    atoms = molecule("H2O")
+    atoms.positions += 0.1 * np.random.default_rng(3).normal(size=(3, 3))
+    atoms.calc = EMT()
+    opt = BOOptimizer(atoms, logfile=None)
+    opt.run(fmax=1e-6, steps=2)
+    return opt.engine.step_context(opt.observations, opt.trust, opt.fmax)
+
+
+def argon_context():
+    """The step context of an LJ argon cluster after one step, under a constant prior."""
+    atoms = Atoms("Ar4", positions=[[0, 0, 0], [1.1, 0, 0], [0.55, 0.95, 0], [0.55, 0.32, 0.9]])
+    atoms.calc = LennardJones(sigma=1.0, epsilon=1.0, rc=4.0)
+    opt = BOOptimizer(atoms, logfile=None, prior="max", trust_radius=0.05)
+    opt.run(fmax=0.01, steps=1)
+    return replace(
+        opt.engine.step_context(opt.observations, opt.trust, opt.fmax), best=0
+    ), opt.observations
+
+
+def searched(context):
+    """The search of ``context`` from its own starts."""
+    return search_module.search(context, search_starts(context)[0])
+
+
+def refusing(error, times=1):
+    """A check that raises ``error()`` the first ``times`` times it is called."""
+    calls = []
+
+    def check(*args, **options):
+        calls.append(args)
+        if len(calls) <= times:
+            raise error()
+
+    return check
+
+
+def overturned():
+    return OverturnedCurvatureError("curves down", np.eye(9)[0], 1.0)
+
+
+def test_every_rule_is_on_by_default_and_settings_hold_them():
+    assert Settings().rules == Rules()
+    assert all(vars(Rules()).values())
+    atoms = molecule("H2O")
+    atoms.calc = EMT()
+    chosen = Rules(rigid_move=False)
+    assert BOOptimizer(atoms, logfile=None, rules=chosen).settings.rules is chosen
+    assert BOOptimizer(atoms, logfile=None).settings.rules == Rules()
+
+
+def test_the_flat_centre_tilt_turns_off():
+    def first_reason(rules):
+        atoms = read(DATA_DIR / "baker" / "07_methylamine.xyz")
+        atoms.calc = get_calculator("gfn2")
+        opt = BOOptimizer(atoms, logfile=None, rules=rules)
+        opt.run(fmax=0.05, steps=1)
+        return opt.reasons[0]
+
+    assert first_reason(Rules()) == TILT
+    assert first_reason(Rules(tilt_flat_centres=False)) == SEARCH
+
+
+def test_the_tilted_start_under_a_prior_calculator_turns_off():
+    class TiltingPrior:
+        """A prior calculator whose energy falls as the first atom leaves the xy plane."""
+
+        is_calculator = True
+
+        def energy_and_forces(self, positions):
+            return -abs(positions[0, 2]), np.zeros_like(positions)
+
+    context = replace(
+        water_context(),
+        prior=TiltingPrior(),
+        flat_centres=np.array([0]),
+        flat_normals=np.array([[0.0, 0.0, 1.0]]),
+    )
+    starts, notes = search_starts(context)
+    assert notes and starts[-1][0, 2] != context.centre[0, 2]
+    starts_off, notes_off = search_starts(with_rules(context, tilted_start=False))
+    assert not notes_off and len(starts_off) == len(starts) - 1
+
+
+def test_the_search_from_the_latest_configuration_turns_off():
+    context = replace(water_context(), best=0)  # the latest is another configuration
+    starts, _ = search_starts(context)
+    assert len(starts) == 2
+    np.testing.assert_array_equal(starts[1], context.observations.positions[-1])
+    starts_off, _ = search_starts(with_rules(context, latest_start=False))
+    assert len(starts_off) == 1
+
+
+def test_the_retry_after_a_prior_calculator_fails_turns_off(monkeypatch):
+    def failing(*args, **options):
+        raise PriorCalculationError("the prior calculator failed: SCF not converged")
+
+    monkeypatch.setattr(search_module, "minimize_lcb", failing)
+    context = water_context()
+    retries = context.settings.search.retries
+    on = searched(context)
+    assert on.reason == SEARCH_FAILED and on.retried == ("prior_failed",) * (retries + 1)
+    assert on.trust.radius < context.trust.radius  # halved at each failure
+    off = searched(with_rules(context, prior_failure_retry=False))
+    assert off.reason == SEARCH_FAILED and off.retried == ("prior_failed",)
+    assert off.trust.radius == context.trust.radius
+
+
+def test_the_retry_after_a_shortened_step_turns_off(monkeypatch):
+    def shortened(*args, **options):
+        raise ShortenedStepError("its step cut back to maxstep ends above")
+
+    monkeypatch.setattr(search_module, "shortened_step", shortened)
+    context = water_context()
+    assert "shortened" in searched(context).retried
+    off = searched(with_rules(context, shortened_retry=False))
+    assert off.reason == SEARCH and "shortened" not in off.retried
+
+
+def test_the_retry_after_an_uncertain_drop_turns_off(monkeypatch):
+    context = water_context()
+    monkeypatch.setattr(search_module, "check_confident", refusing(UncertainStepError))
+    assert searched(context).retried[0] == "uncertain"
+    monkeypatch.setattr(search_module, "check_confident", refusing(UncertainStepError))
+    assert "uncertain" not in searched(with_rules(context, uncertain_retry=False)).retried
+
+
+def test_the_box_sized_by_the_slope_noise_turns_off(monkeypatch):
+    def check(gp, centre, proposal, confidence, shortest=None):
+        if shortest is None:  # the proposal alone: a doubt any box may remove
+            raise UncertainStepError("in doubt")
+        raise SlopeNoiseError("in doubt down to the floor", 0.01)
+
+    monkeypatch.setattr(search_module, "check_confident", check)
+    context = water_context()
+    assert searched(context).retried == ("slope_noise",)
+    assert searched(with_rules(context, slope_noise_box=False)).retried[0] == "uncertain"
+
+
+def test_the_refusal_of_an_overturned_curvature_turns_off(monkeypatch):
+    context = water_context()
+    monkeypatch.setattr(search_module, "check_curvature_supported", refusing(overturned))
+    assert searched(context).retried[0] == "overturned"
+    monkeypatch.setattr(search_module, "check_curvature_supported", refusing(overturned))
+    assert "overturned" not in searched(with_rules(context, overturned_curvature=False)).retried
+
+
+@pytest.mark.parametrize("rule", ["interpolated_modes", "segment_restart"])
+def test_the_corrected_modes_and_the_segment_restart_turn_off(monkeypatch, rule):
+    calls = {"interpolated_descents": 0, "lowest_on_segment": 0}
+
+    def counted(name):
+        original = getattr(search_module, name)
+
+        def wrapper(*args, **options):
+            calls[name] += 1
+            return original(*args, **options)
+
+        return wrapper
+
+    for name in calls:
+        monkeypatch.setattr(search_module, name, counted(name))
+    context = water_context()
+    monkeypatch.setattr(search_module, "check_curvature_supported", refusing(overturned))
+    searched(context)
+    assert calls == {"interpolated_descents": 1, "lowest_on_segment": 1}
+    monkeypatch.setattr(search_module, "check_curvature_supported", refusing(overturned))
+    searched(with_rules(context, **{rule: False}))
+    called = {"interpolated_modes": "interpolated_descents", "segment_restart": "lowest_on_segment"}
+    assert calls[called[rule]] == 1 and calls[next(n for n in calls if n != called[rule])] == 2
+
+
+def test_the_halved_box_after_a_second_overturned_refusal_turns_off(monkeypatch):
+    radii, minimize = [], search_module.minimize_lcb
+
+    def recorded(gp, starts, centre, radius, *args, **options):
+        radii.append(radius)
+        return minimize(gp, starts, centre, radius, *args, **options)
+
+    context = water_context()
+    monkeypatch.setattr(search_module, "minimize_lcb", recorded)
+    monkeypatch.setattr(search_module, "check_curvature_supported", refusing(overturned, 2))
+    searched(context)
+    assert radii == [context.trust.radius] * 2 + [context.trust.radius / 2]
+    radii.clear()
+    monkeypatch.setattr(search_module, "check_curvature_supported", refusing(overturned, 2))
+    searched(with_rules(context, overturned_box_halving=False))
+    assert radii == [context.trust.radius] * 3
+
+
+def test_the_doubled_and_halved_steps_along_the_forces_turn_off():
+    context, observations = argon_context()
+    centre, forces = context.centre, observations.forces[0]
+    direction = forces / np.linalg.norm(forces, axis=1).max()
+    observations.append(centre + 0.05 * direction, 0.0, np.zeros((4, 3)))  # computed
+    np.testing.assert_allclose(force_step(context, 0.05), centre + 0.1 * direction, atol=1e-12)
+    halved = force_step(with_rules(context, force_step_doubling=False), 0.05)
+    np.testing.assert_allclose(halved, centre + 0.025 * direction, atol=1e-12)
+    for length in (0.1, 0.2):  # every doubled length up to maxstep computed too
+        observations.append(centre + length * direction, 0.0, np.zeros((4, 3)))
+    np.testing.assert_allclose(force_step(context, 0.05), centre + 0.025 * direction, atol=1e-12)
+    with pytest.raises(NoProgressError):
+        force_step(with_rules(context, force_step_halving=False), 0.05)
+
+
+def test_the_newton_step_along_the_forces_turns_off(monkeypatch):
+    context, observations = argon_context()
+    newton = 1e-4 * np.ones((4, 3))
+    monkeypatch.setattr(stages_module, "newton_length", lambda *args: 1e-4)  # below the floor
+    monkeypatch.setattr(stages_module, "newton_step", lambda *args: newton)
+    np.testing.assert_array_equal(force_step(context, 0.05), context.centre + newton)
+    step = force_step(with_rules(context, newton_force_step=False), 0.05) - context.centre
+    assert np.linalg.norm(step, axis=1).max() == pytest.approx(0.05)
+
+
+def test_the_widened_trust_radius_of_a_step_along_the_forces_turns_off():
+    context, _ = argon_context()
+    proposal = searched(context)
+    failed = replace(proposal, positions=None, trust=proposal.trust.within(1e-3))
+    on = step_along_forces(context, failed)
+    assert on.trust.radius == context.settings.trust_region.force_step
+    off = step_along_forces(with_rules(context, force_step_radius=False), failed)
+    assert off.trust.radius == 1e-3
+    step = np.linalg.norm(off.positions - context.centre, axis=1).max()
+    assert step == pytest.approx(1e-3)
+
+
+class FieldEMT(Calculator):
+    """EMT in a uniform field along x: forces with a net part no change of shape removes."""
+
+    implemented_properties = ("energy", "forces")
+
+    def __init__(self, field):
+        super().__init__()
+        self.field = field
+
+    def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        super().calculate(atoms, properties, system_changes)
+        inner = self.atoms.copy()
+        inner.calc = EMT()
+        self.results = {
+            "energy": inner.get_potential_energy() - self.field * self.atoms.positions[:, 0].sum(),
+            "forces": inner.get_forces() + [self.field, 0.0, 0.0],
+        }
+
+
+def test_the_rigid_move_turns_off():
+    def reasons(rules):
+        atoms = molecule("H2O")
+        atoms.calc = EMT()
+        BFGS(atoms, logfile=None).run(fmax=1e-4)
+        atoms.calc = FieldEMT(0.05)
+        opt = BOOptimizer(atoms, logfile=None, rules=rules)
+        opt.run(fmax=0.03, steps=1)  # the shape's forces meet it, the net force not
+        return opt.reasons
+
+    assert reasons(Rules()) == [RIGID_MOVE]
+    assert RIGID_MOVE not in reasons(Rules(rigid_move=False))
+
+
+def methane_dimer():
+    atoms = read(DATA_DIR / "s22" / "Methane_dimer.xyz")
+    atoms.calc = get_calculator("gfn2")
+    return atoms
+
+
+def test_curvature_steps_without_evidence_turn_on_with_the_evidence_rule_off():
+    """The methane dimer converges where only the GP's interpolation curves down: with
+    the evidence asked for, no step follows that curvature; without, one does."""
+    on = BOOptimizer(methane_dimer(), logfile=None)
+    assert on.run(fmax=0.05) and "curvature" not in on.reasons
+    off = BOOptimizer(methane_dimer(), logfile=None, rules=Rules(curvature_evidence=False))
+    off.run(fmax=0.05)
+    assert "curvature" in off.reasons
+
+
+def test_the_refuted_curvature_rule_turns_off():
+    """Under a GFN1-xTB prior the methane dimer's step along the prior's negative
+    curvature goes up: on, the prior's curvature leads no other step; off, it leads the
+    second that ``curvature_steps`` allows."""
+    counts = {}
+    for rules in (Rules(), Rules(refuted_curvature=False)):
+        log = io.StringIO()
+        opt = BOOptimizer(methane_dimer(), logfile=log, prior=get_calculator("gfn1"), rules=rules)
+        opt.run(fmax=0.05)
+        counts[rules.refuted_curvature] = (
+            opt.reasons.count("curvature"),
+            "its curvature alone leads no further step" in log.getvalue(),
+        )
+    assert counts[True] == (1, True)
+    assert counts[False] == (SpecialCases().curvature_steps, False)
+
+
+def test_the_priors_curvature_in_the_quadratic_turns_off(monkeypatch):
+    calls = []
+    original = endpoint_module.prior_where_interpolated
+
+    def counted(*args):
+        calls.append(args)
+        return original(*args)
+
+    monkeypatch.setattr(endpoint_module, "prior_where_interpolated", counted)
+    for rules, expected in ((Rules(), True), (Rules(quadratic_prior_curvature=False), False)):
+        calls.clear()
+        atoms = molecule("H2O")
+        atoms.positions += 0.05 * np.random.default_rng(1).normal(size=(3, 3))
+        atoms.calc = get_calculator("gfn2")
+        assert BOOptimizer(atoms, logfile=None, rules=rules).run(fmax=0.05)
+        assert bool(calls) is expected
+
+
+def test_the_quadratics_patience_turns_off(monkeypatch):
+    """With no patience left (0 calls), the model's quadratic keeps no run going; with
+    the rule off it does, as it does with the default patience."""
+    monkeypatch.setattr(endpoint_module, "QUADRATIC_PATIENCE", 0)
+    settings = SpecialCases(quadratic_drop=1e-3)
+    logs = {}
+    for rules in (Rules(), Rules(quadratic_patience=False)):
+        atoms = molecule("CH3CH2OH")
+        atoms.rattle(0.05, seed=3)
+        atoms.calc = get_calculator("gfn2")
+        log = io.StringIO()
+        opt = BOOptimizer(atoms, logfile=log, special_cases=settings, rules=rules)
+        opt.run(fmax=0.3, steps=60)
+        logs[rules.quadratic_patience] = log.getvalue()
+    assert "quadratic puts its minimum" not in logs[True]
+    assert "quadratic puts its minimum" in logs[False]
