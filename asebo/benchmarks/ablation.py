@@ -82,7 +82,7 @@ value."""
 MOLECULE_SETS = ("baker", "rough", "s22", "druglike", "druglike2", "druglike3", "large")
 """The molecule sets: folders of xyz files shipped in ``asebo/data``."""
 
-PERIODIC_SETS = ("bulk", "surfaces", "cells")
+PERIODIC_SETS = ("bulk", "surfaces", "cells", "periodic-heldout")
 """The periodic sets, with EMT: their systems as their own benchmarks build them."""
 
 SETS = MOLECULE_SETS + PERIODIC_SETS
@@ -179,6 +179,10 @@ def _periodic_systems(name):
         from asebo.benchmarks.surfaces import surface_systems
 
         return surface_systems()
+    if name == "periodic-heldout":
+        from asebo.benchmarks._heldout import periodic_heldout_systems
+
+        return periodic_heldout_systems()
     from asebo.benchmarks.cells import emt_cells
 
     return emt_cells()

@@ -55,7 +55,7 @@ class Engine:
         self.rotations = not periodic and bool(free.all())  # rigid rotations of a molecule
         self._metric = None  # (centre, metric) of the representation, from the last fit
         self._last_fit = None  # (observations counted, notes) of the last fit
-        self._verdict = None  # (observations counted, Verdict) of the last check
+        self._verdict = None  # ((observations counted, positions), Verdict) of the last check
 
     def fitted(self, observations):
         """The GP fitted to every observation, and notes for the log.
