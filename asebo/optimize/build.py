@@ -21,10 +21,12 @@ def build_engine(system, coordinates, prior=None, kernel=None, shortcuts=None, *
     prior, kernel : optional
         As for :class:`asebo.BOOptimizer`.
     shortcuts : dict, optional
-        The optimizer's ``kappa``, ``maxstep``, ``trust_radius``, ``recentre`` and
-        ``gp_options`` (:data:`asebo.optimize.resolve.SHORTCUTS`).
+        The optimizer's ``kappa``, ``maxstep``, ``trust_radius`` and ``recentre``
+        (:data:`asebo.optimize.resolve.SHORTCUTS`).
     **settings
-        ``search``, ``trust_region``, ``model``, ``special_cases``.
+        ``search``, ``trust_region``, ``model``, ``special_cases``, ``rules`` and the
+        shortcut ``gp_options``: as :func:`asebo.optimize.resolve.resolve_settings`
+        takes them.
 
     Returns
     -------
@@ -33,10 +35,7 @@ def build_engine(system, coordinates, prior=None, kernel=None, shortcuts=None, *
         The choice of ``prior='auto'``, and a pessimistic ``kappa`` chosen by the
         number of free coordinates.
 
-    Raises
-    ------
-    ValueError
-        For a kernel, prior or setting the system cannot take, before any call.
+    Raises ValueError for a kernel, prior or setting the system cannot take.
     """
     shortcuts = dict(shortcuts or {})
     model = settings.get("model") or ModelSettings()
@@ -54,21 +53,33 @@ def build_engine(system, coordinates, prior=None, kernel=None, shortcuts=None, *
         **shortcuts,
         **{**settings, "model": model},
     )
-    gp = EnergyForceGP(  # bad options fail here, before any call
-        trend=resolved.model.trend,
-        prior_curvature=resolved.model.prior_curvature,
-        **_gp_kernel_options(representation, resolved.model.gp_options),
-    )
+    gp = _gp(representation, resolved.model)  # bad options fail here, before any call
     engine = Engine(gp, made, representation, settings=resolved, **coordinates)
     notes = [] if reason is None else [f"prior='auto': {reason}"]
     search = settings.get("search")
-    chosen = shortcuts.get("kappa") is None and (search is None or search.kappa is None)
-    if chosen and resolved.search.kappa < 0:
-        notes.append(
-            f"kappa={resolved.search.kappa:g}: {dimension} free coordinates"
-            f" ({resolved.search.pessimistic_from} or more: a pessimistic bound)"
-        )
-    return engine, notes
+    given = shortcuts.get("kappa") is not None or (search is not None and search.kappa is not None)
+    return engine, notes + _kappa_note(resolved.search, dimension, given)
+
+
+def _kappa_note(search, dimension, given):
+    """The log's line on a pessimistic ``kappa`` chosen by the ``dimension`` free
+    coordinates, in a list; empty where ``kappa`` was ``given`` or is not negative."""
+    if given or search.kappa >= 0:
+        return []
+    return [
+        f"kappa={search.kappa:g}: {dimension} free coordinates"
+        f" ({search.pessimistic_from} or more: a pessimistic bound)"
+    ]
+
+
+def _gp(representation, model):
+    """The :class:`asebo.model.gp.EnergyForceGP` of the resolved ``model`` settings and
+    ``representation``; its prior is set at each fit."""
+    return EnergyForceGP(
+        trend=model.trend,
+        prior_curvature=model.prior_curvature,
+        **_gp_kernel_options(representation, model.gp_options),
+    )
 
 
 def _gp_kernel_options(representation, gp_options):

@@ -549,11 +549,7 @@ def curvature_with_evidence(
     every_uncertainty : bool
         False probes the uncertainty of the lowest and non-positive curvatures only.
     anchored : bool
-        Under a prior that curves, refit a copy of ``gp`` (its length scale kept) with
-        its constant the residual of the observation at ``positions`` (the lowest-energy
-        one where none is there; :class:`asebo.model.priors.AnchoredOffset`) and the
-        prior of the Hessian given as a result
-        (:meth:`asebo.model.priors.Prior.for_hessian`).
+        Under a prior that curves, of :func:`anchored_refit` of ``gp``.
 
     Returns
     -------
@@ -561,16 +557,8 @@ def curvature_with_evidence(
         ``gp``, or its anchored refit.
     curvature : ModelCurvature
     """
-    from asebo.model.priors import AnchoredOffset  # it brings PyTorch
-
     if anchored and not gp.prior.constant:
-        found = observations.find(positions)
-        refit = copy.copy(gp)  # the caller's GP is left as it is
-        refit.prior = AnchoredOffset(
-            gp.prior.for_hessian(), observations.best() if found is None else found
-        )
-        refit.fit_gamma, refit.gamma = False, gp.gamma_
-        gp = refit.fit(*observations.arrays())
+        gp = anchored_refit(gp, observations, positions)
     curvature = model_curvature(gp, positions, free, rotations, every_uncertainty)
     computed = observations.arrays()
     calculator = gp.prior if prior_calculator else None
@@ -579,6 +567,22 @@ def curvature_with_evidence(
         mode = curvature.modes[index]
         evidence[index] = evidence_of_descent(calculator, computed, positions, mode)
     return gp, replace(curvature, evidence=evidence)
+
+
+def anchored_refit(gp, observations, positions):
+    """A copy of ``gp`` (its length scale kept) refitted with its constant the residual
+    of the observation at ``positions`` (the lowest-energy one where none is there;
+    :class:`asebo.model.priors.AnchoredOffset`) and the prior of the Hessian given as
+    a result (:meth:`asebo.model.priors.Prior.for_hessian`); ``gp`` is left as it is."""
+    from asebo.model.priors import AnchoredOffset  # it brings PyTorch
+
+    found = observations.find(positions)
+    refit = copy.copy(gp)
+    refit.prior = AnchoredOffset(
+        gp.prior.for_hessian(), observations.best() if found is None else found
+    )
+    refit.fit_gamma, refit.gamma = False, gp.gamma_
+    return refit.fit(*observations.arrays())
 
 
 @dataclass(frozen=True)

@@ -172,6 +172,8 @@ class BOOptimizer(ModelResults, Optimizer):
     optimization", eqs. 34-35.
     """
 
+    _header_written = False  # the log's header line, written once
+
     defaults: ClassVar[dict] = {
         **Optimizer.defaults,
         "maxstep": TrustSettings.default_maxstep,
@@ -203,54 +205,37 @@ class BOOptimizer(ModelResults, Optimizer):
         **kwargs,
     ):
         self.threads = optimizer_threads(threads)
-        stored = check_restart(None if restart is None else os.fspath(restart))
-        self.coordinates = check_system(atoms)
-        if stored is not None:
-            self.coordinates = resume_system(atoms, stored, restart)
-        check_writable("restart", restart)
-        check_writable("trajectory", trajectory)
-        constrained = self.coordinates.atoms  # the atoms behind a filter, or atoms
-        free = self._free_coordinates()  # (N, 3)
-        self.subspace = free_subspace(self.coordinates, free)
-        self.periodic = self.coordinates.has_cell or bool(np.any(constrained.pbc))
-        # a filter's cell rows count as atoms of number 0 in the restart file
-        self.numbers = np.concatenate(
-            [constrained.get_atomic_numbers(), np.zeros(self.coordinates.rows - len(constrained))]
-        ).astype(int)
+        self.coordinates = _checked_coordinates(atoms, restart, trajectory)
         self.engine, choices = build_engine(
             atoms,
-            {
-                "numbers": self.numbers,
-                "free": free,
-                "subspace": self.subspace,
-                "periodic": self.periodic,
-                "cell": self.coordinates.has_cell,
-            },
+            self._engine_coordinates(),
             prior,
             kernel,
-            {
-                "kappa": kappa,
-                "maxstep": maxstep,
-                "trust_radius": trust_radius,
-                "recentre": recentre,
-                "gp_options": gp_options,
-            },
+            dict(kappa=kappa, maxstep=maxstep, trust_radius=trust_radius, recentre=recentre),
             search=search,
             trust_region=trust_region,
             model=model,
             special_cases=special_cases,
             rules=rules,
+            gp_options=gp_options,
         )
         self._force_consistent = None  # whether the calculator gives free_energy
         self._mismatch_noted = False  # energy_force_mismatch is written once a run
         self._given = {"kernel": kernel is not None, "prior": prior is not None}
-        self._header_written = False
         super().__init__(
             atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
         )
-        self.optimizable = _ObservedAtoms(atoms, constrained, self._observe, self.subspace)
-        # before anything is written: the log, the trajectory, the warm start's observations
-        lock = self.closelater(RestartLock.acquire(self.restart, comm))
+        self.optimizable = _ObservedAtoms(
+            atoms, self.coordinates.atoms, self._observe, self.subspace
+        )
+        self._open_outputs(trajectory, append_trajectory, observations)
+        self._write_notes(choices)
+
+    def _open_outputs(self, trajectory, append_trajectory, observations):
+        """Lock the restart file, open the trajectory, take a warm start's frames, then
+        write the log's header and the periodic system's note: nothing is written
+        before the lock is held."""
+        lock = self.closelater(RestartLock.acquire(self.restart, self.comm))
         try:
             self._open_trajectory(trajectory, append_trajectory)
             if observations is not None:
@@ -261,7 +246,24 @@ class BOOptimizer(ModelResults, Optimizer):
         self._write_header()
         if self.periodic:
             self._write_notes([periodic_note(self.coordinates, self.representation, self.prior)])
-        self._write_notes(choices)
+
+    def _engine_coordinates(self):
+        """The coordinates of the system as the engine takes them
+        (:class:`asebo.optimize.engine.Engine`); sets ``subspace``, ``periodic`` and
+        ``numbers``, a filter's cell rows counted as atoms of number 0."""
+        constrained = self.coordinates.atoms  # the atoms behind a filter, or atoms
+        free = self._free_coordinates()  # (N, 3)
+        self.subspace = free_subspace(self.coordinates, free)
+        self.periodic = self.coordinates.has_cell or bool(np.any(constrained.pbc))
+        cell_rows = np.zeros(self.coordinates.rows - len(constrained))
+        self.numbers = np.concatenate([constrained.get_atomic_numbers(), cell_rows]).astype(int)
+        return {
+            "numbers": self.numbers,
+            "free": free,
+            "subspace": self.subspace,
+            "periodic": self.periodic,
+            "cell": self.coordinates.has_cell,
+        }
 
     def _open_trajectory(self, trajectory, append_trajectory):
         """The trajectory's :class:`asebo.optimize.observations.TrajectoryFrames` (None
@@ -663,3 +665,16 @@ class BOOptimizer(ModelResults, Optimizer):
             f"{energy:15.6f} {fmax:15.6f} {predicted} {reason}"
         )
         self.logfile.write(line.rstrip() + "\n")
+
+
+def _checked_coordinates(system, restart, trajectory):
+    """The coordinates of ``system`` (a cell filter's given the restart file's
+    undeformed cell), the restart file and the trajectory's folder checked before any
+    call (:mod:`asebo.optimize.system_checks`)."""
+    stored = check_restart(None if restart is None else os.fspath(restart))
+    coordinates = check_system(system)
+    if stored is not None:
+        coordinates = resume_system(system, stored, restart)
+    check_writable("restart", restart)
+    check_writable("trajectory", trajectory)
+    return coordinates

@@ -62,15 +62,11 @@ def resolve_settings(
     Parameters
     ----------
     representation : asebo.optimize.representations.Representation
-        Its ``default_trend`` and ``default_recentre`` stand for ``model.trend`` and
-        ``model.recentre`` left None.
+        Its defaults stand for ``model.trend`` and ``model.recentre`` left None.
     prior_calculator : bool
-        Whether the prior is a second calculator: ``kappa``, ``maxstep`` and the first
-        trust radius take their defaults for it, and ``model.prior_curvature`` is 0
-        without it unless ``gp_options`` gives it.
+        Whether the prior is a second calculator, which has defaults of its own.
     free_coordinates : int
-        The coordinates the search moves, which choose the default ``kappa``
-        (:meth:`asebo.optimize.settings.SearchSettings.kappa_for`).
+        The coordinates the search moves: they choose the default ``kappa``.
     kappa, maxstep, trust_radius, recentre, gp_options : optional
         The optimizer's shortcuts (:data:`SHORTCUTS`).
     search, trust_region, model, special_cases, rules : optional
@@ -83,22 +79,27 @@ def resolve_settings(
     Raises
     ------
     ValueError
-        For a value given as a shortcut and as a field that disagree, naming both; for
-        a ``gp_options`` name :class:`asebo.model.gp.EnergyForceGP` does not take, or
-        one of :data:`MIRRORED` in ``model.gp_options``; for a value out of range.
+        For a shortcut and a field that disagree (naming both), a ``gp_options`` name
+        the GP does not take or one of :data:`MIRRORED`, a value out of range.
     TypeError
         For ``kappa``, ``maxstep`` or ``trust_radius`` that is no number.
     """
-    search = SearchSettings() if search is None else search
-    kappa = _agreed("kappa", kappa, "search.kappa", search.kappa)
-    default_kappa = search.kappa_for(free_coordinates, prior_calculator)
     return Settings(
-        replace(search, kappa=finite_number("kappa", kappa, default_kappa)),
+        _resolved_search(search, kappa, free_coordinates, prior_calculator),
         _resolved_trust(trust_region, maxstep, trust_radius, prior_calculator),
         _resolved_model(model, gp_options, recentre, representation, prior_calculator),
         SpecialCases() if special_cases is None else special_cases,
         Rules() if rules is None else rules,
     )
+
+
+def _resolved_search(search, kappa, free_coordinates, prior_calculator):
+    """``search`` (None: the defaults) with ``kappa`` resolved from the shortcut and
+    the default for ``free_coordinates`` with or without a prior calculator."""
+    search = SearchSettings() if search is None else search
+    kappa = _agreed("kappa", kappa, "search.kappa", search.kappa)
+    default_kappa = search.kappa_for(free_coordinates, prior_calculator)
+    return replace(search, kappa=finite_number("kappa", kappa, default_kappa))
 
 
 def _resolved_trust(trust_region, maxstep, trust_radius, prior_calculator):
