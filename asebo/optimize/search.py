@@ -7,10 +7,55 @@ bounds: a trust box around the best configuration, on the free coordinates only
 (:func:`minimize_lcb`). A negative ``kappa`` makes the bound pessimistic, ``mu +
 |kappa| sigma`` (:class:`PessimisticBound`): the search then prefers the steps the
 model is sure of to those it merely hopes for.
+
+In :func:`minimize_lcb`, L-BFGS-B stops when an iteration changes the bound by less
+than ``tolerance`` times ``max(|bound|, 1 eV)``. Measured from the model's energy at
+``centre``, the bound of a step is a drop below 1 eV, and the stop is a change below
+``tolerance`` eV, whatever the reference of the energy (a total energy of thousands of
+eV, a DFT energy relative to atoms). With a ``preconditioner`` the search runs
+unconstrained in the box's coordinates
+(:class:`asebo.optimize.preconditioning.BoxCoordinates`), else in the free coordinates
+within L-BFGS-B's bounds.
+
 :func:`search` is the search of one step, repeated in smaller boxes where it fails.
+A search fails where the prior calculator fails at a configuration it tries, where it
+goes beyond ``maxstep`` and the step cut back to it leaves the model's descent
+(:func:`shortened_step`), or where the model's own uncertainty leaves its drop in doubt
+(:func:`asebo.optimize.trust.check_confident`); it is then repeated in a box half the
+size, closer to the configurations computed. Where that doubt is the noise on the
+model's slope, which no smaller box removes (a
+:class:`asebo.optimize.trust.SlopeNoiseError`), it is repeated once in a box the size
+of the length along the step where the drop is surest, the trust region cut to it, and
+that search's proposal stands. Where the model curves down along the step only by its
+interpolation (:func:`asebo.optimize.trust.check_curvature_supported`), the box stays
+and the search is repeated with the prior's curvature along that step in place of the
+model's (:class:`EnergyModel`'s ``corrections``), as the checks at convergence read
+such a mode (:func:`asebo.optimize.model_hessian.prior_where_interpolated`): the fault
+lies along one direction, not in the box, and a trust region halved for it stays small
+for the steps after, which then crawl (docs/notes/large-molecules.md, "A refused
+direction corrected, not the box halved"). From a second such refusal on, the
+interpolation fails in more than one direction at this size, and the box of this
+step's searches halves too; the trust region stays. Under a model prior, the first
+such refusal of a step corrects every mode of the model's Hessian at the centre along
+which only the interpolation curves down
+(:func:`asebo.optimize.model_hessian.interpolated_descents`), the refused step too
+where it still curves down with those added (:func:`curves_down`): corrected one at a
+time, each repeat would find the next such direction. Under a prior calculator the
+Hessian would cost ``6N`` of its calls, and the refused step alone is corrected. A
+repeat after such a direction starts at the lowest corrected bound on the line from
+the centre to where the refused search ended (:func:`lowest_on_segment`), one after
+another error from where the refused search ended (clipped into a smaller box, which
+still holds its direction); up to ``settings.search.retries`` searches in all. The
+last search's proposal stands whatever its uncertainty, and so does one in the
+smallest box, or where only rigid forces are left (the shape has converged: the model
+has no drop left to be confident of). Each search stops when an iteration gains less
+than ``settings.search.tolerance`` (under a prior calculator ``calculator_tolerance``)
+times the atoms it moves (:func:`minimize_lcb`). Each of these repairs turns off alone
+in ``settings.rules`` (:class:`asebo.optimize.settings.Rules`).
 """
 
 import warnings
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -25,10 +70,11 @@ from gpytorch.distributions import MultivariateNormal
 from asebo.model.priors import PriorCalculationError
 from asebo.optimize.model_hessian import directional_curvature, interpolated_descents
 from asebo.optimize.preconditioning import BoxCoordinates, metric_preconditioner
-from asebo.optimize.proposal import SEARCH, SEARCH_FAILED, Proposal
+from asebo.optimize.proposal import SEARCH, SEARCH_FAILED, Proposal, StepContext
 from asebo.optimize.trust import (
     OverturnedCurvatureError,
     SlopeNoiseError,
+    TrustRegion,
     UncertainStepError,
     check_confident,
     check_curvature_supported,
@@ -170,15 +216,6 @@ def minimize_lcb(
 ):
     """Minimise ``mu - kappa sigma`` in the box ``centre +- radius`` on the free coordinates.
 
-    L-BFGS-B stops when an iteration changes the bound by less than ``tolerance``
-    times ``max(|bound|, 1 eV)``. Measured from the model's energy at ``centre``,
-    the bound of a step is a drop below 1 eV, and the stop is a change below
-    ``tolerance`` eV, whatever the reference of the energy (a total energy of
-    thousands of eV, a DFT energy relative to atoms). With a ``preconditioner`` the
-    search runs unconstrained in the box's coordinates
-    (:class:`asebo.optimize.preconditioning.BoxCoordinates`), else in the free
-    coordinates within L-BFGS-B's bounds.
-
     Parameters
     ----------
     gp : asebo.model.gp.EnergyForceGP
@@ -190,20 +227,17 @@ def minimize_lcb(
         Half-width of the box in Å, per coordinate.
     free : bool tensor (3n,)
     kappa : float
-        Weight of the uncertainty: > 0 explores, 0 minimises the posterior mean, < 0
-        penalises uncertain steps (:class:`PessimisticBound`).
+        > 0 explores, 0 minimises the posterior mean, < 0 penalises uncertain steps.
     maxiter : int
         L-BFGS-B iterations.
     tolerance : float
         eV: the search stops when an iteration lowers the bound by less than this.
     preconditioner : tuple of arrays (d, d), optional
-        ``P`` and ``P^{-1}`` (:func:`asebo.optimize.preconditioning.preconditioner`) on
-        the ``d`` free coordinates.
+        ``P`` and ``P^{-1}`` (:func:`asebo.optimize.preconditioning.preconditioner`).
     corrections : tuple of arrays (k, 3n) and (k,), optional
         Curvatures added to the mean along unit directions (:class:`EnergyModel`).
     subspace : asebo.optimize.subspace.FreeSubspace, optional
-        The displacements from ``centre`` the constraints allow (:class:`EnergyModel`):
-        the search moves within them.
+        Displacements from ``centre`` the constraints allow: the search moves within them.
 
     Returns
     -------
@@ -212,6 +246,34 @@ def minimize_lcb(
         ``mu - kappa sigma`` there.
     """
     offset = float(gp.predict(centre.numpy()[None])[0])
+    initial, lower, upper, box = search_space(starts, centre, radius, free, preconditioner)
+    model = EnergyModel(gp, centre, free, offset, box, corrections, subspace)
+    acquisition = bound_to_maximise(model, kappa)
+    found, value = best_candidate(acquisition, initial, lower, upper, maxiter, tolerance)
+    return model.positions(found)[0], offset - value
+
+
+def search_space(starts, centre, radius, free, preconditioner):
+    """Where L-BFGS-B starts and how far it may go: the box ``centre +- radius`` on the
+    ``d`` free coordinates, or with a ``preconditioner`` the box's coordinates
+    (:class:`asebo.optimize.preconditioning.BoxCoordinates`), unbounded.
+
+    Parameters
+    ----------
+    starts : tensor (s, n, 3)
+    centre : tensor (n, 3)
+    radius : float
+    free : bool tensor (3n,)
+    preconditioner : tuple of arrays (d, d) or None
+
+    Returns
+    -------
+    initial : tensor (s, 1, d)
+        ``starts`` clipped into the box, in the box's coordinates where it has them.
+    lower, upper : tensors (d,) or None
+        The box's bounds on the free coordinates; None with a ``preconditioner``.
+    box : asebo.optimize.preconditioning.BoxCoordinates or None
+    """
     middle = centre.reshape(-1)[free]  # (d,)
     lower, upper = middle - radius, middle + radius
     initial = starts.reshape(len(starts), -1)[:, free]
@@ -220,9 +282,13 @@ def minimize_lcb(
     if preconditioner is not None:
         box = BoxCoordinates(middle, radius, *preconditioner)
         initial, lower, upper = box.from_box(initial), None, None
-    model = EnergyModel(gp, centre, free, offset, box, corrections, subspace)
-    acquisition = bound_to_maximise(model, kappa)
-    initial = initial[:, None, :]  # (s, 1, d)
+    return initial[:, None, :], lower, upper, box
+
+
+def best_candidate(acquisition, initial, lower, upper, maxiter, tolerance):
+    """Maximise ``acquisition`` with BoTorch's batched L-BFGS-B from each of ``initial``
+    (s, 1, d) within the bounds ``lower``, ``upper`` (d,) each, or None: the best
+    candidate (1, d) found and its value."""
     # gen_candidates_scipy itself, not optimize_acqf: optimize_acqf hands it an empty
     # map of fixed features, and BoTorch then rebuilds every input column by column at
     # each evaluation, a Python loop over the 3N coordinates and its backward (its time
@@ -240,7 +306,7 @@ def minimize_lcb(
             options={"maxiter": maxiter, "ftol": tolerance, "factr": None},
         )  # (s, 1, d), (s,)
     best = int(torch.argmax(values))
-    return model.positions(candidates[best].detach())[0], offset - float(values[best])
+    return candidates[best].detach(), float(values[best])
 
 
 class ShortenedStepError(RuntimeError):
@@ -250,44 +316,8 @@ class ShortenedStepError(RuntimeError):
 
 
 def search(context, starts):
-    """The model's proposal: its lower confidence bound minimised in the trust box.
-
-    A search fails where the prior calculator fails at a configuration it tries, where
-    it goes beyond ``maxstep`` and the step cut back to it leaves the model's descent
-    (:func:`shortened_step`), or where the model's own uncertainty leaves its drop in
-    doubt (:func:`asebo.optimize.trust.check_confident`); it is then repeated in a box
-    half the size, closer to the configurations computed. Where that doubt is the noise
-    on the model's slope, which no smaller box removes (a
-    :class:`asebo.optimize.trust.SlopeNoiseError`), it is repeated once in a box the
-    size of the length along the step where the drop is surest, the trust region cut to
-    it, and that search's proposal stands. Where the model curves down along the step
-    only by its interpolation (:func:`asebo.optimize.trust.check_curvature_supported`),
-    the box stays and the search is repeated with the prior's curvature along that step
-    in place of the model's (:class:`EnergyModel`'s ``corrections``), as the checks at
-    convergence read such a mode
-    (:func:`asebo.optimize.model_hessian.prior_where_interpolated`): the fault lies
-    along one direction, not in the box, and a trust region halved for it stays small
-    for the steps after, which then crawl (docs/notes/large-molecules.md, "A refused
-    direction corrected, not the box halved"). From a second such refusal on, the
-    interpolation fails in more than one direction at this size, and the box of this
-    step's searches halves too; the trust region stays. Under a model prior, the first
-    such refusal of a step corrects every mode of the model's Hessian at the centre
-    along which only the interpolation curves down
-    (:func:`asebo.optimize.model_hessian.interpolated_descents`), the refused step too
-    where it still curves down with those added (:func:`curves_down`): corrected one at
-    a time, each repeat would find the next such direction. Under a prior calculator the
-    Hessian would cost ``6N`` of its calls, and the refused step alone is corrected. A
-    repeat after such a direction starts at the lowest corrected bound on the line from
-    the centre to where the refused search ended (:func:`lowest_on_segment`), one after
-    another error from where the refused search ended (clipped into a smaller box, which
-    still holds its direction); up to ``settings.search.retries`` searches in all. The
-    last search's proposal stands whatever its uncertainty, and so does one in the
-    smallest box, or where only rigid forces are left (the shape has converged: the
-    model has no drop left to be confident of). Each search stops when an iteration
-    gains less than ``settings.search.tolerance`` (under a prior calculator
-    ``calculator_tolerance``) times the atoms it moves (:func:`minimize_lcb`). Each of
-    these repairs turns off alone in ``settings.rules``
-    (:class:`asebo.optimize.settings.Rules`).
+    """The model's proposal: its lower confidence bound minimised in the trust box, the
+    search repeated where it fails, as the module's description says.
 
     Parameters
     ----------
@@ -301,88 +331,221 @@ def search(context, starts):
         Reason ``'search'``, without its predicted energy; or ``'search_failed'``
         with no positions when every search failed.
     """
-    gp, centre, trust = context.gp, context.centre, context.trust
-    settings, confidence = context.settings.search, context.settings.trust_region.confidence
-    rules = context.settings.rules
-    moving_atoms = max(int(context.free.any(axis=1).sum()), 1)
-    tolerance = settings.calculator_tolerance if gp.prior.is_calculator else settings.tolerance
-    preconditioner = (
-        metric_preconditioner(gp.metric, centre, context.free) if settings.preconditioned else None
-    )
-    box = trust  # of this step's searches: smaller than the trust region from a
-    # second refusal as overturned on
-    retried, notes, directions, curvatures = [], [], [], []
-    standing = False  # a box sized where the slope's noise leaves the drop surest
-    for attempt in range(settings.retries + 1):
-        corrections = (directions, curvatures) if directions else None
+    searches = StepSearches.starting(context, starts)
+    for attempt in range(context.settings.search.retries + 1):
         try:
-            found, _ = minimize_lcb(
-                gp,
-                torch.as_tensor(np.array(starts)),
-                torch.as_tensor(centre),
-                box.radius,
-                torch.as_tensor(context.free.reshape(-1)),
-                settings.kappa,
-                settings.maxiter,
-                tolerance * moving_atoms,
-                preconditioner=preconditioner,
-                corrections=corrections,
-                subspace=context.subspace,
-            )
-            starts = [found.numpy()]  # a search again in a smaller box starts here
-            positions = (
-                shortened_step(gp, centre, starts[0], context.maxstep)
-                if rules.shortened_retry
-                else within_maxstep(centre, starts[0], context.maxstep)
-            )
-            checked = confidence is not None and attempt < settings.retries
-            if checked and not box.at_floor and not context.rigid_left and not standing:
-                if rules.uncertain_retry:
-                    shortest = box.settings.floor if rules.slope_noise_box else None
-                    check_confident(gp, centre, positions, confidence, shortest)
-                if rules.overturned_curvature:
-                    check_curvature_supported(gp, centre, positions, context.observations)
+            positions = searches.searched(attempt)
         except OverturnedCurvatureError as error:
-            if rules.interpolated_modes and not directions and not gp.prior.is_calculator:
-                modes, excesses = interpolated_descents(
-                    gp, centre, context.free, context.observations.arrays()
-                )
-                directions.extend(modes)
-                curvatures.extend(excesses)
-            if not directions or curves_down(gp, centre, error.direction, directions, curvatures):
-                directions.append(error.direction)
-                curvatures.append(error.excess)
-            if rules.segment_restart:
-                starts = [
-                    lowest_on_segment(
-                        gp, centre, starts[0], settings.kappa, (directions, curvatures)
-                    )
-                ]
-            retried.append(error.reason)
-            note = f"{error}; the search takes the prior's curvature along that step"
-            if rules.overturned_box_halving and retried.count(error.reason) > 1:
-                box = box.shrunk()
-                note += f", in a box of {box.radius:.3g} Å for this step"
-            notes.append(note)
-            continue
+            searches.after_overturned(error)
         except SlopeNoiseError as error:
-            trust, box, standing = trust.within(error.length), box.within(error.length), True
-            retried.append(error.reason)
-            notes.append(
-                f"{error}; the search is repeated in a box of {box.radius:.3g} Å, whose "
-                "proposal stands"
-            )
-            continue
+            searches.after_slope_noise(error)
         except (PriorCalculationError, ShortenedStepError, UncertainStepError) as error:
-            retried.append(error.reason)
-            if isinstance(error, PriorCalculationError) and not rules.prior_failure_retry:
-                notes.append(f"{error}; the step goes along the forces")
+            if not searches.after_failure(error):
                 break
-            trust, box = trust.shrunk(), box.shrunk()
-            notes.append(f"{error}; the trust radius is halved to {trust.radius:.3g} Å")
-            continue
-        return Proposal(positions, None, trust, SEARCH, tuple(retried), tuple(notes))
-    return Proposal(None, None, trust, SEARCH_FAILED, tuple(retried), tuple(notes))
+        else:
+            return searches.proposal(positions)
+    return searches.proposal(None)
+
+
+@dataclass
+class StepSearches:
+    """What the searches of one step (:func:`search`) hand on from one to the next.
+
+    Attributes
+    ----------
+    context : asebo.optimize.proposal.StepContext
+    preconditioner : tuple of arrays (d, d) or None
+        Of the box's coordinates (:func:`minimize_lcb`), fixed for the step.
+    tolerance : float
+        eV: the stop of every search, ``settings.search.tolerance`` (under a prior
+        calculator ``calculator_tolerance``) times the atoms it moves.
+    trust : asebo.optimize.trust.TrustRegion
+        The trust region, cut where a search fails.
+    box : asebo.optimize.trust.TrustRegion
+        The box of this step's searches: smaller than the trust region from a second
+        refusal as overturned on.
+    starts : list of arrays (n, 3)
+        Where the next search starts.
+    standing : bool
+        The box is sized where the slope's noise leaves the drop surest: the next
+        search's proposal stands.
+    retried, notes : lists of str
+        Why each search was repeated, and the log's lines on it.
+    directions, curvatures : lists of arrays (3n,) and floats
+        Unit directions and the prior's curvatures along them, eV/Å², that the mean
+        takes (:class:`EnergyModel`'s ``corrections``).
+    """
+
+    context: StepContext
+    preconditioner: tuple | None
+    tolerance: float
+    trust: TrustRegion
+    box: TrustRegion
+    starts: list
+    standing: bool = False
+    retried: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    directions: list = field(default_factory=list)
+    curvatures: list = field(default_factory=list)
+
+    @classmethod
+    def starting(cls, context, starts):
+        """The searches of the step ``context`` decides, the first from ``starts``."""
+        settings = context.settings.search
+        moving_atoms = max(int(context.free.any(axis=1).sum()), 1)
+        tolerance = (
+            settings.calculator_tolerance if context.gp.prior.is_calculator else settings.tolerance
+        )
+        preconditioner = (
+            metric_preconditioner(context.gp.metric, context.centre, context.free)
+            if settings.preconditioned
+            else None
+        )
+        return cls(
+            context, preconditioner, tolerance * moving_atoms, context.trust, context.trust, starts
+        )
+
+    def searched(self, attempt):
+        """The proposal (n, 3) of search number ``attempt`` (from 0), cut to ``maxstep``
+        and checked; the next search, should this one fail, starts where it ended.
+
+        Raises
+        ------
+        asebo.model.priors.PriorCalculationError, ShortenedStepError,
+        asebo.optimize.trust.UncertainStepError, asebo.optimize.trust.SlopeNoiseError,
+        asebo.optimize.trust.OverturnedCurvatureError
+            Where the search fails, as :func:`search` repeats it.
+        """
+        self.starts = [self.lcb_minimum()]  # a search again in a smaller box starts here
+        positions = self.cut_to_maxstep(self.starts[0])
+        if self.checks(attempt):
+            self.check(positions)
+        return positions
+
+    def lcb_minimum(self):
+        """Where the bound's minimum lies in this search's box (n, 3)."""
+        context, settings = self.context, self.context.settings.search
+        found, _ = minimize_lcb(
+            context.gp,
+            torch.as_tensor(np.array(self.starts)),
+            torch.as_tensor(context.centre),
+            self.box.radius,
+            torch.as_tensor(context.free.reshape(-1)),
+            settings.kappa,
+            settings.maxiter,
+            self.tolerance,
+            preconditioner=self.preconditioner,
+            corrections=(self.directions, self.curvatures) if self.directions else None,
+            subspace=context.subspace,
+        )
+        return found.numpy()
+
+    def cut_to_maxstep(self, found):
+        """``found`` (n, 3) moved towards the centre until no atom moves more than
+        ``maxstep``: checked to stay a descent (:func:`shortened_step`) unless
+        ``settings.rules.shortened_retry`` is off."""
+        context = self.context
+        if context.settings.rules.shortened_retry:
+            return shortened_step(context.gp, context.centre, found, context.maxstep)
+        return within_maxstep(context.centre, found, context.maxstep)
+
+    def checks(self, attempt):
+        """Whether search number ``attempt`` (from 0) has its proposal checked: not
+        without a ``confidence``, nor the last search, one in the smallest box, one where
+        only rigid forces are left or one that stands."""
+        context = self.context
+        confidence = context.settings.trust_region.confidence
+        checked = confidence is not None and attempt < context.settings.search.retries
+        return checked and not self.box.at_floor and not context.rigid_left and not self.standing
+
+    def check(self, positions):
+        """Raise where the model doubts its drop to ``positions`` (n, 3)
+        (:func:`asebo.optimize.trust.check_confident`) or curves down along the step
+        only by its interpolation (:func:`asebo.optimize.trust.check_curvature_supported`),
+        each where ``settings.rules`` has it."""
+        context, rules = self.context, self.context.settings.rules
+        gp, centre = context.gp, context.centre
+        if rules.uncertain_retry:
+            shortest = self.box.settings.floor if rules.slope_noise_box else None
+            check_confident(
+                gp, centre, positions, context.settings.trust_region.confidence, shortest
+            )
+        if rules.overturned_curvature:
+            check_curvature_supported(gp, centre, positions, context.observations)
+
+    def after_overturned(self, error):
+        """After ``error``, an :class:`asebo.optimize.trust.OverturnedCurvatureError`: the
+        prior's curvature along its step (:meth:`correct`), the next search from the
+        lowest bound on the refused segment, and from a second such refusal a halved box."""
+        rules = self.context.settings.rules
+        self.correct(error)
+        if rules.segment_restart:
+            corrections = (self.directions, self.curvatures)
+            kappa = self.context.settings.search.kappa
+            self.starts = [
+                lowest_on_segment(
+                    self.context.gp, self.context.centre, self.starts[0], kappa, corrections
+                )
+            ]
+        self.retried.append(error.reason)
+        note = f"{error}; the search takes the prior's curvature along that step"
+        if rules.overturned_box_halving and self.retried.count(error.reason) > 1:
+            self.box = self.box.shrunk()
+            note += f", in a box of {self.box.radius:.3g} Å for this step"
+        self.notes.append(note)
+
+    def correct(self, error):
+        """Add the prior's curvature along the step of ``error``, an
+        :class:`asebo.optimize.trust.OverturnedCurvatureError`, to the mean's corrections;
+        at a step's first refusal under a model prior, along every mode at the centre
+        where only the interpolation curves down too, and then along the step only where
+        the model still curves down."""
+        gp, centre = self.context.gp, self.context.centre
+        rules = self.context.settings.rules
+        if rules.interpolated_modes and not self.directions and not gp.prior.is_calculator:
+            modes, excesses = interpolated_descents(
+                gp, centre, self.context.free, self.context.observations.arrays()
+            )
+            self.directions.extend(modes)
+            self.curvatures.extend(excesses)
+        if not self.directions or curves_down(
+            gp, centre, error.direction, self.directions, self.curvatures
+        ):
+            self.directions.append(error.direction)
+            self.curvatures.append(error.excess)
+
+    def after_slope_noise(self, error):
+        """After ``error``, an :class:`asebo.optimize.trust.SlopeNoiseError`: the trust
+        region and the box cut to the length where the drop is surest, and the next
+        search's proposal stands."""
+        self.trust, self.box = self.trust.within(error.length), self.box.within(error.length)
+        self.standing = True
+        self.retried.append(error.reason)
+        self.notes.append(
+            f"{error}; the search is repeated in a box of {self.box.radius:.3g} Å, whose "
+            "proposal stands"
+        )
+
+    def after_failure(self, error):
+        """After ``error``, a failed prior calculation, a shortened step that rises or a
+        doubted drop: whether a search is repeated, in a box and trust region halved
+        (not after a prior's failure where ``settings.rules.prior_failure_retry`` is off)."""
+        self.retried.append(error.reason)
+        if (
+            isinstance(error, PriorCalculationError)
+            and not self.context.settings.rules.prior_failure_retry
+        ):
+            self.notes.append(f"{error}; the step goes along the forces")
+            return False
+        self.trust, self.box = self.trust.shrunk(), self.box.shrunk()
+        self.notes.append(f"{error}; the trust radius is halved to {self.trust.radius:.3g} Å")
+        return True
+
+    def proposal(self, positions):
+        """The step's :class:`asebo.optimize.proposal.Proposal`: the search's at ``positions``
+        (n, 3), or the failed search's where they are None."""
+        reason = SEARCH_FAILED if positions is None else SEARCH
+        return Proposal(positions, None, self.trust, reason, tuple(self.retried), tuple(self.notes))
 
 
 def curves_down(gp, centre, direction, directions, curvatures):

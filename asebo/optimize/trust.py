@@ -8,6 +8,35 @@ GP's prediction in place of the quadratic model). Before a proposal is computed,
 drop in doubt, and the box then halves before any call is spent, as the
 restricted-variance steps of G. Raggi, I. Fdez. Galván, C. L. Ritterhoff, M. Vacher
 and R. Lindh, J. Chem. Theory Comput. 16, 3989 (2020) do.
+
+The predicted drop ``mu(centre) - mu(proposal)`` must be at least ``confidence``
+standard deviations ``sqrt(sigma^2(proposal) - sigma^2(centre))``: the variance the GP
+adds at the proposal beyond that at the centre, whose own variance (the noise the GP
+allows on the observations) is no uncertainty about the step. Were that the variance
+of the drop, a Gaussian posterior would put a step that passes ``confidence = 3``
+below the centre with probability 0.998 or more. The drop is measured from the model's
+mean at the centre, not from the energy computed there: where the GP allows noise, a
+lowest energy below its mean (a step that gained a little from grid noise in DFT)
+would otherwise count against every proposal, and the box would halve down to its
+floor. A bound on the predicted variance restricts the steps of Raggi et al.; here the
+bound scales with the drop, so a short final step near a minimum passes where a long
+one of the same drop does not.
+
+A refusal halves the box, which helps where the doubt grows faster than the drop with
+the step's length: the curvature the observations leave open adds a standard
+deviation growing as the square of the length. Where the doubt is the slope's own (the
+noise the GP allows on the gradients at the centre, comparable to forces near
+convergence), drop and doubt both grow as the length, no box is confident, and halving
+only shortens every later step to the floor, each call gaining little, as predicted
+(a GPAW run of CO on Cu(100) in docs/notes/noise-limited-confidence.md, "Why
+the box halved in vain"). So the same step is checked again cut to half its length, a
+quarter, and so on down to the smallest box, the lengths the halved boxes reach
+(:func:`step_fractions`). Where none is confident, the shortest still goes down by the
+model, and the drop is surer (more deviations) at a longer length than at the
+shortest, the doubt is the slope's: :class:`SlopeNoiseError` gives the length where the
+drop is surest, the search is repeated once in a box of that size, and its proposal
+stands (:func:`asebo.optimize.search.search`). Where the drop is surest at the shortest
+length, a smaller box is surer, and the box halves as before.
 """
 
 from dataclasses import dataclass, field
@@ -125,38 +154,8 @@ class TrustRegion:
 def check_confident(gp, centre, proposal, confidence=TrustSettings.confidence, shortest=None):
     """Raise :class:`UncertainStepError` unless the GP is confident that ``proposal``
     lies below the box's centre, the lowest configuration computed;
-    :class:`SlopeNoiseError` where no shorter step along it could be either.
-
-    The predicted drop ``mu(centre) - mu(proposal)`` must be at least ``confidence``
-    standard deviations ``sqrt(sigma^2(proposal) - sigma^2(centre))``: the variance
-    the GP adds at the proposal beyond that at the centre, whose own variance (the
-    noise the GP allows on the observations) is no uncertainty about the step. Were
-    that the variance of the drop, a Gaussian posterior would put a step that passes
-    ``confidence = 3`` below the centre with probability 0.998 or more. The drop is
-    measured from the model's mean at the centre, not from the energy computed
-    there: where the GP allows noise, a lowest energy below its mean (a step that
-    gained a little from grid noise in DFT) would otherwise count against every
-    proposal, and the box would halve down to its floor. A bound on the predicted
-    variance restricts the steps of Raggi et al., J. Chem. Theory Comput. 16, 3989
-    (2020); here the bound scales with the drop, so a short final step near a
-    minimum passes where a long one of the same drop does not.
-
-    A refusal halves the box, which helps where the doubt grows faster than the drop
-    with the step's length: the curvature the observations leave open adds a
-    standard deviation growing as the square of the length. Where the doubt is the
-    slope's own (the noise the GP allows on the gradients at the centre, comparable
-    to forces near convergence), drop and doubt both grow as the length, no box is
-    confident, and halving only shortens every later step to the floor, each call a
-    fraction of a meV lower, as predicted (a GPAW run of CO on Cu(100) in
-    docs/notes/noise-limited-confidence.md, "Why the box halved in vain"). So the
-    same step is checked again cut to half its length, a quarter, and so on down to
-    ``shortest``, the lengths the halved boxes reach. Where none is confident, the
-    shortest still goes down by the model, and the drop is surer (more deviations) at
-    a longer length than at the shortest, the doubt is the slope's:
-    :class:`SlopeNoiseError` gives the length where the drop is surest, the search is
-    repeated once in a box of that size, and its proposal stands
-    (:func:`asebo.optimize.search.search`). Where the drop is surest at the shortest
-    length, a smaller box is surer, and the box halves as before.
+    :class:`SlopeNoiseError` where no shorter step along it could be either (the drop,
+    its standard deviation and the shorter steps: the module's description).
 
     Parameters
     ----------
@@ -181,13 +180,9 @@ def check_confident(gp, centre, proposal, confidence=TrustSettings.confidence, s
     """
     step = proposal - centre  # (n, 3)
     length = float(np.abs(step).max())
-    fractions = [1.0]
-    while shortest and fractions[-1] * length > shortest:
-        fractions.append(max(fractions[-1] / 2, shortest / length))
-    points = [centre + f * step for f in fractions]
-    mean, std = gp.predict(np.array([centre, *points]), return_std=True)  # (1 + k,), (1 + k,)
-    drops = mean[0] - mean[1:]  # (k,)
-    uncertainties = np.sqrt(np.maximum(std[1:] ** 2 - std[0] ** 2, 0.0))  # (k,)
+    fractions = step_fractions(length, shortest)  # (k,)
+    points = [centre + f * step for f in fractions]  # (k, n, 3)
+    drops, uncertainties = drops_and_uncertainties(gp, centre, points)  # (k,), (k,)
     confident = drops >= confidence * uncertainties  # (k,)
     if confident[0]:
         return
@@ -204,6 +199,28 @@ def check_confident(gp, centre, proposal, confidence=TrustSettings.confidence, s
         f"{ratios[surest]:.2g} deviations, at {fractions[surest] * length:.3g} Å)",
         fractions[surest] * length,
     )
+
+
+def step_fractions(length, shortest):
+    """The fractions (k,) of a step whose largest coordinate is ``length`` Å at which
+    :func:`check_confident` checks it: 1, then halved down to the fraction that makes it
+    ``shortest`` Å, the lengths the halved boxes reach; 1 alone where ``shortest`` is
+    None."""
+    fractions = [1.0]
+    while shortest and fractions[-1] * length > shortest:
+        fractions.append(max(fractions[-1] / 2, shortest / length))
+    return fractions
+
+
+def drops_and_uncertainties(gp, centre, points):
+    """The model's drops ``mu(centre) - mu(point)`` (k,) from ``centre`` (n, 3) to each
+    of ``points`` (k, n, 3), and their uncertainties
+    ``sqrt(sigma^2(point) - sigma^2(centre))`` (k,): standard deviations of the variance
+    the GP adds there beyond that at the centre."""
+    mean, std = gp.predict(np.array([centre, *points]), return_std=True)  # (1 + k,), (1 + k,)
+    drops = mean[0] - mean[1:]  # (k,)
+    uncertainties = np.sqrt(np.maximum(std[1:] ** 2 - std[0] ** 2, 0.0))  # (k,)
+    return drops, uncertainties
 
 
 def check_curvature_supported(gp, centre, proposal, observations):
