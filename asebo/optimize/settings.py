@@ -203,7 +203,7 @@ class SpecialCases:
         the lowest energy was found.
     curvature_steps : int
         At most this many steps of a run along a negative curvature of the model
-        where the forces are converged (:meth:`asebo.BOOptimizer.gradient_converged`).
+        where the forces are converged (:func:`asebo.optimize.endpoint.descend_negative_curvature`).
     quadratic_drop : float or None
         eV: where the forces are converged but the model's quadratic at the latest
         configuration puts its minimum more than this below the lowest energy computed
