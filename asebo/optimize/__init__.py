@@ -6,6 +6,7 @@
 - :mod:`asebo.optimize.endpoint`: the checks at convergence, each a stage with a verdict;
 - :mod:`asebo.optimize.model_results`: the model's Hessian, curvatures and vibrations;
 - :mod:`asebo.optimize.system_checks`: the checks of the input, before any call;
+- :mod:`asebo.optimize.observed_atoms`: what the optimizer asks of the calculator;
 - :mod:`asebo.optimize.proposal`: what a step starts from and what it proposes, and why;
 - :mod:`asebo.optimize.search`: the lower-confidence-bound search in a trust box;
 - :mod:`asebo.optimize.stages`: the special cases, named stages that adjust a proposal;

@@ -35,8 +35,7 @@ import time
 from typing import ClassVar
 
 import numpy as np
-from ase.calculators.calculator import PropertyNotImplementedError
-from ase.optimize.optimize import DEFAULT_MAX_STEPS, OptimizableAtoms, Optimizer
+from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import broadcast, world
 
 from asebo.optimize.bonding import bond_changes
@@ -54,6 +53,7 @@ from asebo.optimize.observations import (
     choices_of_run,
     compare_choices,
 )
+from asebo.optimize.observed_atoms import ComputedResults, ObservedAtoms, not_finite_message
 from asebo.optimize.proposal import PROBE
 from asebo.optimize.resolve import positive_number as _number
 from asebo.optimize.restart_lock import RestartLock
@@ -74,34 +74,6 @@ from asebo.threads import optimizer_threads, with_optimizer_threads
 
 NOTE_PREFIX = "# "
 """How a note line of the log begins: a comment to readers of ASE's log format."""
-
-
-class _ObservedAtoms(OptimizableAtoms):
-    """ASE's view of the atoms (or of a cell filter) that computes each configuration once.
-
-    ``observe()`` returns the energy and the unconstrained forces (N, 3) at the
-    system's positions, calling the calculator only for a configuration not seen
-    before; the constraints of ``atoms``, the atoms behind the system, act on their
-    first ``len(atoms)`` rows, and the gradient is projected onto ``subspace``
-    (:class:`asebo.optimize.subspace.FreeSubspace`, the cell rows included) where given.
-    """
-
-    def __init__(self, system, atoms, observe, subspace=None):
-        super().__init__(system)
-        self.constrained = atoms
-        self.observe = observe
-        self.subspace = subspace
-
-    def get_gradient(self):
-        forces = self.observe()[1].copy()  # (N, 3)
-        for constraint in self.constrained.constraints:
-            constraint.adjust_forces(self.constrained, forces[: len(self.constrained)])
-        if self.subspace is not None:
-            forces = self.subspace.project(forces)
-        return -forces.ravel()
-
-    def get_value(self):
-        return self.observe()[0]
 
 
 class BOOptimizer(ModelResults, Optimizer):
@@ -219,13 +191,13 @@ class BOOptimizer(ModelResults, Optimizer):
             rules=rules,
             gp_options=gp_options,
         )
-        self._force_consistent = None  # whether the calculator gives free_energy
+        self._computed = ComputedResults()  # the calculator's energy and forces
         self._mismatch_noted = False  # energy_force_mismatch is written once a run
         self._given = {"kernel": kernel is not None, "prior": prior is not None}
         super().__init__(
             atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
         )
-        self.optimizable = _ObservedAtoms(
+        self.optimizable = ObservedAtoms(
             atoms, self.coordinates.atoms, self._observe, self.subspace
         )
         self._open_outputs(trajectory, append_trajectory, observations)
@@ -510,19 +482,10 @@ class BOOptimizer(ModelResults, Optimizer):
         positions = self.atoms.get_positions()
         index = self.observations.find(positions)
         if index is None:
-            energy = self._energy()
-            forces = self.atoms.get_forces(apply_constraint=False)
+            energy, forces = self._computed.results(self.atoms)
             if not (np.isfinite(energy) and np.isfinite(forces).all()):
-                where = (
-                    f"; the {len(self.observations)} earlier observations are kept in "
-                    f"{self.restart}"
-                    if self.restart
-                    else ""
-                )
                 raise FloatingPointError(
-                    f"the calculator returned NaN or inf energy or forces at step "
-                    f"{self.nsteps}{where}. Check the calculator (SCF convergence, "
-                    "geometry) and run again."
+                    not_finite_message(self.nsteps, self.observations, self.restart)
                 )
             stress = (
                 self.coordinates.atoms.get_stress(apply_constraint=False)  # (6,), no call
@@ -537,22 +500,6 @@ class BOOptimizer(ModelResults, Optimizer):
         if self.frames is not None:
             self.frames.sync(self.observations)
         return self.observations.energies[index], self.observations.forces[index]
-
-    def _energy(self):
-        """The force-consistent energy (``free_energy``, whose gradient the forces are;
-        with a filter's ``p V`` term) where the calculator gives it, as ASE's
-        optimizers take it, else the energy. Decided at the first call, as ASE's
-        ``_use_force_consistent_energy`` does, and asked of the system (a cell filter
-        too) the same way at every call."""
-        if self._force_consistent is None:
-            try:
-                energy = self.atoms.get_potential_energy(force_consistent=True)
-            except PropertyNotImplementedError:
-                self._force_consistent = False
-            else:
-                self._force_consistent = True
-                return energy
-        return self.atoms.get_potential_energy(force_consistent=self._force_consistent)
 
     # ---- the step -------------------------------------------------------------------
     @with_optimizer_threads
