@@ -30,6 +30,7 @@ in its log, and its convergence test is ASE's test and an accepting verdict.
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -121,6 +122,16 @@ class EndpointContext:
     basis: np.ndarray
     radius: float
 
+    @cached_property
+    def descents(self):
+        """:func:`supported_descents`, found once for every stage that reads it."""
+        return supported_descents(self)
+
+    @cached_property
+    def symmetry(self):
+        """:func:`endpoint_symmetry`, found once for every stage that reads it."""
+        return endpoint_symmetry(self)
+
 
 def refuted_curvature_step(observations, reasons):
     """The index of the first configuration a curvature step led to that came out no
@@ -178,7 +189,7 @@ def supported_descents(context):
 def descend_negative_curvature(context):
     """A step along the lowest supported negative curvature (``'curvature'``), at most
     ``special_cases.curvature_steps`` times a run; None otherwise."""
-    evidenced, _ = supported_descents(context)
+    evidenced, _ = context.descents
     taken = context.reasons.count(CURVATURE)
     if not evidenced or taken >= context.settings.special_cases.curvature_steps:
         return None
@@ -257,7 +268,7 @@ def probe_held_symmetry(context):
     length = context.settings.special_cases.symmetry_probe
     if length is None or PROBE in context.reasons:
         return None
-    symmetry = endpoint_symmetry(context)
+    symmetry = context.symmetry
     if symmetry is None:
         return None
     note = (
@@ -273,10 +284,10 @@ def probe_held_symmetry(context):
 def accept_endpoint(context):
     """The verdict that accepts the endpoint, with the model's lowest curvature there
     and, where every configuration kept a symmetry, a line that says so."""
-    _, narrowed = supported_descents(context)
+    _, narrowed = context.descents
     summary = f"{context.curvature.summary()}{narrowed}"
     notes = [f"at convergence, {summary}"]
-    symmetry = endpoint_symmetry(context)
+    symmetry = context.symmetry
     if symmetry is not None:
         notes.insert(
             0,

@@ -58,9 +58,7 @@ from asebo.optimize.proposal import PROBE
 from asebo.optimize.resolve import positive_number as _number
 from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.settings import TrustSettings
-from asebo.optimize.stages import (
-    NoProgressError,
-)
+from asebo.optimize.stages import NoProgressError
 from asebo.optimize.subspace import free_subspace, held_axes
 from asebo.optimize.system_checks import (
     check_system,
@@ -438,8 +436,8 @@ class BOOptimizer(ModelResults, Optimizer):
         the latest configuration computed, where its forces meet ASE's test for the
         ``fmax`` of the run; None where they do not, before any call, and where no
         check applies (a cell filter, constraints that allow a subspace only, no free
-        coordinate beyond the rigid motions). Decided once per configuration and
-        ``fmax``."""
+        coordinate beyond the rigid motions). The engine decides it once per
+        configuration (:meth:`asebo.optimize.engine.Engine.endpoint_verdict`)."""
         fmax = getattr(self, "fmax", None)  # set by run()
         if fmax is None or not len(getattr(self, "observations", ())):
             return None
