@@ -158,7 +158,7 @@ def test_the_free_coordinates_count_the_subspace():
     assert run.subspace.dimension == 3 * len(atoms) + 1
     plane = BOOptimizer(adatom(lambda i: FixedPlane(i, [0, 0, 1])), logfile=None)
     assert plane.subspace is None  # along an axis: a mask, as FixCartesian
-    assert plane._free_coordinates()[-1].tolist() == [True, True, False]
+    assert plane.engine.free[-1].tolist() == [True, True, False]
 
 
 @pytest.mark.parametrize("kind", [UnitCellFilter, ExpCellFilter])

@@ -1,12 +1,44 @@
 """The engine of :class:`asebo.BOOptimizer` built for a system: its representation,
 prior, settings and GP, with the log's notes on the choices made."""
 
+import numpy as np
+
 from asebo.model.gp import EnergyForceGP
 from asebo.optimize.engine import Engine
 from asebo.optimize.representations import make_representation
 from asebo.optimize.resolve import resolve_recentre, resolve_settings
 from asebo.optimize.settings import ModelSettings
+from asebo.optimize.subspace import free_coordinates, free_subspace
 from asebo.optimize.surrogate_model import system_prior
+
+
+def engine_coordinates(coordinates):
+    """The coordinates of a system as :class:`asebo.optimize.engine.Engine` takes them.
+
+    Parameters
+    ----------
+    coordinates : asebo.model.cell_coordinates.GeneralizedCoordinates
+        Of the atoms, or of a cell filter.
+
+    Returns
+    -------
+    dict
+        ``numbers`` (N,), a filter's cell rows counted as atoms of number 0; ``free``
+        (N, 3), what no constraint holds whole
+        (:func:`asebo.optimize.subspace.free_coordinates`); ``subspace``, what the
+        other constraints allow (:func:`asebo.optimize.subspace.free_subspace`);
+        ``periodic`` and ``cell`` (a cell filter's), bools.
+    """
+    constrained = coordinates.atoms  # the atoms behind a filter, or atoms
+    free = free_coordinates(coordinates)  # (N, 3)
+    cell_rows = np.zeros(coordinates.rows - len(constrained))
+    return {
+        "numbers": np.concatenate([constrained.get_atomic_numbers(), cell_rows]).astype(int),
+        "free": free,
+        "subspace": free_subspace(coordinates, free),
+        "periodic": coordinates.has_cell or bool(np.any(constrained.pbc)),
+        "cell": coordinates.has_cell,
+    }
 
 
 def build_engine(system, coordinates, prior=None, kernel=None, shortcuts=None, **settings):

@@ -2,8 +2,11 @@
 configuration once, the force-consistent energy as ASE's optimizers take it, and the
 message for a calculator that returns NaN or inf."""
 
+import numpy as np
 from ase.calculators.calculator import PropertyNotImplementedError
 from ase.optimize.optimize import OptimizableAtoms
+
+from asebo.optimize.observations import calculator_results
 
 
 class ObservedAtoms(OptimizableAtoms):
@@ -50,6 +53,27 @@ class ComputedResults:
     def results(self, system):
         """The energy (eV) and the unconstrained forces (N, 3) of ``system``."""
         return self._energy(system), system.get_forces(apply_constraint=False)
+
+    def append_to(self, observations, system, coordinates, positions, step, restart):
+        """Compute ``system`` at ``positions`` (N, 3) and append it to ``observations``
+        with a cell filter's stress (no further call) and the calculator's other
+        results; the index of the new observation.
+
+        Raises
+        ------
+        FloatingPointError
+            NaN or inf energy or forces (:func:`not_finite_message`), nothing appended.
+        """
+        energy, forces = self.results(system)
+        if not (np.isfinite(energy) and np.isfinite(forces).all()):
+            raise FloatingPointError(not_finite_message(step, observations, restart))
+        stress = (
+            coordinates.atoms.get_stress(apply_constraint=False)  # (6,), no call
+            if coordinates.has_cell
+            else None
+        )
+        results = calculator_results(coordinates.atoms)
+        return observations.append(positions, energy, forces, stress, results)
 
     def _energy(self, system):
         """The force-consistent energy where the calculator gives it, else the energy."""

@@ -31,35 +31,29 @@ filter's generalized positions and forces
 """
 
 import os
-import time
 from typing import ClassVar
 
-import numpy as np
 from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import broadcast, world
 
-from asebo.optimize.bonding import bond_changes
-from asebo.optimize.build import build_engine
+from asebo.optimize.build import build_engine, engine_coordinates
 from asebo.optimize.consistency import energy_force_mismatch
 from asebo.optimize.model_results import ModelResults
 from asebo.optimize.observations import (
-    Observations,
     TrajectoryFrames,
     calculator_identity,
-    calculator_results,
-    check_calculator,
     check_restart,
-    check_start,
     choices_of_run,
-    compare_choices,
 )
-from asebo.optimize.observed_atoms import ComputedResults, ObservedAtoms, not_finite_message
+from asebo.optimize.observed_atoms import ComputedResults, ObservedAtoms
 from asebo.optimize.proposal import PROBE
 from asebo.optimize.resolve import positive_number as _number
 from asebo.optimize.restart_lock import RestartLock
+from asebo.optimize.run_state import resume_run, start_run
+from asebo.optimize.run_views import RunViews
 from asebo.optimize.settings import TrustSettings
 from asebo.optimize.stages import NoProgressError
-from asebo.optimize.subspace import free_subspace, held_axes
+from asebo.optimize.step_log import StepLog
 from asebo.optimize.system_checks import (
     check_system,
     check_writable,
@@ -70,11 +64,8 @@ from asebo.optimize.trust import TrustRegion
 from asebo.optimize.warm_start import take_frames
 from asebo.threads import optimizer_threads, with_optimizer_threads
 
-NOTE_PREFIX = "# "
-"""How a note line of the log begins: a comment to readers of ASE's log format."""
 
-
-class BOOptimizer(ModelResults, Optimizer):
+class BOOptimizer(ModelResults, RunViews, Optimizer):
     """Bayesian optimization with a GP on energies and forces (Wong and Kolter).
 
     A thin ASE driver around :class:`asebo.optimize.engine.Engine`: it keeps the run's
@@ -142,8 +133,6 @@ class BOOptimizer(ModelResults, Optimizer):
     optimization", eqs. 34-35.
     """
 
-    _header_written = False  # the log's header line, written once
-
     defaults: ClassVar[dict] = {
         **Optimizer.defaults,
         "maxstep": TrustSettings.default_maxstep,
@@ -176,9 +165,12 @@ class BOOptimizer(ModelResults, Optimizer):
     ):
         self.threads = optimizer_threads(threads)
         self.coordinates = _checked_coordinates(atoms, restart, trajectory)
+        coordinates = engine_coordinates(self.coordinates)
+        self.numbers, self.subspace = coordinates["numbers"], coordinates["subspace"]
+        self.periodic = coordinates["periodic"]
         self.engine, choices = build_engine(
             atoms,
-            self._engine_coordinates(),
+            coordinates,
             prior,
             kernel,
             dict(kappa=kappa, maxstep=maxstep, trust_radius=trust_radius, recentre=recentre),
@@ -192,6 +184,7 @@ class BOOptimizer(ModelResults, Optimizer):
         self._computed = ComputedResults()  # the calculator's energy and forces
         self._mismatch_noted = False  # energy_force_mismatch is written once a run
         self._given = {"kernel": kernel is not None, "prior": prior is not None}
+        self._step_log = None  # StepLog, made on the first line
         super().__init__(
             atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
         )
@@ -202,100 +195,34 @@ class BOOptimizer(ModelResults, Optimizer):
         self._write_notes(choices)
 
     def _open_outputs(self, trajectory, append_trajectory, observations):
-        """Lock the restart file, open the trajectory, take a warm start's frames, then
-        write the log's header and the periodic system's note: nothing is written
-        before the lock is held."""
+        """Lock the restart file, open the trajectory (its frames kept where
+        ``append_trajectory`` says, the observations not yet in it written), take a warm
+        start's frames, then write the log's header and the periodic system's note:
+        nothing is written before the lock is held."""
         lock = self.closelater(RestartLock.acquire(self.restart, self.comm))
+        self.frames = None  # TrajectoryFrames, each observation written once
         try:
-            self._open_trajectory(trajectory, append_trajectory)
+            if trajectory is not None:
+                resumed = len(self.observations) > 0  # the default of append_trajectory
+                keep = resumed if append_trajectory is None else append_trajectory
+                self.frames = TrajectoryFrames(
+                    trajectory,
+                    self.coordinates.atoms,
+                    bool(keep),
+                    self.observations,
+                    comm=self.comm,
+                    description=self.todict(),
+                    coordinates=self.coordinates,
+                )
+                self._write_notes([] if self.frames.note is None else [self.frames.note])
             if observations is not None:
                 self._replay_trajectory(observations)
         except BaseException:
             lock.release()
             raise
-        self._write_header()
+        self.step_log.header()
         if self.periodic:
             self._write_notes([periodic_note(self.coordinates, self.representation, self.prior)])
-
-    def _engine_coordinates(self):
-        """The coordinates of the system as the engine takes them
-        (:class:`asebo.optimize.engine.Engine`); sets ``subspace``, ``periodic`` and
-        ``numbers``, a filter's cell rows counted as atoms of number 0."""
-        constrained = self.coordinates.atoms  # the atoms behind a filter, or atoms
-        free = self._free_coordinates()  # (N, 3)
-        self.subspace = free_subspace(self.coordinates, free)
-        self.periodic = self.coordinates.has_cell or bool(np.any(constrained.pbc))
-        cell_rows = np.zeros(self.coordinates.rows - len(constrained))
-        self.numbers = np.concatenate([constrained.get_atomic_numbers(), cell_rows]).astype(int)
-        return {
-            "numbers": self.numbers,
-            "free": free,
-            "subspace": self.subspace,
-            "periodic": self.periodic,
-            "cell": self.coordinates.has_cell,
-        }
-
-    def _open_trajectory(self, trajectory, append_trajectory):
-        """The trajectory's :class:`asebo.optimize.observations.TrajectoryFrames` (None
-        without a ``trajectory``): its frames kept where ``append_trajectory`` says, by
-        default where a restart file was read, the observations not yet in it written."""
-        self.frames = None
-        if trajectory is None:
-            return
-        resumed = len(self.observations) > 0
-        self.frames = TrajectoryFrames(
-            trajectory,
-            self.coordinates.atoms,
-            resumed if append_trajectory is None else bool(append_trajectory),
-            self.observations,
-            comm=self.comm,
-            description=self.todict(),
-            coordinates=self.coordinates,
-        )
-        if self.frames.note is not None:
-            self._write_notes([self.frames.note])
-
-    @property
-    def gp(self):
-        """The engine's :class:`asebo.model.gp.EnergyForceGP`, refitted after each call."""
-        return self.engine.gp
-
-    @property
-    def prior(self):
-        """The engine's prior (:class:`asebo.model.priors.Prior`)."""
-        return self.engine.prior
-
-    @property
-    def representation(self):
-        """The engine's :class:`asebo.optimize.representations.Representation`."""
-        return self.engine.representation
-
-    @property
-    def settings(self):
-        """The engine's resolved :class:`asebo.optimize.settings.Settings`."""
-        return self.engine.settings
-
-    @property
-    def kappa(self):
-        """The weight of the uncertainty in the bound the search minimises,
-        ``settings.search.kappa``."""
-        return self.settings.search.kappa
-
-    @property
-    def maxstep(self):
-        """Å: the largest displacement of an atom in one step, ``settings.trust_region.maxstep``."""
-        return self.settings.trust_region.maxstep
-
-    @property
-    def initial_trust_radius(self):
-        """Å: the first half-width of the trust box, ``settings.trust_region.radius``."""
-        return self.settings.trust_region.radius
-
-    @property
-    def recentre(self):
-        """eV: the recentring of the Lindh prior or the pair springs,
-        ``settings.model.recentre``."""
-        return self.settings.model.recentre
 
     def irun(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
         """ASE's :meth:`ase.optimize.optimize.Optimizer.irun`, with ``fmax`` refused
@@ -304,7 +231,7 @@ class BOOptimizer(ModelResults, Optimizer):
         the bonding changed (:attr:`bonds_changed`)."""
         stepping = not isinstance(fmax, bool) and isinstance(fmax, (int, float)) and fmax == 0
         fmax = 0.0 if stepping else _number("fmax", fmax, None)
-        return self._noting_bonds(super().irun(fmax, steps))
+        return self._noting_end(super().irun(fmax, steps))
 
     def run(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
         """ASE's :meth:`ase.optimize.optimize.Optimizer.run`, with ``fmax`` refused
@@ -314,7 +241,7 @@ class BOOptimizer(ModelResults, Optimizer):
         self._note_end()
         return converged
 
-    def _noting_bonds(self, steps):
+    def _noting_end(self, steps):
         """The generator ``steps`` of :meth:`irun`, then :meth:`_note_end`."""
         yield from steps
         self._note_end()
@@ -329,93 +256,36 @@ class BOOptimizer(ModelResults, Optimizer):
         if changes:
             self._write_notes([f"{changes.describe()} (first configuration to the lowest)"])
 
-    @property
-    def bonds_changed(self):
-        """The bonds broken and made from the first configuration computed to the
-        lowest (:class:`asebo.optimize.bonding.BondChanges`, false where none); None
-        for a periodic system, and before any call."""
-        if self.periodic or not len(getattr(self, "observations", ())):
-            return None
-        positions = self.observations.positions
-        return bond_changes(self.numbers, positions[0], positions[self.observations.best()])
-
     # ---- state ----------------------------------------------------------------------
     def initialize(self):
-        self.observations = Observations(self.numbers, self.restart, self.comm)
-        self.observations.state["calculator"] = self._calculator_identity()
-        self.observations.state["cell_filter"] = self.coordinates.record()
-        self.observations.state.update(choices_of_run(self.representation, self.prior))
-        self.observations.state["start"] = self.atoms.get_positions()
-        self.trust = TrustRegion(
-            self.initial_trust_radius, self.maxstep, self.settings.trust_region
-        )
-        self.predicted_energy = None  # the GP's energy of the configuration to compute next
-        self.proposals = []  # Proposal.record() of every proposal
+        entries = {
+            "calculator": calculator_identity(self.coordinates.atoms.calc),
+            "cell_filter": self.coordinates.record(),
+            **choices_of_run(self.representation, self.prior),
+            "start": self.atoms.get_positions(),
+        }
+        trust = TrustRegion(self.initial_trust_radius, self.maxstep, self.settings.trust_region)
+        self._take_state(start_run(self.numbers, self.restart, self.comm, entries, trust))
 
     def read(self):
-        self.observations = Observations.load(self.numbers, self.restart, self.comm)
-        state = self.observations.state
-        identity = self._calculator_identity()
-        check_calculator(self.restart, state.get("calculator"), identity)
-        check_start(self.restart, self.atoms.get_positions(), state.get("start"), self.observations)
-        chosen = choices_of_run(self.representation, self.prior)
-        self._write_notes(compare_choices(self.restart, state, chosen, self._given))
-        state["calculator"] = identity
-        self.trust = TrustRegion(
-            float(state["trust_radius"]), self.maxstep, self.settings.trust_region
-        )
-        self.predicted_energy = state.get("predicted_energy")
-        self.proposals = list(state.get("proposals", []))  # absent from older files
-        pending = state.get("pending")
-        # the configuration to compute next, or the last one computed, which the
-        # observations answer for without a call
-        self.atoms.set_positions(
-            self.observations.positions[-1] if pending is None else np.asarray(pending, dtype=float)
-        )
+        run = {
+            "calculator": calculator_identity(self.coordinates.atoms.calc),
+            "start": self.atoms.get_positions(),
+            "choices": choices_of_run(self.representation, self.prior),
+            "given": self._given,
+        }
+        trust_region = (self.maxstep, self.settings.trust_region)
+        state = resume_run(self.numbers, self.restart, self.comm, run, trust_region)
+        self._write_notes(state.notes)
+        self._take_state(state)
+        self.atoms.set_positions(state.positions)
 
-    def _calculator_identity(self):
-        """The calculator's name and parameters, recorded in the restart file."""
-        return calculator_identity(self.coordinates.atoms.calc)
-
-    def todict(self):
-        description = super().todict()
-        description.update(
-            kappa=self.kappa,
-            trust_radius=self.initial_trust_radius,
-            kernel=self.representation.name,
-            recentre=self.recentre,
-            prior=self.prior.label,
-            threads=self.threads,
-        )
-        return description
-
-    @property
-    def trust_radius(self):
-        """Half-width of the current trust box, Å."""
-        return self.trust.radius
-
-    @property
-    def energies(self):
-        """Energies of every configuration computed, in order, eV."""
-        return self.observations.energies
-
-    @property
-    def positions_seen(self):
-        """Positions of every configuration computed, in order, (N, 3) each, Å (a cell
-        filter's generalized positions: N = n + 3)."""
-        return self.observations.positions
-
-    @property
-    def forces(self):
-        """Unconstrained forces of every configuration computed, (N, 3) each, eV/Å (a
-        cell filter's generalized forces)."""
-        return self.observations.forces
-
-    @property
-    def reasons(self):
-        """The reason of every proposal, in order (:data:`asebo.optimize.proposal.REASONS`):
-        ``reasons[k]`` led to configuration ``k + 1``, as recorded in the restart file."""
-        return [proposal["reason"] for proposal in self.proposals]
+    def _take_state(self, state):
+        """Take the observations, trust region, prediction and proposals of ``state``
+        (:class:`asebo.optimize.run_state.RunState`)."""
+        self.observations, self.trust = state.observations, state.trust
+        self.predicted_energy = state.predicted_energy  # of the configuration computed next
+        self.proposals = state.proposals  # Proposal.record() of every proposal
 
     def gradient_converged(self, gradient):
         """ASE's test of the forces, and an endpoint the checks at convergence accept
@@ -448,14 +318,6 @@ class BOOptimizer(ModelResults, Optimizer):
             self.observations, self.atoms.get_positions(), self.reasons, radius
         )
 
-    @property
-    def curvature_verdict(self):
-        """The model's lowest curvature at an accepted endpoint, as the log's line at
-        convergence gives it (:attr:`asebo.optimize.endpoint.Verdict.summary`); None
-        before one."""
-        verdict = self.endpoint_verdict
-        return None if verdict is None else verdict.summary
-
     # ---- observations ---------------------------------------------------------------
     def _replay_trajectory(self, traj):
         """Take every frame of ``traj`` not seen before as an observation.
@@ -480,18 +342,14 @@ class BOOptimizer(ModelResults, Optimizer):
         positions = self.atoms.get_positions()
         index = self.observations.find(positions)
         if index is None:
-            energy, forces = self._computed.results(self.atoms)
-            if not (np.isfinite(energy) and np.isfinite(forces).all()):
-                raise FloatingPointError(
-                    not_finite_message(self.nsteps, self.observations, self.restart)
-                )
-            stress = (
-                self.coordinates.atoms.get_stress(apply_constraint=False)  # (6,), no call
-                if self.coordinates.has_cell
-                else None
+            index = self._computed.append_to(
+                self.observations,
+                self.atoms,
+                self.coordinates,
+                positions,
+                self.nsteps,
+                self.restart,
             )
-            results = calculator_results(self.coordinates.atoms)
-            index = self.observations.append(positions, energy, forces, stress, results)
             self.observations.save(
                 trust_radius=self.trust.radius, predicted_energy=self.predicted_energy, pending=None
             )
@@ -532,19 +390,10 @@ class BOOptimizer(ModelResults, Optimizer):
         )
 
     def _stop_without_progress(self, error):
-        """End the run unconverged at the lowest configuration computed, with a line in
-        the log: ``error`` (:class:`asebo.optimize.stages.NoProgressError`) says no step
-        along its forces is left that the calls could tell apart from it."""
+        """End the run unconverged at the lowest configuration computed, with
+        ``error``'s line in the log (:class:`asebo.optimize.stages.NoProgressError`)."""
         best = self.observations.best()
-        forces = self.observations.forces[best] * self.engine.free
-        self._write_notes(
-            [
-                f"the forces at the lowest configuration "
-                f"({np.linalg.norm(forces, axis=1).max():.2g} eV/Å) are at the calculator's "
-                f"noise level ({error}): the run stops unconverged, the lowest "
-                "configuration computed kept in the atoms"
-            ]
-        )
+        self._write_notes([error.note(self.observations.forces[best] * self.engine.free)])
         self.atoms.set_positions(self.observations.positions[best])
         self.predicted_energy = None
         self.max_steps = self.nsteps + 1  # ASE's loop ends after this step
@@ -560,56 +409,31 @@ class BOOptimizer(ModelResults, Optimizer):
         except NoProgressError as error:
             return error
 
-    def _free_coordinates(self):
-        """Boolean mask (N, 3) of the coordinates no constraint (nor a filter's mask)
-        holds whole: FixAtoms, FixCartesian, FixedPlane and FixedLine along an axis."""
-        free = self.coordinates.free()  # FixAtoms, the filter's mask
-        for constraint in self.coordinates.atoms.constraints:
-            held = held_axes(constraint)
-            if held is not None:
-                free[constraint.index] &= ~held
-        return free
+    # ---- the log --------------------------------------------------------------------
+    @property
+    def step_log(self):
+        """The :class:`asebo.optimize.step_log.StepLog` of ASE's ``logfile``."""
+        if self._step_log is None:
+            self._step_log = StepLog(self.logfile, type(self).__name__)
+        return self._step_log
 
     def _write_notes(self, notes):
-        """One line in the log for each note, between the step lines: ``# `` and the
-        note, which a reader of ASE's log format skips as a comment, and which no
-        parser of step lines (``NAME:`` and a step number) takes for one."""
-        if self.logfile is not None and notes:
-            self._write_header()  # a note of the restart file's check comes before it
-            for note in notes:
-                self.logfile.write(f"{NOTE_PREFIX}{note}\n")
-
-    def _write_header(self):
-        """ASE's header line, with the columns asebo adds after ASE's; written when the
-        optimizer is built, before any note, as the first line of its log."""
-        if self.logfile is not None and not self._header_written:
-            self._header_written = True
-            self.logfile.write(
-                f"{' ' * len(type(self).__name__)}  {'Step':>4} {'Time':>8} {'Energy':>15}  "
-                f"{'fmax':>12} {'Predicted':>15} Reason\n"
-            )
+        """One line in the log for each note (:meth:`asebo.optimize.step_log.StepLog.notes`)."""
+        self.step_log.notes(notes)
 
     def log(self, gradient):
-        """ASE's step line (``NAME:``, step, time, energy, fmax), then the energy the model
-        predicted and the reason of the step; the header came with the optimizer."""
+        """ASE's step line, then the energy the model predicted and the reason of the
+        step (:meth:`asebo.optimize.step_log.StepLog.step`)."""
         if self.logfile is None:
             return
-        fmax = self.optimizable.gradient_norm(gradient)
-        energy = self.optimizable.get_value()
-        now = time.localtime()
-        name = type(self).__name__
         later = self.nsteps > 0 and len(self.proposals) > 0
-        predicted = (
-            f"{self.predicted_energy:15.6f}"
-            if later and self.predicted_energy is not None
-            else " " * 15
+        self.step_log.step(
+            self.nsteps,
+            self.optimizable.get_value(),
+            self.optimizable.gradient_norm(gradient),
+            self.predicted_energy if later else None,
+            self.proposals[-1]["reason"] if later else "",
         )
-        reason = self.proposals[-1]["reason"] if later else ""
-        line = (
-            f"{name}:  {self.nsteps:3d} {now[3]:02d}:{now[4]:02d}:{now[5]:02d} "
-            f"{energy:15.6f} {fmax:15.6f} {predicted} {reason}"
-        )
-        self.logfile.write(line.rstrip() + "\n")
 
 
 def _checked_coordinates(system, restart, trajectory):

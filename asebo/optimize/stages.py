@@ -158,6 +158,16 @@ class NoProgressError(RuntimeError):
     """No configuration along the forces of the lowest one is left to compute: the
     step the model's quadratic asks for was computed already, and came out no lower."""
 
+    def note(self, forces):
+        """The log's line of a run that stops here; ``forces`` (N, 3): the free forces
+        at the lowest configuration, eV/Å."""
+        largest = np.linalg.norm(forces, axis=1).max()
+        return (
+            f"the forces at the lowest configuration ({largest:.2g} eV/Å) are at the "
+            f"calculator's noise level ({self}): the run stops unconverged, the lowest "
+            "configuration computed kept in the atoms"
+        )
+
 
 def force_step(context, length):
     """A configuration not computed yet along the free forces of the lowest one (their

@@ -64,6 +64,18 @@ def held_axes(constraint):
     return None
 
 
+def free_coordinates(coordinates):
+    """Boolean mask (N, 3) of the coordinates no constraint of ``coordinates`` (nor a
+    filter's mask) holds whole: FixAtoms, FixCartesian, FixedPlane and FixedLine along
+    an axis."""
+    free = coordinates.free()  # FixAtoms, the filter's mask
+    for constraint in coordinates.atoms.constraints:
+        held = held_axes(constraint)
+        if held is not None:
+            free[constraint.index] &= ~held
+    return free
+
+
 def free_subspace(coordinates, free):
     """The displacements the constraints of ``coordinates`` allow within ``free``.
 

@@ -35,7 +35,7 @@ for _ in opt.irun(fmax=1e-4, steps=steps):
     now = time.process_time()
     times.append((now - last_cpu) - (counter.cpu_time - last_calc))
     last_cpu, last_calc = now, counter.cpu_time
-free = int(opt._free_coordinates().all(axis=1).sum())
+free = int(opt.engine.free.all(axis=1).sum())
 t = np.array(times[1:])
 print(
     f"{free} free atoms, kernel {opt.representation.name}: {len(t)} steps, s/step outside "
