@@ -247,6 +247,16 @@ class TrajectoryFrames:
                     f"and the {len(observations)} observations are written afresh"
                 )
 
+    @classmethod
+    def of_run(cls, trajectory, append, atoms, observations, **options):
+        """The frames of an optimizer's ``trajectory`` (None: no trajectory, None),
+        kept where ``append`` says, by default where the run resumed (``observations``
+        not empty); ``options`` as the constructor takes them."""
+        if trajectory is None:
+            return None
+        keep = len(observations) > 0 if append is None else bool(append)
+        return cls(trajectory, atoms, keep, observations, **options)
+
     def _kept_frames(self, observations):
         """The number of frames in the kept file, and why they are not the first
         observations (None where they are)."""

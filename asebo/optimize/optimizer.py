@@ -168,18 +168,11 @@ class BOOptimizer(ModelResults, RunViews, Optimizer):
         coordinates = engine_coordinates(self.coordinates)
         self.numbers, self.subspace = coordinates["numbers"], coordinates["subspace"]
         self.periodic = coordinates["periodic"]
+        shortcuts = dict(kappa=kappa, maxstep=maxstep, trust_radius=trust_radius, recentre=recentre)
+        settings = dict(search=search, trust_region=trust_region, model=model)
+        settings.update(special_cases=special_cases, rules=rules, gp_options=gp_options)
         self.engine, choices = build_engine(
-            atoms,
-            coordinates,
-            prior,
-            kernel,
-            dict(kappa=kappa, maxstep=maxstep, trust_radius=trust_radius, recentre=recentre),
-            search=search,
-            trust_region=trust_region,
-            model=model,
-            special_cases=special_cases,
-            rules=rules,
-            gp_options=gp_options,
+            atoms, coordinates, prior, kernel, shortcuts, **settings
         )
         self._computed = ComputedResults()  # the calculator's energy and forces
         self._mismatch_noted = False  # energy_force_mismatch is written once a run
@@ -200,21 +193,18 @@ class BOOptimizer(ModelResults, RunViews, Optimizer):
         start's frames, then write the log's header and the periodic system's note:
         nothing is written before the lock is held."""
         lock = self.closelater(RestartLock.acquire(self.restart, self.comm))
-        self.frames = None  # TrajectoryFrames, each observation written once
         try:
-            if trajectory is not None:
-                resumed = len(self.observations) > 0  # the default of append_trajectory
-                keep = resumed if append_trajectory is None else append_trajectory
-                self.frames = TrajectoryFrames(
-                    trajectory,
-                    self.coordinates.atoms,
-                    bool(keep),
-                    self.observations,
-                    comm=self.comm,
-                    description=self.todict(),
-                    coordinates=self.coordinates,
-                )
-                self._write_notes([] if self.frames.note is None else [self.frames.note])
+            self.frames = TrajectoryFrames.of_run(  # each observation written once
+                trajectory,
+                append_trajectory,
+                self.coordinates.atoms,
+                self.observations,
+                comm=self.comm,
+                description=self.todict(),
+                coordinates=self.coordinates,
+            )
+            if self.frames is not None and self.frames.note is not None:
+                self._write_notes([self.frames.note])
             if observations is not None:
                 self._replay_trajectory(observations)
         except BaseException:
