@@ -498,57 +498,16 @@ def test_a_prior_calculator_lets_the_steps_grow_to_calculator_prior_maxstep():
     assert BOOptimizer(lj_cluster(), logfile=None, prior="max").maxstep == 0.2
 
 
-def test_a_step_cut_back_to_maxstep_across_a_turn_is_refused():
-    from scipy.spatial.transform import Rotation
+def test_a_step_beyond_maxstep_is_cut_back_on_its_line():
+    from asebo.optimize.search import within_maxstep
 
-    from asebo.optimize.search import ShortenedStepError
-    from asebo.optimize.search import shortened_step as _shortened_step
-
-    atoms = perturbed_water()
-    atoms.calc = get_calculator("gfn2")
-    opt = BOOptimizer(atoms, logfile=None)
-    opt.run(fmax=0.05, steps=3)
-    gp = opt.fit_model()
-    start, energy = opt.positions_seen[0], opt.energies[0]  # (3, 3), eV
-    maxstep = 0.2
-
-    # the molecule turned by 90 degrees about its oxygen: the model's energy is that of
-    # the start (close to the energy computed there), and the chord of the turn
-    # squeezes both bonds
-    oxygen = start[0]
-    turned = oxygen + Rotation.from_rotvec([0.0, 0.0, np.pi / 2]).apply(start - oxygen)
-    assert float(gp.predict(turned)) == pytest.approx(float(gp.predict(start)), abs=1e-9)
-    assert float(gp.predict(start)) == pytest.approx(energy, abs=1e-3)
-    with pytest.raises(ShortenedStepError, match="maxstep"):
-        _shortened_step(gp, start, turned, maxstep)
-
-    # twice a short maxstep along the forces: cut back to it on the same line, downhill
-    forces = opt.forces[0]  # (3, 3)
-    direction = forces / np.linalg.norm(forces, axis=1).max()
-    short = 0.02
-    shortened = _shortened_step(gp, start, start + 2 * short * direction, short)
-    np.testing.assert_allclose(shortened, start + short * direction, atol=1e-12)
-    assert float(gp.predict(shortened)) < float(gp.predict(start))
-
-    within = start + 0.5 * maxstep * direction
-    assert _shortened_step(gp, start, within, maxstep) is within
-
-
-def test_a_step_cut_back_below_the_models_mean_at_the_centre_stands():
-    """Where the lowest energy computed lies below the model's mean there (a grid's
-    egg-box gain), a cut-back step that the model puts between the two is a descent by
-    the model: it stands, as the check of doubted steps would pass it, and is not
-    searched again in a smaller box."""
-    from asebo.optimize.search import shortened_step as _shortened_step
-
-    gp, centre, lowest = water_model_with_an_egg_box_gain()
-    gradient = gp.predict(centre, return_gradient=True)[1]  # (3, 3)
-    direction = -gradient / np.linalg.norm(gradient, axis=1).max()
-    short = 0.001  # Å: maxstep
-    shortened = _shortened_step(gp, centre, centre + 2 * short * direction, short)
-    np.testing.assert_allclose(shortened, centre + short * direction, atol=1e-12)
-    mean = gp.predict(np.array([shortened, centre]))  # (2,)
-    assert lowest < mean[0] < mean[1]
+    rng = np.random.default_rng(3)
+    centre, step = rng.normal(size=(4, 3)), rng.normal(size=(4, 3))  # (n, 3) each
+    longest = np.linalg.norm(step, axis=1).max()
+    cut = within_maxstep(centre, centre + step, 0.5 * longest)
+    np.testing.assert_allclose(cut - centre, 0.5 * step, atol=1e-12)
+    within = centre + 0.5 * step
+    assert within_maxstep(centre, within, longest) is within
 
 
 def test_a_step_whose_drop_the_model_doubts_is_refused():

@@ -20,7 +20,6 @@ from asebo import BOOptimizer
 from asebo.benchmarks import baker
 from asebo.model.priors import PriorCalculationError
 from asebo.optimize.proposal import RIGID_MOVE, SEARCH, SEARCH_FAILED, TILT
-from asebo.optimize.search import ShortenedStepError
 from asebo.optimize.settings import Rules, Settings, SpecialCases
 from asebo.optimize.stages import NoProgressError, force_step, search_starts, step_along_forces
 from asebo.optimize.trust import OverturnedCurvatureError, SlopeNoiseError, UncertainStepError
@@ -141,17 +140,6 @@ def test_the_retry_after_a_prior_calculator_fails_turns_off(monkeypatch):
     off = searched(with_rules(context, prior_failure_retry=False))
     assert off.reason == SEARCH_FAILED and off.retried == ("prior_failed",)
     assert off.trust.radius == context.trust.radius
-
-
-def test_the_retry_after_a_shortened_step_turns_off(monkeypatch):
-    def shortened(*args, **options):
-        raise ShortenedStepError("its step cut back to maxstep ends above")
-
-    monkeypatch.setattr(search_module, "shortened_step", shortened)
-    context = water_context()
-    assert "shortened" in searched(context).retried
-    off = searched(with_rules(context, shortened_retry=False))
-    assert off.reason == SEARCH and "shortened" not in off.retried
 
 
 def test_the_retry_after_an_uncertain_drop_turns_off(monkeypatch):

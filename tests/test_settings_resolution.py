@@ -84,18 +84,18 @@ def used(monkeypatch, **options):
     the GP built, the trust region and prior at the start, the first search's kappa
     and box and the ``maxstep`` its step is cut to."""
     searched, cut = [], []
-    minimize, shortened = search_module.minimize_lcb, search_module.shortened_step
+    minimize, within = search_module.minimize_lcb, search_module.within_maxstep
 
     def recorded_minimize(gp, starts, centre, radius, free, kappa, *args, **more):
         searched.append((kappa, radius))
         return minimize(gp, starts, centre, radius, free, kappa, *args, **more)
 
-    def recorded_shortened(gp, centre, proposal, maxstep):
+    def recorded_within(centre, proposal, maxstep):
         cut.append(maxstep)
-        return shortened(gp, centre, proposal, maxstep)
+        return within(centre, proposal, maxstep)
 
     monkeypatch.setattr(search_module, "minimize_lcb", recorded_minimize)
-    monkeypatch.setattr(search_module, "shortened_step", recorded_shortened)
+    monkeypatch.setattr(search_module, "within_maxstep", recorded_within)
     opt = BOOptimizer(copper_cluster(), logfile=None, **options)
     gp = opt.gp
     parts = {

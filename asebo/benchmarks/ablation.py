@@ -40,7 +40,6 @@ STEP_RULES = (
     "tilted_start",
     "latest_start",
     "prior_failure_retry",
-    "shortened_retry",
     "uncertain_retry",
     "slope_noise_box",
     "overturned_curvature",

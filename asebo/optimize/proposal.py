@@ -44,9 +44,8 @@ class Proposal:
         One of :data:`REASONS`.
     retried : tuple of str
         Why each search before this one failed, in order: repeated in a box half the
-        size, ``'prior_failed'`` (the prior calculator failed), ``'shortened'`` (the
-        step cut back to ``maxstep`` leaves the descent), ``'uncertain'`` (the model
-        doubts its drop); repeated once in a box where the drop is surest and taken,
+        size, ``'prior_failed'`` (the prior calculator failed), ``'uncertain'`` (the
+        model doubts its drop); repeated once in a box where the drop is surest and taken,
         ``'slope_noise'`` (the doubt is the noise on the model's slope); repeated in
         the same box with the prior's curvature along
         the step, ``'overturned'`` (the model curves down along the step where its

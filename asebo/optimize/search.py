@@ -18,9 +18,9 @@ unconstrained in the box's coordinates
 within L-BFGS-B's bounds.
 
 :func:`search` is the search of one step, repeated in smaller boxes where it fails.
-A search fails where the prior calculator fails at a configuration it tries, where it
-goes beyond ``maxstep`` and the step cut back to it leaves the model's descent
-(:func:`shortened_step`), or where the model's own uncertainty leaves its drop in doubt
+A search that goes beyond ``maxstep`` is cut back to it on the straight line to its
+end (:func:`within_maxstep`). A search fails where the prior calculator fails at a
+configuration it tries, or where the model's own uncertainty leaves its drop in doubt
 (:func:`asebo.optimize.trust.check_confident`); it is then repeated in a box half the
 size, closer to the configurations computed. Where that doubt is the noise on the
 model's slope, which no smaller box removes (a
@@ -309,12 +309,6 @@ def best_candidate(acquisition, initial, lower, upper, maxiter, tolerance):
     return candidates[best].detach(), float(values[best])
 
 
-class ShortenedStepError(RuntimeError):
-    """The step cut back to ``maxstep`` ends where the model predicts no descent."""
-
-    reason = "shortened"  # as recorded in a proposal's ``retried``
-
-
 def search(context, starts):
     """The model's proposal: its lower confidence bound minimised in the trust box, the
     search repeated where it fails, as the module's description says.
@@ -339,7 +333,7 @@ def search(context, starts):
             searches.after_overturned(error)
         except SlopeNoiseError as error:
             searches.after_slope_noise(error)
-        except (PriorCalculationError, ShortenedStepError, UncertainStepError) as error:
+        except (PriorCalculationError, UncertainStepError) as error:
             if not searches.after_failure(error):
                 break
         else:
@@ -411,13 +405,13 @@ class StepSearches:
 
         Raises
         ------
-        asebo.model.priors.PriorCalculationError, ShortenedStepError,
+        asebo.model.priors.PriorCalculationError,
         asebo.optimize.trust.UncertainStepError, asebo.optimize.trust.SlopeNoiseError,
         asebo.optimize.trust.OverturnedCurvatureError
             Where the search fails, as :func:`search` repeats it.
         """
         self.starts = [self.lcb_minimum()]  # a search again in a smaller box starts here
-        positions = self.cut_to_maxstep(self.starts[0])
+        positions = within_maxstep(self.context.centre, self.starts[0], self.context.maxstep)
         if self.checks(attempt):
             self.check(positions)
         return positions
@@ -439,15 +433,6 @@ class StepSearches:
             subspace=context.subspace,
         )
         return found.numpy()
-
-    def cut_to_maxstep(self, found):
-        """``found`` (n, 3) moved towards the centre until no atom moves more than
-        ``maxstep``: checked to stay a descent (:func:`shortened_step`) unless
-        ``settings.rules.shortened_retry`` is off."""
-        context = self.context
-        if context.settings.rules.shortened_retry:
-            return shortened_step(context.gp, context.centre, found, context.maxstep)
-        return within_maxstep(context.centre, found, context.maxstep)
 
     def checks(self, attempt):
         """Whether search number ``attempt`` (from 0) has its proposal checked: not
@@ -527,9 +512,9 @@ class StepSearches:
         )
 
     def after_failure(self, error):
-        """After ``error``, a failed prior calculation, a shortened step that rises or a
-        doubted drop: whether a search is repeated, in a box and trust region halved
-        (not after a prior's failure where ``settings.rules.prior_failure_retry`` is off)."""
+        """After ``error``, a failed prior calculation or a doubted drop: whether a
+        search is repeated, in a box and trust region halved (not after a prior's
+        failure where ``settings.rules.prior_failure_retry`` is off)."""
         self.retried.append(error.reason)
         if (
             isinstance(error, PriorCalculationError)
@@ -601,48 +586,3 @@ def within_maxstep(centre, proposal, maxstep):
     step = proposal - centre  # (n, 3)
     longest = np.linalg.norm(step, axis=1).max()
     return proposal if longest <= maxstep else centre + step * (maxstep / longest)
-
-
-def shortened_step(gp, centre, proposal, maxstep):
-    """``proposal`` (n, 3) moved towards ``centre`` until no atom moves more than maxstep.
-
-    The search follows the model's surface, which can curve (a group turning about a
-    torsion); the shortened step lies on the straight line to its end instead, and
-    where that line cuts across the curve (bonds squeezed on the chord of the turn)
-    it leaves the descent the search found. The descent is measured from the model's
-    mean at ``centre``, as in :func:`asebo.optimize.trust.check_confident`: where the GP
-    allows noise, the energy computed there can lie below that mean (a grid's egg-box
-    gain), and a step the model puts below the centre is still a descent by the model.
-
-    Parameters
-    ----------
-    gp : asebo.model.gp.EnergyForceGP
-        The fitted model.
-    centre, proposal : ndarray (n, 3)
-        Where the search started (the lowest energy seen) and where it ended.
-    maxstep : float
-        Largest displacement of any atom, Å.
-
-    Returns
-    -------
-    ndarray (n, 3)
-        ``proposal`` itself when no atom moves more than ``maxstep``.
-
-    Raises
-    ------
-    ShortenedStepError
-        When the model predicts the shortened step at or above its mean at ``centre``.
-    """
-    positions = within_maxstep(centre, proposal, maxstep)
-    if positions is proposal:
-        return proposal
-    mean = gp.predict(np.array([positions, centre]))  # (2,)
-    rise = float(mean[0] - mean[1])
-    if rise >= 0:
-        longest = np.linalg.norm(proposal - centre, axis=1).max()
-        raise ShortenedStepError(
-            f"the search went {longest:.3g} Å, and its step cut back to maxstep = "
-            f"{maxstep:.3g} Å ends {rise:.3g} eV above the lowest configuration "
-            "seen, by the model"
-        )
-    return positions

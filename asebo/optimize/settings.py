@@ -332,10 +332,6 @@ class Rules:
         Off: a prior calculator that fails during a search ends the step's searches, and
         the step goes along the forces, instead of the search being repeated in a box
         half the size (:func:`asebo.optimize.search.search`).
-    shortened_retry : bool
-        Off: a search that goes beyond ``maxstep`` is cut back to it and stands, even
-        where the cut step leaves the model's descent; on, that search is repeated in a
-        box half the size (:func:`asebo.optimize.search.shortened_step`).
     uncertain_retry : bool
         Off: the model's drop to its proposal is not checked against its uncertainty
         (:func:`asebo.optimize.trust.check_confident`), so no search is repeated in a
@@ -400,7 +396,6 @@ class Rules:
     tilted_start: bool = True
     latest_start: bool = True
     prior_failure_retry: bool = True
-    shortened_retry: bool = True
     uncertain_retry: bool = True
     slope_noise_box: bool = True
     overturned_curvature: bool = True
