@@ -97,27 +97,6 @@ def test_the_flat_centre_tilt_turns_off():
     assert first_reason(Rules(tilt_flat_centres=False)) == SEARCH
 
 
-def test_the_tilted_start_under_a_prior_calculator_turns_off():
-    class TiltingPrior:
-        """A prior calculator whose energy falls as the first atom leaves the xy plane."""
-
-        is_calculator = True
-
-        def energy_and_forces(self, positions):
-            return -abs(positions[0, 2]), np.zeros_like(positions)
-
-    context = replace(
-        water_context(),
-        prior=TiltingPrior(),
-        flat_centres=np.array([0]),
-        flat_normals=np.array([[0.0, 0.0, 1.0]]),
-    )
-    starts, notes = search_starts(context)
-    assert notes and starts[-1][0, 2] != context.centre[0, 2]
-    starts_off, notes_off = search_starts(with_rules(context, tilted_start=False))
-    assert not notes_off and len(starts_off) == len(starts) - 1
-
-
 def test_the_search_from_the_latest_configuration_turns_off():
     context = replace(water_context(), best=0)  # the latest is another configuration
     starts, _ = search_starts(context)

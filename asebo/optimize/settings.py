@@ -322,9 +322,6 @@ class Rules:
     tilt_flat_centres : bool
         Off: under a model prior the first step is the model's, flat pyramidal centres
         left in their plane (stage ``'tilt'``, :func:`asebo.optimize.stages.tilt_flat_centres`).
-    tilted_start : bool
-        Off: under a prior calculator the first search does not also start with the
-        flat centres tilted (:func:`asebo.optimize.stages.search_starts`).
     latest_start : bool
         Off: the search starts at the lowest configuration alone, not also at the
         latest one where that is another (:func:`asebo.optimize.stages.search_starts`).
@@ -393,7 +390,6 @@ class Rules:
     """
 
     tilt_flat_centres: bool = True
-    tilted_start: bool = True
     latest_start: bool = True
     prior_failure_retry: bool = True
     uncertain_retry: bool = True

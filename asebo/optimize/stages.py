@@ -44,35 +44,17 @@ from asebo.optimize.search import within_maxstep
 
 
 def search_starts(context):
-    """Where the search starts, and notes for the log.
-
-    The lowest configuration computed, and the latest one when it is another. Under
-    a prior calculator, the start with its flat centres tilted too where the prior
-    puts them lower.
+    """Where the search starts, and notes for the log: the lowest configuration
+    computed, and the latest one when it is another.
 
     Returns
     -------
     starts : list of arrays (n, 3)
     notes : tuple of str
     """
-    centre, observations, rules = context.centre, context.observations, context.settings.rules
-    latest = rules.latest_start and context.best != len(observations) - 1
-    starts = [centre, observations.positions[-1]] if latest else [centre]
-    if not (rules.tilted_start and len(context.flat_centres) and context.prior.is_calculator):
-        return starts, ()
-    tilted_start = tilted(
-        centre,
-        context.flat_centres,
-        context.flat_normals,
-        context.settings.special_cases.flat_centre_tilt,
-    )
-    if not _prior_descends(context.prior, centre, tilted_start):
-        return starts, ()
-    note = (
-        f"{atoms_named(observations.numbers, context.flat_centres)} flat in the start, lower "
-        "tilted in the prior: the search also starts with them tilted out of plane"
-    )
-    return [*starts, tilted_start], (note,)
+    centre, observations = context.centre, context.observations
+    latest = context.settings.rules.latest_start and context.best != len(observations) - 1
+    return ([centre, observations.positions[-1]] if latest else [centre]), ()
 
 
 def tilt_flat_centres(context, proposal):
@@ -273,12 +255,3 @@ def atoms_named(numbers, indices):
     """'atoms N0, N3' for the log."""
     symbols = Atoms(numbers).get_chemical_symbols()
     return "atoms " + ", ".join(f"{symbols[i]}{i}" for i in indices)
-
-
-def _prior_descends(prior, start, end):
-    """Whether the prior calculator's energy is lower at ``end`` than at ``start``
-    (both (n, 3)); False where it fails."""
-    try:
-        return prior.energy_and_forces(end)[0] < prior.energy_and_forces(start)[0]
-    except PriorCalculationError:
-        return False
