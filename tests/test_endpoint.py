@@ -1,26 +1,15 @@
 """The checks at convergence as stages whose verdicts are records."""
 
 import io
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from test_model_hessian import planar_ammonia_and_two_pyramids
 
 from asebo import BOOptimizer
-from asebo.optimize.endpoint import ACCEPTED, probed_along, refuted_curvature_step
-from asebo.optimize.proposal import CURVATURE, SEARCH
+from asebo.optimize.endpoint import ACCEPTED, probed_along
+from asebo.optimize.proposal import CURVATURE
 from asebo.optimize.settings import SpecialCases
-
-
-def test_a_refuted_curvature_step_is_the_first_that_came_out_no_lower():
-    # the start, then configurations 1..4 led to by these reasons
-    observations = SimpleNamespace(energies=[0.0, -1.0, -0.5, -2.0, -1.5])
-    reasons = (SEARCH, CURVATURE, CURVATURE, CURVATURE)
-    assert refuted_curvature_step(observations, reasons) == 2  # -0.5 > -1.0
-    assert refuted_curvature_step(observations, (SEARCH, SEARCH, CURVATURE, SEARCH)) is None
-    # the reasons count from the end: two observations came before any proposal
-    assert refuted_curvature_step(observations, (SEARCH, CURVATURE, CURVATURE)) == 4
 
 
 def test_a_probe_moves_the_farthest_atom_by_its_length_along_the_mode():

@@ -278,23 +278,6 @@ def test_curvature_steps_without_evidence_turn_on_with_the_evidence_rule_off():
     assert "curvature" in off.reasons
 
 
-def test_the_refuted_curvature_rule_turns_off():
-    """Under a GFN1-xTB prior the methane dimer's step along the prior's negative
-    curvature goes up: on, the prior's curvature leads no other step; off, it leads the
-    second that ``curvature_steps`` allows."""
-    counts = {}
-    for rules in (Rules(), Rules(refuted_curvature=False)):
-        log = io.StringIO()
-        opt = BOOptimizer(methane_dimer(), logfile=log, prior=get_calculator("gfn1"), rules=rules)
-        opt.run(fmax=0.05)
-        counts[rules.refuted_curvature] = (
-            opt.reasons.count("curvature"),
-            "its curvature alone leads no further step" in log.getvalue(),
-        )
-    assert counts[True] == (1, True)
-    assert counts[False] == (SpecialCases().curvature_steps, False)
-
-
 def test_the_priors_curvature_in_the_quadratic_turns_off(monkeypatch):
     calls = []
     original = endpoint_module.prior_where_interpolated

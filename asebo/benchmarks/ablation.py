@@ -58,7 +58,6 @@ STEP_RULES = (
 CONVERGENCE_RULES = (
     "curvature_steps",
     "curvature_evidence",
-    "refuted_curvature",
     "quadratic_drop",
     "quadratic_prior_curvature",
     "quadratic_patience",

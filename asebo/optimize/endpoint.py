@@ -14,10 +14,7 @@ in its log, and its convergence test is ASE's test and an accepting verdict.
   on a saddle. A step along the lowest such mode to the model's lowest energy on it
   within the trust radius, both signs tried
   (:func:`asebo.optimize.model_hessian.descent_along`), at most
-  ``special_cases.curvature_steps`` times a run. Once such a step came out no lower
-  than the configurations before it (:func:`refuted_curvature_step`), a prior
-  calculator's curvature alone leads no further step; a configuration computed still
-  does.
+  ``special_cases.curvature_steps`` times a run.
 - :func:`continue_quadratic_drop` (``'quadratic_drop'``): the model's quadratic at the
   latest configuration puts its minimum more than ``special_cases.quadratic_drop``
   below the lowest energy computed (a floppy molecule stopped on the shoulder of a
@@ -36,7 +33,6 @@ import numpy as np
 
 from asebo.optimize.model_hessian import (
     descent_along,
-    evidence_of_descent,
     prior_where_interpolated,
 )
 from asebo.optimize.proposal import CURVATURE, PROBE
@@ -99,8 +95,6 @@ class EndpointContext:
     reasons : tuple of str
         The reason of every proposal of the run, in order.
     settings : asebo.optimize.settings.Settings
-    prior_calculator : bool
-        Whether the prior is a calculator.
     periodic : bool
     labels : array (N,) of int
         Atomic numbers with the held coordinates kept apart, for the symmetry check.
@@ -116,7 +110,6 @@ class EndpointContext:
     observations: object
     reasons: tuple
     settings: object
-    prior_calculator: bool
     periodic: bool
     labels: np.ndarray
     basis: np.ndarray
@@ -133,63 +126,20 @@ class EndpointContext:
         return endpoint_symmetry(self)
 
 
-def refuted_curvature_step(observations, reasons):
-    """The index of the first configuration a curvature step led to that came out no
-    lower than every configuration before it; None where there is none.
-
-    ``reasons[k]`` led to the ``k``-th configuration after those computed before any
-    proposal (the start, and observations given or read back).
-    """
-    energies = observations.energies
-    first = len(energies) - len(reasons)  # configurations before any proposal
-    for k, reason in enumerate(reasons):
-        index = first + k
-        if reason == CURVATURE and 0 < index < len(energies):
-            if energies[index] >= min(energies[:index]):
-                return index
-    return None
-
-
 def supported_descents(context):
-    """The downward modes a curvature step may follow, and a note where a refuted
-    step narrowed them.
-
-    Returns
-    -------
-    indices : list of int
-        Indices into ``context.curvature`` of the negative curvatures beyond their doubt
-        that the evidence supports, lowest first; under a prior calculator whose
-        curvature step went up, those a configuration computed supports.
-    note : str
-        Appended to the summary at an accepted endpoint; empty where nothing was
-        narrowed.
-    """
-    curvature, rules = context.curvature, context.settings.rules
-    evidenced = list(curvature.evidenced if rules.curvature_evidence else curvature.negative)
-    refuted = (
-        refuted_curvature_step(context.observations, context.reasons)
-        if rules.refuted_curvature
-        else None
+    """Indices into ``context.curvature`` of the negative curvatures beyond their doubt
+    that the evidence supports (all of them where ``rules.curvature_evidence`` is
+    off), lowest first: the modes a curvature step may follow."""
+    curvature = context.curvature
+    return list(
+        curvature.evidenced if context.settings.rules.curvature_evidence else curvature.negative
     )
-    if refuted is None or not context.prior_calculator or not evidenced:
-        return evidenced, ""
-    computed = context.observations.arrays()
-    evidenced = [
-        index
-        for index in evidenced
-        if evidence_of_descent(None, computed, context.positions, curvature.modes[index])
-    ]
-    note = (
-        f"; a step along the prior calculator's negative curvature went up "
-        f"(configuration {refuted}), so its curvature alone leads no further step"
-    )
-    return evidenced, note
 
 
 def descend_negative_curvature(context):
     """A step along the lowest supported negative curvature (``'curvature'``), at most
     ``special_cases.curvature_steps`` times a run; None otherwise."""
-    evidenced, _ = context.descents
+    evidenced = context.descents
     taken = context.reasons.count(CURVATURE)
     if not evidenced or taken >= context.settings.special_cases.curvature_steps:
         return None
@@ -284,8 +234,7 @@ def probe_held_symmetry(context):
 def accept_endpoint(context):
     """The verdict that accepts the endpoint, with the model's lowest curvature there
     and, where every configuration kept a symmetry, a line that says so."""
-    _, narrowed = context.descents
-    summary = f"{context.curvature.summary()}{narrowed}"
+    summary = context.curvature.summary()
     notes = [f"at convergence, {summary}"]
     symmetry = context.symmetry
     if symmetry is not None:

@@ -140,7 +140,6 @@ class Engine:
             observations=observations,
             reasons=reasons,
             settings=self.settings,
-            prior_calculator=self.prior.is_calculator,
             periodic=self.periodic,
             labels=8 * self.numbers + self.free @ np.array([1, 2, 4]),  # held apart
             basis=internal_basis(here, self.free, self.rotations),

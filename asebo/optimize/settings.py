@@ -376,9 +376,6 @@ class Rules:
         model resolves beyond its doubt, not only one that a configuration computed or
         a prior calculator also says leads down
         (:func:`asebo.optimize.model_hessian.evidence_of_descent`).
-    refuted_curvature : bool
-        Off: a prior calculator's own negative curvature keeps leading curvature steps
-        after one of them came out no lower than the configurations before it.
     quadratic_prior_curvature : bool
         Off: the model's quadratic at convergence keeps the model's own curvature along
         modes where only the interpolation curves down, instead of the prior's
@@ -404,6 +401,5 @@ class Rules:
     force_step_radius: bool = True
     rigid_move: bool = True
     curvature_evidence: bool = True
-    refuted_curvature: bool = True
     quadratic_prior_curvature: bool = True
     quadratic_patience: bool = True
