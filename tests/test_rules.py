@@ -21,7 +21,7 @@ from asebo.benchmarks import baker
 from asebo.model.priors import PriorCalculationError
 from asebo.optimize.proposal import RIGID_MOVE, SEARCH, SEARCH_FAILED, TILT
 from asebo.optimize.settings import Rules, Settings, SpecialCases
-from asebo.optimize.stages import NoProgressError, force_step, search_starts, step_along_forces
+from asebo.optimize.stages import NoProgressError, force_step, step_along_forces
 from asebo.optimize.trust import OverturnedCurvatureError, SlopeNoiseError, UncertainStepError
 from calculators import get_calculator
 
@@ -56,7 +56,7 @@ def argon_context():
 
 def searched(context):
     """The search of ``context`` from its own starts."""
-    return search_module.search(context, search_starts(context)[0])
+    return search_module.search(context, [context.centre])
 
 
 def refusing(error, times=1):
@@ -95,15 +95,6 @@ def test_the_flat_centre_tilt_turns_off():
 
     assert first_reason(Rules()) == TILT
     assert first_reason(Rules(tilt_flat_centres=False)) == SEARCH
-
-
-def test_the_search_from_the_latest_configuration_turns_off():
-    context = replace(water_context(), best=0)  # the latest is another configuration
-    starts, _ = search_starts(context)
-    assert len(starts) == 2
-    np.testing.assert_array_equal(starts[1], context.observations.positions[-1])
-    starts_off, _ = search_starts(with_rules(context, latest_start=False))
-    assert len(starts_off) == 1
 
 
 def test_the_retry_after_a_prior_calculator_fails_turns_off(monkeypatch):

@@ -37,7 +37,6 @@ ALL_ON = "all on"
 
 STEP_RULES = (
     "tilt_flat_centres",
-    "latest_start",
     "prior_failure_retry",
     "uncertain_retry",
     "slope_noise_box",

@@ -322,9 +322,6 @@ class Rules:
     tilt_flat_centres : bool
         Off: under a model prior the first step is the model's, flat pyramidal centres
         left in their plane (stage ``'tilt'``, :func:`asebo.optimize.stages.tilt_flat_centres`).
-    latest_start : bool
-        Off: the search starts at the lowest configuration alone, not also at the
-        latest one where that is another (:func:`asebo.optimize.stages.search_starts`).
     prior_failure_retry : bool
         Off: a prior calculator that fails during a search ends the step's searches, and
         the step goes along the forces, instead of the search being repeated in a box
@@ -387,7 +384,6 @@ class Rules:
     """
 
     tilt_flat_centres: bool = True
-    latest_start: bool = True
     prior_failure_retry: bool = True
     uncertain_retry: bool = True
     slope_noise_box: bool = True
