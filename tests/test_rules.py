@@ -165,24 +165,6 @@ def test_the_corrected_modes_and_the_segment_restart_turn_off(monkeypatch, rule)
     assert calls[called[rule]] == 1 and calls[next(n for n in calls if n != called[rule])] == 2
 
 
-def test_the_halved_box_after_a_second_overturned_refusal_turns_off(monkeypatch):
-    radii, minimize = [], search_module.minimize_lcb
-
-    def recorded(gp, starts, centre, radius, *args, **options):
-        radii.append(radius)
-        return minimize(gp, starts, centre, radius, *args, **options)
-
-    context = water_context()
-    monkeypatch.setattr(search_module, "minimize_lcb", recorded)
-    monkeypatch.setattr(search_module, "check_curvature_supported", refusing(overturned, 2))
-    searched(context)
-    assert radii == [context.trust.radius] * 2 + [context.trust.radius / 2]
-    radii.clear()
-    monkeypatch.setattr(search_module, "check_curvature_supported", refusing(overturned, 2))
-    searched(with_rules(context, overturned_box_halving=False))
-    assert radii == [context.trust.radius] * 3
-
-
 def test_the_doubled_and_halved_steps_along_the_forces_turn_off():
     context, observations = argon_context()
     centre, forces = context.centre, observations.forces[0]

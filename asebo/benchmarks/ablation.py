@@ -43,7 +43,6 @@ STEP_RULES = (
     "overturned_curvature",
     "interpolated_modes",
     "segment_restart",
-    "overturned_box_halving",
     "pessimistic_kappa",
     "force_step_doubling",
     "force_step_halving",

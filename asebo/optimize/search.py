@@ -33,9 +33,7 @@ model's (:class:`EnergyModel`'s ``corrections``), as the checks at convergence r
 such a mode (:func:`asebo.optimize.model_hessian.prior_where_interpolated`): the fault
 lies along one direction, not in the box, and a trust region halved for it stays small
 for the steps after, which then crawl (docs/notes/large-molecules.md, "A refused
-direction corrected, not the box halved"). From a second such refusal on, the
-interpolation fails in more than one direction at this size, and the box of this
-step's searches halves too; the trust region stays. Under a model prior, the first
+direction corrected, not the box halved"). Under a model prior, the first
 such refusal of a step corrects every mode of the model's Hessian at the centre along
 which only the interpolation curves down
 (:func:`asebo.optimize.model_hessian.interpolated_descents`), the refused step too
@@ -354,10 +352,8 @@ class StepSearches:
         eV: the stop of every search, ``settings.search.tolerance`` (under a prior
         calculator ``calculator_tolerance``) times the atoms it moves.
     trust : asebo.optimize.trust.TrustRegion
-        The trust region, cut where a search fails.
-    box : asebo.optimize.trust.TrustRegion
-        The box of this step's searches: smaller than the trust region from a second
-        refusal as overturned on.
+        The trust region, whose box the next search searches: halved where a search
+        fails, sized by the slope's noise after a :class:`SlopeNoiseError`.
     starts : list of arrays (n, 3)
         Where the next search starts.
     standing : bool
@@ -374,7 +370,6 @@ class StepSearches:
     preconditioner: tuple | None
     tolerance: float
     trust: TrustRegion
-    box: TrustRegion
     starts: list
     standing: bool = False
     retried: list = field(default_factory=list)
@@ -395,9 +390,7 @@ class StepSearches:
             if settings.preconditioned
             else None
         )
-        return cls(
-            context, preconditioner, tolerance * moving_atoms, context.trust, context.trust, starts
-        )
+        return cls(context, preconditioner, tolerance * moving_atoms, context.trust, starts)
 
     def searched(self, attempt):
         """The proposal (n, 3) of search number ``attempt`` (from 0), cut to ``maxstep``
@@ -423,7 +416,7 @@ class StepSearches:
             context.gp,
             torch.as_tensor(np.array(self.starts)),
             torch.as_tensor(context.centre),
-            self.box.radius,
+            self.trust.radius,
             torch.as_tensor(context.free.reshape(-1)),
             settings.kappa,
             settings.maxiter,
@@ -441,7 +434,7 @@ class StepSearches:
         context = self.context
         confidence = context.settings.trust_region.confidence
         checked = confidence is not None and attempt < context.settings.search.retries
-        return checked and not self.box.at_floor and not context.rigid_left and not self.standing
+        return checked and not self.trust.at_floor and not context.rigid_left and not self.standing
 
     def check(self, positions):
         """Raise where the model doubts its drop to ``positions`` (n, 3)
@@ -451,7 +444,7 @@ class StepSearches:
         context, rules = self.context, self.context.settings.rules
         gp, centre = context.gp, context.centre
         if rules.uncertain_retry:
-            shortest = self.box.settings.floor if rules.slope_noise_box else None
+            shortest = self.trust.settings.floor if rules.slope_noise_box else None
             check_confident(
                 gp, centre, positions, context.settings.trust_region.confidence, shortest
             )
@@ -461,7 +454,7 @@ class StepSearches:
     def after_overturned(self, error):
         """After ``error``, an :class:`asebo.optimize.trust.OverturnedCurvatureError`: the
         prior's curvature along its step (:meth:`correct`), the next search from the
-        lowest bound on the refused segment, and from a second such refusal a halved box."""
+        lowest bound on the refused segment, in the same box."""
         rules = self.context.settings.rules
         self.correct(error)
         if rules.segment_restart:
@@ -473,11 +466,7 @@ class StepSearches:
                 )
             ]
         self.retried.append(error.reason)
-        note = f"{error}; the search takes the prior's curvature along that step"
-        if rules.overturned_box_halving and self.retried.count(error.reason) > 1:
-            self.box = self.box.shrunk()
-            note += f", in a box of {self.box.radius:.3g} Å for this step"
-        self.notes.append(note)
+        self.notes.append(f"{error}; the search takes the prior's curvature along that step")
 
     def correct(self, error):
         """Add the prior's curvature along the step of ``error``, an
@@ -503,11 +492,11 @@ class StepSearches:
         """After ``error``, an :class:`asebo.optimize.trust.SlopeNoiseError`: the trust
         region and the box cut to the length where the drop is surest, and the next
         search's proposal stands."""
-        self.trust, self.box = self.trust.within(error.length), self.box.within(error.length)
+        self.trust = self.trust.within(error.length)
         self.standing = True
         self.retried.append(error.reason)
         self.notes.append(
-            f"{error}; the search is repeated in a box of {self.box.radius:.3g} Å, whose "
+            f"{error}; the search is repeated in a box of {self.trust.radius:.3g} Å, whose "
             "proposal stands"
         )
 
@@ -522,7 +511,7 @@ class StepSearches:
         ):
             self.notes.append(f"{error}; the step goes along the forces")
             return False
-        self.trust, self.box = self.trust.shrunk(), self.box.shrunk()
+        self.trust = self.trust.shrunk()
         self.notes.append(f"{error}; the trust radius is halved to {self.trust.radius:.3g} Å")
         return True
 

@@ -347,9 +347,6 @@ class Rules:
         Off: the search repeated after an overturned refusal starts where the refused
         search ended, not at the lowest corrected bound on the line to it
         (:func:`asebo.optimize.search.lowest_on_segment`).
-    overturned_box_halving : bool
-        Off: a second overturned refusal in one step leaves the box of its searches as
-        it is, instead of halving it.
     force_step_doubling : bool
         Off: a step along the forces tries its first length and shorter ones only, not
         doubled lengths up to ``maxstep`` first (:func:`asebo.optimize.stages.force_step`).
@@ -390,7 +387,6 @@ class Rules:
     overturned_curvature: bool = True
     interpolated_modes: bool = True
     segment_restart: bool = True
-    overturned_box_halving: bool = True
     force_step_doubling: bool = True
     force_step_halving: bool = True
     newton_force_step: bool = True
