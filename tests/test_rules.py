@@ -251,24 +251,6 @@ def test_curvature_steps_without_evidence_turn_on_with_the_evidence_rule_off():
     assert "curvature" in off.reasons
 
 
-def test_the_priors_curvature_in_the_quadratic_turns_off(monkeypatch):
-    calls = []
-    original = endpoint_module.prior_where_interpolated
-
-    def counted(*args):
-        calls.append(args)
-        return original(*args)
-
-    monkeypatch.setattr(endpoint_module, "prior_where_interpolated", counted)
-    for rules, expected in ((Rules(), True), (Rules(quadratic_prior_curvature=False), False)):
-        calls.clear()
-        atoms = molecule("H2O")
-        atoms.positions += 0.05 * np.random.default_rng(1).normal(size=(3, 3))
-        atoms.calc = get_calculator("gfn2")
-        assert BOOptimizer(atoms, logfile=None, rules=rules).run(fmax=0.05)
-        assert bool(calls) is expected
-
-
 def test_the_quadratics_patience_turns_off(monkeypatch):
     """With no patience left (0 calls), the model's quadratic keeps no run going; with
     the rule off it does, as it does with the default patience."""

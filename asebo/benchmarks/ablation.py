@@ -57,7 +57,6 @@ CONVERGENCE_RULES = (
     "curvature_steps",
     "curvature_evidence",
     "quadratic_drop",
-    "quadratic_prior_curvature",
     "quadratic_patience",
 )
 """The rules at converged forces that turn off alone (the symmetry probe is off by

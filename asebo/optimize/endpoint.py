@@ -31,10 +31,7 @@ from functools import cached_property
 
 import numpy as np
 
-from asebo.optimize.model_hessian import (
-    descent_along,
-    prior_where_interpolated,
-)
+from asebo.optimize.model_hessian import descent_along
 from asebo.optimize.proposal import CURVATURE, PROBE
 from asebo.optimize.symmetry import held_symmetry
 
@@ -160,10 +157,7 @@ def quadratic_drop_left(context):
     ``special_cases.quadratic_drop``; else None.
 
     None for a periodic system, and once :data:`QUADRATIC_PATIENCE` calls in a row
-    have found nothing lower: a run whose calls no longer descend stops. Along a mode
-    where only the GP's interpolation curves down, the quadratic takes the prior's
-    curvature (:func:`asebo.optimize.model_hessian.prior_where_interpolated`), as the
-    search and the Hessian given as a result do.
+    have found nothing lower: a run whose calls no longer descend stops.
     """
     threshold, rules = context.settings.special_cases.quadratic_drop, context.settings.rules
     observations = context.observations
@@ -172,12 +166,7 @@ def quadratic_drop_left(context):
     patience = QUADRATIC_PATIENCE if rules.quadratic_patience else np.inf
     if threshold is None or context.periodic or latest - best >= patience:
         return None
-    curvature = context.curvature
-    if rules.quadratic_prior_curvature:
-        curvature = prior_where_interpolated(
-            curvature, context.gp.prior, observations.positions[latest]
-        )
-    drop = curvature.quadratic_drop(-np.asarray(observations.forces[latest]))
+    drop = context.curvature.quadratic_drop(-np.asarray(observations.forces[latest]))
     below = energies[best] - (energies[latest] - drop)
     return below if below > threshold else None
 

@@ -370,14 +370,10 @@ class Rules:
         model resolves beyond its doubt, not only one that a configuration computed or
         a prior calculator also says leads down
         (:func:`asebo.optimize.model_hessian.evidence_of_descent`).
-    quadratic_prior_curvature : bool
-        Off: the model's quadratic at convergence keeps the model's own curvature along
-        modes where only the interpolation curves down, instead of the prior's
-        (:func:`asebo.optimize.model_hessian.prior_where_interpolated`).
     quadratic_patience : bool
         Off: the model's quadratic keeps a run with converged forces going however many
         calls in a row find nothing lower, not only for ``QUADRATIC_PATIENCE`` (3) of
-        them (:data:`asebo.optimize.optimizer.QUADRATIC_PATIENCE`).
+        them (:data:`asebo.optimize.endpoint.QUADRATIC_PATIENCE`).
     """
 
     tilt_flat_centres: bool = True
@@ -393,5 +389,4 @@ class Rules:
     force_step_radius: bool = True
     rigid_move: bool = True
     curvature_evidence: bool = True
-    quadratic_prior_curvature: bool = True
     quadratic_patience: bool = True
