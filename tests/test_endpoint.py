@@ -4,12 +4,37 @@ import io
 
 import numpy as np
 import pytest
+from ase.io import read
 from test_model_hessian import planar_ammonia_and_two_pyramids
 
 from asebo import BOOptimizer
+from asebo.benchmarks import baker
+from asebo.model.priors import resolve_prior
 from asebo.optimize.endpoint import ACCEPTED, probed_along
 from asebo.optimize.proposal import CURVATURE
 from asebo.optimize.settings import SpecialCases
+from calculators import get_calculator
+
+
+def flat_methylamine():
+    """The Baker start of methylamine: its nitrogen flat with C and the two H."""
+    return read(baker.DEFAULT_DIR / "07_methylamine.xyz")
+
+
+def angle_sum(atoms, centre, neighbours):
+    """Sum (degrees) of the three bond angles at ``centre``: 360 when it is flat."""
+    first, second, third = neighbours
+    return (
+        atoms.get_angle(first, centre, second)
+        + atoms.get_angle(second, centre, third)
+        + atoms.get_angle(first, centre, third)
+    )
+
+
+def nitrogen_neighbours(atoms):
+    nitrogen = atoms.get_chemical_symbols().index("N")
+    distances = atoms.get_distances(nitrogen, range(len(atoms)))
+    return nitrogen, np.argsort(distances)[1:4]
 
 
 def test_a_probe_moves_the_farthest_atom_by_its_length_along_the_mode():
@@ -69,3 +94,16 @@ def test_no_verdict_where_the_forces_do_not_meet_the_test():
     assert optimizer.endpoint_verdict is None  # before run(): no fmax
     optimizer.run(fmax=1e-4, steps=0)
     assert optimizer.endpoint_verdict is None
+
+
+def test_under_a_prior_calculator_a_flat_amine_leaves_its_plane_by_the_curvature_step():
+    """The prior calculator's own curvature at the flat saddle leads the step at
+    convergence (reason ``'curvature'``) down to the pyramid."""
+    atoms = flat_methylamine()
+    nitrogen, neighbours = nitrogen_neighbours(atoms)
+    assert angle_sum(atoms, nitrogen, neighbours) == pytest.approx(360.0, abs=1e-3)
+    atoms.calc = get_calculator("gfn2")
+    optimizer = BOOptimizer(atoms, logfile=None, prior=resolve_prior("gfn1"))
+    assert optimizer.run(fmax=0.05, steps=50)
+    assert CURVATURE in optimizer.reasons
+    assert angle_sum(atoms, nitrogen, neighbours) < 345.0

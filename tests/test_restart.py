@@ -1,6 +1,7 @@
 """Resumed runs: every evaluation once in the trajectory, no call after convergence,
 the path of the uninterrupted run."""
 
+import json
 import os
 import signal
 import subprocess
@@ -118,6 +119,19 @@ def test_a_converged_restart_reports_convergence_without_a_call(tmp_path):
     tighter = 0.5 * np.linalg.norm(first.get_forces(), axis=1).max()
     assert BOOptimizer(again, restart=restart, logfile=None).run(fmax=tighter, steps=50)
     assert again.calc.ncalls > 0
+
+
+def test_a_restart_file_with_a_reason_of_a_removed_stage_resumes(tmp_path):
+    """Files written before the flat-centre stage was removed may record ``'tilt'``."""
+    restart = tmp_path / "bo.json"
+    BOOptimizer(water(), restart=str(restart), logfile=None).run(fmax=0.01, steps=2)
+    stored = json.loads(restart.read_text())
+    stored["proposals"][0]["reason"] = "tilt"
+    restart.write_text(json.dumps(stored))
+    opt = BOOptimizer(water(), restart=str(restart), logfile=None)
+    assert opt.reasons[0] == "tilt"
+    assert opt.run(fmax=0.01, steps=50)
+    assert opt.reasons[0] == "tilt" and "tilt" not in opt.reasons[1:]
 
 
 @pytest.mark.parametrize("every", [1, 3])

@@ -19,7 +19,7 @@ import asebo.optimize.stages as stages_module
 from asebo import BOOptimizer
 from asebo.benchmarks import baker
 from asebo.model.priors import PriorCalculationError
-from asebo.optimize.proposal import RIGID_MOVE, SEARCH, SEARCH_FAILED, TILT
+from asebo.optimize.proposal import RIGID_MOVE, SEARCH_FAILED
 from asebo.optimize.settings import Rules, Settings, SpecialCases
 from asebo.optimize.stages import NoProgressError, force_step, step_along_forces
 from asebo.optimize.trust import OverturnedCurvatureError, SlopeNoiseError, UncertainStepError
@@ -83,18 +83,6 @@ def test_every_rule_is_on_by_default_and_settings_hold_them():
     chosen = Rules(rigid_move=False)
     assert BOOptimizer(atoms, logfile=None, rules=chosen).settings.rules is chosen
     assert BOOptimizer(atoms, logfile=None).settings.rules == Rules()
-
-
-def test_the_flat_centre_tilt_turns_off():
-    def first_reason(rules):
-        atoms = read(DATA_DIR / "baker" / "07_methylamine.xyz")
-        atoms.calc = get_calculator("gfn2")
-        opt = BOOptimizer(atoms, logfile=None, rules=rules)
-        opt.run(fmax=0.05, steps=1)
-        return opt.reasons[0]
-
-    assert first_reason(Rules()) == TILT
-    assert first_reason(Rules(tilt_flat_centres=False)) == SEARCH
 
 
 def test_the_retry_after_a_prior_calculator_fails_turns_off(monkeypatch):

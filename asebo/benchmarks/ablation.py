@@ -1,23 +1,23 @@
 """Each special-case rule of BOOptimizer turned off alone, over molecule and periodic sets.
 
-The rules are the repairs of a step (the flat-centre tilt, the searches repeated after
-a refused step, the overturned-curvature correction, the steps along the forces, the
-rigid move...) and the checks at converged forces (curvature steps, the model's
-quadratic...); ``docs/notes/ablation-rules.md`` lists them and where each lives. Each
-variant is BOOptimizer with every rule on (``all on``) or with one rule off: a switch
-of :class:`asebo.optimize.settings.Rules`, or the setting that already turns that rule
-off (``pessimistic_kappa``: ``SearchSettings(kappa=0.1)``; ``rigid_shrink``:
+The rules are the repairs of a step (the searches repeated after a refused step, the
+overturned-curvature correction, the steps along the forces, the rigid move...) and the
+checks at converged forces (curvature steps, the model's quadratic...);
+``docs/notes/ablation-rules.md`` lists them and where each lives. Each variant is
+BOOptimizer with every rule on (``all on``) or with one rule off: a switch of
+:class:`asebo.optimize.settings.Rules`, or the setting that already turns that rule off
+(``pessimistic_kappa``: ``SearchSettings(kappa=0.1)``; ``rigid_shrink``:
 ``SpecialCases(rigid_shrink=1.0)``; ``curvature_steps``:
 ``SpecialCases(curvature_steps=0)``; ``quadratic_drop``:
 ``SpecialCases(quadratic_drop=None)``). Every variant relaxes every molecule of the
 molecule sets (``--calc``, GFN2-xTB by default) and every start of the periodic sets
 (EMT, as ``asebo bench surfaces``, ``bulk`` and ``cells`` build them) to ``--fmax``,
 side by side in one run. One markdown table gives, per rule and set, the force calls
-(and their difference to ``all on``), the runs whose path differs from ``all on``'s,
-the endpoints more than 0.01 eV above the lowest any variant found from the same
-start, the saddle points (by the model's own verdict at convergence; with
-``--audit``, by the target's finite-difference Hessian on the molecule sets) and the
-runs that did not converge.
+(and their difference to ``all on``), the runs whose path differs from ``all on``'s, the
+endpoints more than 0.01 eV above the lowest any variant found from the same start, the
+saddle points (by the model's own verdict at convergence; with ``--audit``, by the
+target's finite-difference Hessian on the molecule sets) and the runs that did not
+converge.
 """
 
 import json
@@ -36,7 +36,6 @@ ALL_ON = "all on"
 """The variant with every rule on: BOOptimizer's defaults."""
 
 STEP_RULES = (
-    "tilt_flat_centres",
     "prior_failure_retry",
     "uncertain_retry",
     "slope_noise_box",

@@ -62,9 +62,8 @@ class Prior:
         The prior's gradient is zero everywhere: the GP adds no term for its curvature.
     is_calculator : bool
         A second calculator of the molecule (Δ-learning), whose surface holds far from
-        the configurations computed: the optimizer takes longer default steps, gives
-        the GP a random scale on its curvature, and searches from flat centres tilted
-        rather than tilting them by force.
+        the configurations computed: the optimizer takes longer default steps and gives
+        the GP a random scale on its curvature.
     label : str or float
         What the optimizer's description (its ``todict``) calls it.
     """

@@ -15,7 +15,6 @@
 - :mod:`asebo.optimize.resolve`: the optimizer's arguments resolved into its settings;
 - :mod:`asebo.optimize.trust`: the trust region and the confidence check;
 - :mod:`asebo.optimize.rigid`: net force and torque, rigid moves;
-- :mod:`asebo.optimize.flat_centres`: flat nitrogen-group centres in the start;
 - :mod:`asebo.optimize.observations`: observations, restart file and trajectory.
 """
 

@@ -16,7 +16,6 @@ from dataclasses import replace
 import numpy as np
 
 from asebo.optimize.endpoint import EndpointContext, endpoint_verdict
-from asebo.optimize.flat_centres import flat_centres
 from asebo.optimize.model_hessian import ModelHessian, curvature_with_evidence, internal_basis
 from asebo.optimize.proposal import CURVATURE, Proposal, StepContext
 from asebo.optimize.search import search
@@ -192,7 +191,6 @@ class Engine:
         (:meth:`asebo.optimize.settings.SearchSettings.for_force_criterion`)."""
         gp, notes = self.fitted(observations)
         best = observations.best()
-        centres, normals = self._flat_start_centres(observations)
         rigid_left = self.subspace is None and only_rigid_forces_left(
             observations.positions[best],
             observations.forces[best],
@@ -209,20 +207,7 @@ class Engine:
             trust,
             replace(self.settings, search=search),
             self.prior,
-            centres,
-            normals,
             rigid_left,
             notes,
             self.subspace,
-        )
-
-    def _flat_start_centres(self, observations):
-        """Centres (c,) and normals (c, 3) of :func:`asebo.optimize.flat_centres.flat_centres`
-        in the first configuration, with its forces, while it is the only one computed;
-        none otherwise, none in a periodic cell, and none where the constraints allow a
-        subspace only."""
-        if len(observations) != 1 or self.periodic or self.subspace is not None:
-            return np.empty(0, dtype=int), np.empty((0, 3))
-        return flat_centres(
-            observations.positions[0], self.numbers, self.free, observations.forces[0]
         )

@@ -17,12 +17,11 @@ from asebo.model.priors import PriorCalculationError
 
 SEARCH = "search"  # the model's proposal, from the search of its lower confidence bound
 SEARCH_FAILED = "search_failed"  # every search failed: a stage must replace it
-TILT = "tilt"  # flat pyramidal centres of the start tilted out of plane
 FORCE_STEP = "force_step"  # a step along the forces: the model had nothing new to offer
 RIGID_MOVE = "rigid_move"  # the model's proposal moved rigidly along the net force and torque
 CURVATURE = "curvature"  # forces converged where the model's energy curves down: a step along it
 PROBE = "probe"  # forces converged on a symmetry the whole run kept: a step that breaks it
-REASONS = (SEARCH, SEARCH_FAILED, TILT, FORCE_STEP, RIGID_MOVE, CURVATURE, PROBE)
+REASONS = (SEARCH, SEARCH_FAILED, FORCE_STEP, RIGID_MOVE, CURVATURE, PROBE)
 """Every ``reason`` a :class:`Proposal` may give, as recorded in the log and restart file."""
 
 
@@ -36,8 +35,8 @@ class Proposal:
         None only after every search failed (``reason`` ``'search_failed'``).
     predicted_energy : float or None
         The model's energy there (eV): the lowest energy computed less the model's drop
-        from there. None where the model did not choose the step (a tilt) or the prior
-        calculator cannot tell; the trust region then stays as it is.
+        from there. None where the model did not choose the step (a symmetry probe) or
+        the prior calculator cannot tell; the trust region then stays as it is.
     trust : asebo.optimize.trust.TrustRegion
         The trust region of this step, as the searches left it.
     reason : str
@@ -84,9 +83,6 @@ class StepContext:
     settings : asebo.optimize.settings.Settings
         Resolved: ``settings.trust_region.maxstep`` is a number.
     prior : asebo.model.priors.Prior
-    flat_centres, flat_normals : arrays (c,), (c, 3)
-        Flat pyramidal centres of the start and their planes' normals
-        (:func:`asebo.optimize.flat_centres.flat_centres`); empty after the first step.
     rigid_left : bool
         Only the net force and torque keep the lowest configuration from converging.
     notes : tuple of str
@@ -103,8 +99,6 @@ class StepContext:
     trust: object
     settings: object
     prior: object
-    flat_centres: np.ndarray
-    flat_normals: np.ndarray
     rigid_left: bool
     notes: tuple = ()
     subspace: object = None

@@ -196,8 +196,6 @@ class SpecialCases:
 
     Attributes
     ----------
-    flat_centre_tilt : float
-        Å: how far the first step tilts a flat pyramidal centre out of its plane.
     rigid_shrink : float
         The rigid move's length is ``force_step`` times this for every call since
         the lowest energy was found.
@@ -219,7 +217,6 @@ class SpecialCases:
         line at convergence only says so.
     """
 
-    flat_centre_tilt: float = 0.1
     rigid_shrink: float = 0.5
     curvature_steps: int = 2
     quadratic_drop: float | None = 0.003
@@ -319,9 +316,6 @@ class Rules:
 
     Attributes
     ----------
-    tilt_flat_centres : bool
-        Off: under a model prior the first step is the model's, flat pyramidal centres
-        left in their plane (stage ``'tilt'``, :func:`asebo.optimize.stages.tilt_flat_centres`).
     prior_failure_retry : bool
         Off: a prior calculator that fails during a search ends the step's searches, and
         the step goes along the forces, instead of the search being repeated in a box
@@ -376,7 +370,6 @@ class Rules:
         them (:data:`asebo.optimize.endpoint.QUADRATIC_PATIENCE`).
     """
 
-    tilt_flat_centres: bool = True
     prior_failure_retry: bool = True
     uncertain_retry: bool = True
     slope_noise_box: bool = True

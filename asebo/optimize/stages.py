@@ -8,11 +8,6 @@ its own ``reason``, which ends the step. Where none holds, the model's proposal
 stands. Each stage reads a :class:`asebo.optimize.proposal.StepContext` and writes
 nothing; its note for the log travels with the proposal.
 
-- :func:`tilt_flat_centres` (``'tilt'``): a nitrogen, phosphorus, arsenic or antimony
-  atom outside rings that the start holds flat with its three neighbours, and that
-  no force pushes out of plane, sits on a mirror plane no force breaks
-  (:mod:`asebo.optimize.flat_centres`); under a prior that cannot tell (the Lindh model,
-  a constant) the first step tilts it out of plane.
 - :func:`step_along_forces` (``'force_step'``): the search failed, or sends the run
   back to a configuration already computed, which would teach the model nothing.
 - :func:`move_rigidly` (``'rigid_move'``): a rotation-invariant model predicts forces
@@ -28,44 +23,15 @@ Each stage and each length rule of :func:`force_step` turn off alone in ``settin
 from dataclasses import replace
 
 import numpy as np
-from ase import Atoms
 
 from asebo.model.priors import PriorCalculationError
-from asebo.optimize.flat_centres import tilted
 from asebo.optimize.model_hessian import (
     directional_curvature,
     internal_basis,
     posterior_hessian,
 )
-from asebo.optimize.proposal import FORCE_STEP, RIGID_MOVE, TILT
+from asebo.optimize.proposal import FORCE_STEP, RIGID_MOVE
 from asebo.optimize.rigid import moved_rigidly, rigid_part, rigid_step
-from asebo.optimize.search import within_maxstep
-
-
-def tilt_flat_centres(context, proposal):
-    """The first step with the flat centres tilted out of plane (``'tilt'``), under a prior
-    that cannot tell which way they go; the forces there will.
-
-    The model did not choose this step, so it is not judged by its prediction.
-    """
-    tilting = context.settings.rules.tilt_flat_centres and len(context.flat_centres)
-    if not tilting or context.prior.is_calculator:
-        return None
-    tilt = context.settings.special_cases.flat_centre_tilt
-    searched = proposal.positions is not None and context.is_new(proposal.positions)
-    moved = tilted(
-        proposal.positions if searched else context.centre,
-        context.flat_centres,
-        context.flat_normals,
-        tilt,
-    )
-    note = (
-        f"{atoms_named(context.observations.numbers, context.flat_centres)} flat in the start: "
-        f"the first step tilts them {tilt:g} Å out of plane"
-    )
-    return _replaced(
-        proposal, within_maxstep(context.centre, moved, context.maxstep), None, TILT, note
-    )
 
 
 def step_along_forces(context, proposal):
@@ -108,7 +74,7 @@ def move_rigidly(context, proposal):
     return _replaced(proposal, positions, context.predicted(positions), RIGID_MOVE, note)
 
 
-STAGES = (tilt_flat_centres, step_along_forces, move_rigidly)
+STAGES = (step_along_forces, move_rigidly)
 """The stages in the order they are offered the proposal; the first that replaces it
 ends the step."""
 
@@ -234,9 +200,3 @@ def only_rigid_forces_left(positions, forces, fmax, free, invariant):
     shape_forces = forces - rigid_part(positions, forces)  # (n, 3)
     largest = np.linalg.norm(forces, axis=1).max()
     return np.linalg.norm(shape_forces, axis=1).max() < fmax <= largest
-
-
-def atoms_named(numbers, indices):
-    """'atoms N0, N3' for the log."""
-    symbols = Atoms(numbers).get_chemical_symbols()
-    return "atoms " + ", ".join(f"{symbols[i]}{i}" for i in indices)
