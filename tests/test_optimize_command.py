@@ -226,8 +226,13 @@ def test_hessian_with_another_suffix_is_refused_before_any_call(tmp_path):
 def start_asebo(argv, cwd, file_size_limit=None):
     """``asebo argv`` in a fresh interpreter on this checkout, started; no file it
     writes may grow beyond ``file_size_limit`` bytes where given (RLIMIT_FSIZE: the
-    operating system refuses the write, as on a full disk)."""
-    code = "import sys\nfrom asebo.cli import main\nsys.exit(main(sys.argv[1:]))"
+    operating system refuses the write, as on a full disk). Ctrl-C raises
+    KeyboardInterrupt in it, as at a terminal, even where the tests run as a
+    background job (which a shell starts with SIGINT ignored)."""
+    code = (
+        "import signal, sys\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "from asebo.cli import main\nsys.exit(main(sys.argv[1:]))"
+    )
     if file_size_limit is not None:
         code = (
             f"import resource\nresource.setrlimit(resource.RLIMIT_FSIZE, "
