@@ -42,7 +42,7 @@ def test_every_rule_is_one_row_turned_off_by_one_switch():
 
 def test_the_table_counts_the_calls_of_direct_runs(tmp_path, capsys):
     table = tmp_path / "ablation.md"
-    rules = ["curvature_evidence", "uncertain_retry"]
+    rules = ["latest_start", "uncertain_retry"]
     main(
         [
             "bench",
@@ -97,26 +97,26 @@ def test_the_table_counts_higher_endpoints_saddles_failures_and_changed_paths():
             "a": {
                 ablation.ALL_ON: run(5, -1.0),
                 "rigid_move": run(5, -1.0),
-                "curvature_evidence": run(7, -1.02, verdict=saddle),
+                "latest_start": run(7, -1.02, verdict=saddle),
             },
             "b": {
                 ablation.ALL_ON: run(4, -2.0),
                 "rigid_move": {"error": "ValueError: broken", "calls": 2},
-                "curvature_evidence": run(9, -2.0, converged=False),
+                "latest_start": run(9, -2.0, converged=False),
             },
         }
     }
-    text = ablation.table(results, [ablation.ALL_ON, "rigid_move", "curvature_evidence"])
+    text = ablation.table(results, [ablation.ALL_ON, "rigid_move", "latest_start"])
     assert cells(text, "all on") == ["9", "-", "1", "0", "0"]  # a: 0.02 eV above
     assert cells(text, "rigid_move") == ["5 (+0)", "0", "1", "0", "1"]
-    assert cells(text, "curvature_evidence") == ["16 (+7)", "2", "0", "1", "1"]
+    assert cells(text, "latest_start") == ["16 (+7)", "2", "0", "1", "1"]
     listed = text.split("`no longer`).")[1].strip().splitlines()
     assert listed == [
         "- all on, baker higher: a (+0.020 eV)",
         "- rigid_move, baker failed: b (ValueError: broken)",
-        "- curvature_evidence, baker higher: no longer a",
-        "- curvature_evidence, baker saddles: also a",
-        "- curvature_evidence, baker not converged: also b",
+        "- latest_start, baker higher: no longer a",
+        "- latest_start, baker saddles: also a",
+        "- latest_start, baker not converged: also b",
     ]
     audited = {"baker": {"a": {ablation.ALL_ON: {**run(5, -1.0), "imaginary": [120.0]}}}}
     assert cells(ablation.table(audited, [ablation.ALL_ON], audited=True), "all on")[3] == "1"

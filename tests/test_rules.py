@@ -21,7 +21,7 @@ from asebo.benchmarks import baker
 from asebo.model.priors import PriorCalculationError
 from asebo.optimize.proposal import RIGID_MOVE, SEARCH_FAILED
 from asebo.optimize.settings import Rules, Settings, SpecialCases
-from asebo.optimize.stages import NoProgressError, force_step, step_along_forces
+from asebo.optimize.stages import NoProgressError, force_step, search_starts, step_along_forces
 from asebo.optimize.trust import OverturnedCurvatureError, SlopeNoiseError, UncertainStepError
 from calculators import get_calculator
 
@@ -56,7 +56,7 @@ def argon_context():
 
 def searched(context):
     """The search of ``context`` from its own starts."""
-    return search_module.search(context, [context.centre])
+    return search_module.search(context, search_starts(context)[0])
 
 
 def refusing(error, times=1):
@@ -83,6 +83,15 @@ def test_every_rule_is_on_by_default_and_settings_hold_them():
     chosen = Rules(rigid_move=False)
     assert BOOptimizer(atoms, logfile=None, rules=chosen).settings.rules is chosen
     assert BOOptimizer(atoms, logfile=None).settings.rules == Rules()
+
+
+def test_the_search_from_the_latest_configuration_turns_off():
+    context = replace(water_context(), best=0)  # the latest is another configuration
+    starts, _ = search_starts(context)
+    assert len(starts) == 2
+    np.testing.assert_array_equal(starts[1], context.observations.positions[-1])
+    starts_off, _ = search_starts(with_rules(context, latest_start=False))
+    assert len(starts_off) == 1
 
 
 def test_the_retry_after_a_prior_calculator_fails_turns_off(monkeypatch):

@@ -36,6 +36,7 @@ ALL_ON = "all on"
 """The variant with every rule on: BOOptimizer's defaults."""
 
 STEP_RULES = (
+    "latest_start",
     "prior_failure_retry",
     "uncertain_retry",
     "slope_noise_box",

@@ -19,7 +19,7 @@ from asebo.optimize.endpoint import EndpointContext, endpoint_verdict
 from asebo.optimize.model_hessian import ModelHessian, curvature_with_evidence, internal_basis
 from asebo.optimize.proposal import CURVATURE, Proposal, StepContext
 from asebo.optimize.search import search
-from asebo.optimize.stages import STAGES, only_rigid_forces_left
+from asebo.optimize.stages import STAGES, only_rigid_forces_left, search_starts
 from asebo.optimize.surrogate_model import fit_observations
 
 
@@ -176,8 +176,9 @@ class Engine:
             predicted = context.predicted(positions) if reason == CURVATURE else None
             return Proposal(positions, predicted, context.trust, reason, notes=verdict.notes)
         kept_going = () if verdict is None else verdict.notes  # the quadratic drop's
-        proposal = search(context, [context.centre])
-        proposal = replace(proposal, notes=(*kept_going, *context.notes, *proposal.notes))
+        starts, notes = search_starts(context)
+        proposal = search(context, starts)
+        proposal = replace(proposal, notes=(*kept_going, *context.notes, *notes, *proposal.notes))
         for stage in STAGES:
             adjusted = stage(context, proposal)
             if adjusted is not None:

@@ -316,6 +316,9 @@ class Rules:
 
     Attributes
     ----------
+    latest_start : bool
+        Off: the search starts at the lowest configuration alone, not also at the
+        latest one where that is another (:func:`asebo.optimize.stages.search_starts`).
     prior_failure_retry : bool
         Off: a prior calculator that fails during a search ends the step's searches, and
         the step goes along the forces, instead of the search being repeated in a box
@@ -370,6 +373,7 @@ class Rules:
         them (:data:`asebo.optimize.endpoint.QUADRATIC_PATIENCE`).
     """
 
+    latest_start: bool = True
     prior_failure_retry: bool = True
     uncertain_retry: bool = True
     slope_noise_box: bool = True

@@ -1,9 +1,9 @@
 """The special cases of a step, each a named stage that may replace the model's proposal.
 
-One step of :class:`asebo.BOOptimizer` is: fit the model, search from the lowest
-configuration computed (:func:`asebo.optimize.search.search`), then offer the
-proposal to the stages of :data:`STAGES` in order. A stage returns None where its
-case does not hold, or a new :class:`asebo.optimize.proposal.Proposal` with
+One step of :class:`asebo.BOOptimizer` is: fit the model, choose where the search
+starts (:func:`search_starts`), search (:func:`asebo.optimize.search.search`), then
+offer the proposal to the stages of :data:`STAGES` in order. A stage returns None
+where its case does not hold, or a new :class:`asebo.optimize.proposal.Proposal` with
 its own ``reason``, which ends the step. Where none holds, the model's proposal
 stands. Each stage reads a :class:`asebo.optimize.proposal.StepContext` and writes
 nothing; its note for the log travels with the proposal.
@@ -16,7 +16,8 @@ nothing; its note for the log travels with the proposal.
   from converging, the proposal also moves as a whole along them
   (:mod:`asebo.optimize.rigid`).
 
-Each stage and each length rule of :func:`force_step` turn off alone in ``settings.rules``
+Each stage, the extra starts of :func:`search_starts` and each length rule of
+:func:`force_step` turn off alone in ``settings.rules``
 (:class:`asebo.optimize.settings.Rules`).
 """
 
@@ -32,6 +33,20 @@ from asebo.optimize.model_hessian import (
 )
 from asebo.optimize.proposal import FORCE_STEP, RIGID_MOVE
 from asebo.optimize.rigid import moved_rigidly, rigid_part, rigid_step
+
+
+def search_starts(context):
+    """Where the search starts, and notes for the log: the lowest configuration
+    computed, and the latest one when it is another.
+
+    Returns
+    -------
+    starts : list of arrays (n, 3)
+    notes : tuple of str
+    """
+    centre, observations = context.centre, context.observations
+    latest = context.settings.rules.latest_start and context.best != len(observations) - 1
+    return ([centre, observations.positions[-1]] if latest else [centre]), ()
 
 
 def step_along_forces(context, proposal):
