@@ -56,7 +56,7 @@ def argon_context():
 
 def searched(context):
     """The search of ``context`` from its own starts."""
-    return search_module.search(context, search_starts(context)[0])
+    return search_module.search(context, search_starts(context))
 
 
 def refusing(error, times=1):
@@ -87,10 +87,10 @@ def test_every_rule_is_on_by_default_and_settings_hold_them():
 
 def test_the_search_from_the_latest_configuration_turns_off():
     context = replace(water_context(), best=0)  # the latest is another configuration
-    starts, _ = search_starts(context)
+    starts = search_starts(context)
     assert len(starts) == 2
     np.testing.assert_array_equal(starts[1], context.observations.positions[-1])
-    starts_off, _ = search_starts(with_rules(context, latest_start=False))
+    starts_off = search_starts(with_rules(context, latest_start=False))
     assert len(starts_off) == 1
 
 

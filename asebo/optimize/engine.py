@@ -176,9 +176,8 @@ class Engine:
             predicted = context.predicted(positions) if reason == CURVATURE else None
             return Proposal(positions, predicted, context.trust, reason, notes=verdict.notes)
         kept_going = () if verdict is None else verdict.notes  # the quadratic drop's
-        starts, notes = search_starts(context)
-        proposal = search(context, starts)
-        proposal = replace(proposal, notes=(*kept_going, *context.notes, *notes, *proposal.notes))
+        proposal = search(context, search_starts(context))
+        proposal = replace(proposal, notes=(*kept_going, *context.notes, *proposal.notes))
         for stage in STAGES:
             adjusted = stage(context, proposal)
             if adjusted is not None:

@@ -36,17 +36,11 @@ from asebo.optimize.rigid import moved_rigidly, rigid_part, rigid_step
 
 
 def search_starts(context):
-    """Where the search starts, and notes for the log: the lowest configuration
-    computed, and the latest one when it is another.
-
-    Returns
-    -------
-    starts : list of arrays (n, 3)
-    notes : tuple of str
-    """
+    """Where the search starts, a list of arrays (n, 3): the lowest configuration
+    computed, and the latest one when it is another."""
     centre, observations = context.centre, context.observations
     latest = context.settings.rules.latest_start and context.best != len(observations) - 1
-    return ([centre, observations.positions[-1]] if latest else [centre]), ()
+    return [centre, observations.positions[-1]] if latest else [centre]
 
 
 def step_along_forces(context, proposal):
