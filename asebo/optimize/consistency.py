@@ -70,3 +70,27 @@ def energy_force_mismatch(positions, energies, forces):
         "the stress, an SCF converged loosely, a grid's egg-box ripple), and the model "
         "assumes they agree: check the calculator's settings"
     )
+
+
+class MismatchNote:
+    """:func:`energy_force_mismatch`'s note, said once a run."""
+
+    def __init__(self):
+        self.said = False
+
+    def notes(self, record):
+        """The note of ``record``'s last step as a list (empty where the energies agree
+        with the forces, or once said).
+
+        Parameters
+        ----------
+        record : asebo.optimize.observations.Observations
+            Its lists are read: no (m, N, 3) copy each step.
+        """
+        if self.said:
+            return []
+        note = energy_force_mismatch(record.positions, record.energies, record.forces)
+        if note is None:
+            return []
+        self.said = True
+        return [f"{note} (said once)"]

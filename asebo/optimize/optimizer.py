@@ -37,7 +37,7 @@ from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import broadcast, world
 
 from asebo.optimize.build import build_engine, engine_coordinates
-from asebo.optimize.consistency import energy_force_mismatch
+from asebo.optimize.consistency import MismatchNote
 from asebo.optimize.model_results import ModelResults
 from asebo.optimize.observations import (
     TrajectoryFrames,
@@ -53,7 +53,7 @@ from asebo.optimize.run_state import resume_run, start_run
 from asebo.optimize.run_views import RunViews
 from asebo.optimize.settings import TrustSettings
 from asebo.optimize.stages import NoProgressError
-from asebo.optimize.step_log import StepLog
+from asebo.optimize.step_log import LoggedSteps
 from asebo.optimize.system_checks import (
     check_system,
     check_writable,
@@ -61,18 +61,16 @@ from asebo.optimize.system_checks import (
     resume_system,
 )
 from asebo.optimize.trust import TrustRegion
-from asebo.optimize.warm_start import take_frames
+from asebo.optimize.warm_start import WarmStart
 from asebo.threads import optimizer_threads, with_optimizer_threads
 
 
-class BOOptimizer(ModelResults, RunViews, Optimizer):
+class BOOptimizer(ModelResults, RunViews, LoggedSteps, WarmStart, Optimizer):
     """Bayesian optimization with a GP on energies and forces (Wong and Kolter).
 
-    A thin ASE driver around :class:`asebo.optimize.engine.Engine`: it keeps the run's
-    observations, trust region and proposals, reads and writes the restart file and the
-    trajectory, writes the log, honours the constraints and broadcasts each step from
-    rank 0. Each argument's choices and defaults are on the user page
-    ``docs/using.md`` ("Options", "Kernels", "Priors").
+    A thin ASE driver around :class:`asebo.optimize.engine.Engine`: the run's state, the
+    restart file, the trajectory, the log, the constraints, each step broadcast from
+    rank 0. Choices and defaults: ``docs/using.md`` ("Options", "Kernels", "Priors").
 
     Parameters
     ----------
@@ -87,8 +85,7 @@ class BOOptimizer(ModelResults, RunViews, Optimizer):
         A resumed run proposes what the uninterrupted run proposed.
     logfile : file, str or None
         ``'-'`` for standard output: ASE's step lines with the model's predicted energy
-        and the reason of each step (:data:`asebo.optimize.proposal.REASONS`), and notes
-        that start with ``# ``.
+        and each step's reason (:data:`asebo.optimize.proposal.REASONS`), notes ``# ``.
     trajectory : str, optional
         ASE trajectory of every configuration computed, each written once.
     append_trajectory : bool, optional
@@ -122,9 +119,8 @@ class BOOptimizer(ModelResults, RunViews, Optimizer):
     engine : asebo.optimize.engine.Engine
     settings : asebo.optimize.settings.Settings
         Resolved once (:func:`asebo.optimize.resolve.resolve_settings`): what the GP, the
-        search, the trust region and the stages use.
-    representation : asebo.optimize.representations.Representation
-    prior : asebo.model.priors.Prior
+        search, the trust region and the stages use. ``representation``, ``prior`` and
+        the other views of the engine: :class:`asebo.optimize.run_views.RunViews`.
 
     References
     ----------
@@ -175,9 +171,8 @@ class BOOptimizer(ModelResults, RunViews, Optimizer):
             atoms, coordinates, prior, kernel, shortcuts, **settings
         )
         self._computed = ComputedResults()  # the calculator's energy and forces
-        self._mismatch_noted = False  # energy_force_mismatch is written once a run
+        self._mismatch = MismatchNote()  # energy_force_mismatch, said once a run
         self._given = {"kernel": kernel is not None, "prior": prior is not None}
-        self._step_log = None  # StepLog, made on the first line
         super().__init__(
             atoms, restart=restart, logfile=logfile, trajectory=None, comm=comm, **kwargs
         )
@@ -188,10 +183,8 @@ class BOOptimizer(ModelResults, RunViews, Optimizer):
         self._write_notes(choices)
 
     def _open_outputs(self, trajectory, append_trajectory, observations):
-        """Lock the restart file, open the trajectory (its frames kept where
-        ``append_trajectory`` says, the observations not yet in it written), take a warm
-        start's frames, then write the log's header and the periodic system's note:
-        nothing is written before the lock is held."""
+        """Lock the restart file, open the trajectory (writing the observations not in
+        it), take a warm start's frames, write the log's header and a periodic note."""
         lock = self.closelater(RestartLock.acquire(self.restart, self.comm))
         try:
             self.frames = TrajectoryFrames.of_run(  # each observation written once
@@ -278,10 +271,9 @@ class BOOptimizer(ModelResults, RunViews, Optimizer):
         self.proposals = state.proposals  # Proposal.record() of every proposal
 
     def gradient_converged(self, gradient):
-        """ASE's test of the forces, and an endpoint the checks at convergence accept
-        (:attr:`endpoint_verdict`; :mod:`asebo.optimize.endpoint`). Writes nothing:
-        the verdict's notes reach the log with the step it takes, or at the end of the
-        run. The forces of a symmetry probe end nothing: the model steps on from there."""
+        """ASE's test of the forces and an endpoint the checks at convergence accept
+        (:attr:`endpoint_verdict`); a symmetry probe's forces end nothing. Writes
+        nothing: the verdict's notes reach the log with its step or at the run's end."""
         if self.reasons[-1:] == [PROBE]:
             return False
         if not super().gradient_converged(gradient):
@@ -293,11 +285,10 @@ class BOOptimizer(ModelResults, RunViews, Optimizer):
     @with_optimizer_threads
     def endpoint_verdict(self):
         """The :class:`asebo.optimize.endpoint.Verdict` of the checks at convergence on
-        the latest configuration computed, where its forces meet ASE's test for the
-        ``fmax`` of the run; None where they do not, before any call, and where no
-        check applies (a cell filter, constraints that allow a subspace only, no free
-        coordinate beyond the rigid motions). The engine decides it once per
-        configuration (:meth:`asebo.optimize.engine.Engine.endpoint_verdict`)."""
+        the latest configuration computed where its forces meet ASE's test for the run's
+        ``fmax``; None where they do not, before any call, and where no check applies
+        (:meth:`asebo.optimize.engine.Engine.endpoint_verdict`, decided once per
+        configuration)."""
         fmax = getattr(self, "fmax", None)  # set by run()
         if fmax is None or not len(getattr(self, "observations", ())):
             return None
@@ -309,24 +300,6 @@ class BOOptimizer(ModelResults, RunViews, Optimizer):
         )
 
     # ---- observations ---------------------------------------------------------------
-    def _replay_trajectory(self, traj):
-        """Take every frame of ``traj`` not seen before as an observation.
-
-        Called by ASE's :meth:`ase.optimize.optimize.Optimizer.replay_trajectory` (which
-        opens a file name as a trajectory) and by the ``observations`` argument; ``traj``
-        is anything :func:`asebo.optimize.warm_start.read_frames` reads. The frames are
-        checked whole before any is taken, written to the restart file, and come first
-        in the trajectory. Where a frame is taken, the next step is not judged against
-        the last proposal's prediction (the trust radius is kept); where none is (a
-        resumed run given its frames again), the pending proposal is judged as in the
-        uninterrupted run.
-        """
-        added, note = take_frames(self.observations, traj, self.coordinates)
-        self._write_notes([note])
-        if added:  # else a resumed run given its frames again: the pending step stands
-            self.predicted_energy = None
-            self.observations.save(trust_radius=self.trust.radius, predicted_energy=None)
-
     def _observe(self):
         """Energy and forces (N, 3) at the system's positions; computed if not seen before."""
         positions = self.atoms.get_positions()
@@ -354,12 +327,7 @@ class BOOptimizer(ModelResults, RunViews, Optimizer):
         energies = self.observations.energies
         if self.predicted_energy is not None and len(energies) > 1:
             self.trust = self.trust.after(min(energies[:-1]), self.predicted_energy, energies[-1])
-        if not self._mismatch_noted:
-            record = self.observations  # its lists: no (m, N, 3) copy each step
-            note = energy_force_mismatch(record.positions, record.energies, record.forces)
-            if note is not None:
-                self._write_notes([f"{note} (said once)"])
-                self._mismatch_noted = True
+        self._write_notes(self._mismatch.notes(self.observations))
         proposal = self._propose() if self.comm.rank == 0 else None
         proposal = broadcast(proposal, root=0, comm=self.comm)
         if isinstance(proposal, NoProgressError):
@@ -380,8 +348,7 @@ class BOOptimizer(ModelResults, RunViews, Optimizer):
         )
 
     def _stop_without_progress(self, error):
-        """End the run unconverged at the lowest configuration computed, with
-        ``error``'s line in the log (:class:`asebo.optimize.stages.NoProgressError`)."""
+        """End the run unconverged at the lowest configuration, with ``error``'s line."""
         best = self.observations.best()
         self._write_notes([error.note(self.observations.forces[best] * self.engine.free)])
         self.atoms.set_positions(self.observations.positions[best])
@@ -398,32 +365,6 @@ class BOOptimizer(ModelResults, RunViews, Optimizer):
             return self.engine.propose(self.observations, self.trust, fmax, self.endpoint_verdict)
         except NoProgressError as error:
             return error
-
-    # ---- the log --------------------------------------------------------------------
-    @property
-    def step_log(self):
-        """The :class:`asebo.optimize.step_log.StepLog` of ASE's ``logfile``."""
-        if self._step_log is None:
-            self._step_log = StepLog(self.logfile, type(self).__name__)
-        return self._step_log
-
-    def _write_notes(self, notes):
-        """One line in the log for each note (:meth:`asebo.optimize.step_log.StepLog.notes`)."""
-        self.step_log.notes(notes)
-
-    def log(self, gradient):
-        """ASE's step line, then the energy the model predicted and the reason of the
-        step (:meth:`asebo.optimize.step_log.StepLog.step`)."""
-        if self.logfile is None:
-            return
-        later = self.nsteps > 0 and len(self.proposals) > 0
-        self.step_log.step(
-            self.nsteps,
-            self.optimizable.get_value(),
-            self.optimizable.gradient_norm(gradient),
-            self.predicted_energy if later else None,
-            self.proposals[-1]["reason"] if later else "",
-        )
 
 
 def _checked_coordinates(system, restart, trajectory):

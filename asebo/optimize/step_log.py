@@ -55,3 +55,36 @@ class StepLog:
             f"{energy:15.6f} {fmax:15.6f} {predicted} {reason}"
         )
         self.file.write(line.rstrip() + "\n")
+
+
+class LoggedSteps:
+    """The log of an ASE optimizer whose step lines carry the model's predicted energy
+    and the step's reason; it has ASE's ``logfile``, ``nsteps`` and ``optimizable``,
+    and ``predicted_energy`` and ``proposals`` (:class:`asebo.BOOptimizer`)."""
+
+    _step_log = None  # StepLog, made on the first line: ASE opens the logfile first
+
+    @property
+    def step_log(self):
+        """The :class:`StepLog` of ASE's ``logfile``."""
+        if self._step_log is None:
+            self._step_log = StepLog(self.logfile, type(self).__name__)
+        return self._step_log
+
+    def _write_notes(self, notes):
+        """One line in the log for each note (:meth:`StepLog.notes`)."""
+        self.step_log.notes(notes)
+
+    def log(self, gradient):
+        """ASE's step line, then the energy the model predicted and the reason of the
+        step (:meth:`StepLog.step`)."""
+        if self.logfile is None:
+            return
+        later = self.nsteps > 0 and len(self.proposals) > 0
+        self.step_log.step(
+            self.nsteps,
+            self.optimizable.get_value(),
+            self.optimizable.gradient_norm(gradient),
+            self.predicted_energy if later else None,
+            self.proposals[-1]["reason"] if later else "",
+        )

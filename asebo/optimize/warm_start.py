@@ -252,3 +252,27 @@ def take_frames(observations, source, coordinates):
         return 0, f"warm start: the {len(frames)} frames are observations already"
     known = f", {len(observed) - added} of them known already" if added < len(observed) else ""
     return added, f"warm start: {added} observations taken from {len(frames)} frames{known}"
+
+
+class WarmStart:
+    """ASE's hook of a warm start for an optimizer that has ``observations``,
+    ``coordinates``, ``trust`` and a log of notes, ``_write_notes``
+    (:class:`asebo.BOOptimizer`)."""
+
+    def _replay_trajectory(self, traj):
+        """Take every frame of ``traj`` not seen before as an observation.
+
+        Called by ASE's :meth:`ase.optimize.optimize.Optimizer.replay_trajectory` (which
+        opens a file name as a trajectory) and by the ``observations`` argument; ``traj``
+        is anything :func:`read_frames` reads. The frames are
+        checked whole before any is taken, written to the restart file, and come first
+        in the trajectory. Where a frame is taken, the next step is not judged against
+        the last proposal's prediction (the trust radius is kept); where none is (a
+        resumed run given its frames again), the pending proposal is judged as in the
+        uninterrupted run.
+        """
+        added, note = take_frames(self.observations, traj, self.coordinates)
+        self._write_notes([note])
+        if added:  # else a resumed run given its frames again: the pending step stands
+            self.predicted_energy = None
+            self.observations.save(trust_radius=self.trust.radius, predicted_energy=None)
