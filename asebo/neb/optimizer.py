@@ -21,13 +21,14 @@ import time
 import numpy as np
 from ase.optimize import FIRE
 from ase.optimize.optimize import DEFAULT_MAX_STEPS
-from ase.parallel import world
+from ase.parallel import broadcast, world
 from ase.utils import IOContext
 
 from asebo.neb.band import band_forces, largest_forces
 from asebo.neb.checks import check_band, positive
 from asebo.neb.record import BandRecord
 from asebo.neb.relax import model_band, relax_on_model
+from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.surrogate_model import default_surrogate, refit
 
 MOLECULE_PRIOR = "max"
@@ -79,6 +80,9 @@ class BONEB(IOContext):
         What relaxes the band on the GP (FIRE, BFGS...).
     gp_options : dict, optional
         Passed to :class:`asebo.model.gp.EnergyForceGP`.
+    comm : communicator
+        Ranks that run the band together (GPAW's): rank 0 relaxes it on the GP and
+        chooses the image, every rank computes that image; rank 0 alone writes.
     """
 
     def __init__(
@@ -113,7 +117,9 @@ class BONEB(IOContext):
         self.model_steps = int(positive("model_steps", model_steps))
         self.band_optimizer = band_optimizer
         self.numbers = moving.get_atomic_numbers()
+        self.comm = comm
         self.record = BandRecord(self.images, restart, trajectory, comm)
+        self.closelater(RestartLock.acquire(restart, comm))
         if self.record.band is not None:
             for image, positions in zip(self.images[1:-1], self.record.band):
                 image.positions = positions
@@ -206,6 +212,15 @@ class BONEB(IOContext):
         return energies, forces, computed
 
     def _choose(self):
+        """:meth:`_choice` on rank 0, broadcast: every rank moves its images to rank 0's
+        band and computes the same image."""
+        chosen = (self._choice(), self.positions[1:-1]) if self.comm.rank == 0 else None
+        choice, band = broadcast(chosen, root=0, comm=self.comm)
+        for image, positions in zip(self.images[1:-1], band):
+            image.positions = positions
+        return choice
+
+    def _choice(self):
         """Relax the band on the GP unless its NEB forces are below ``fmax``; the moving
         image to compute next (0-based) and why, or None where every one is computed.
 

@@ -36,7 +36,10 @@ class RestartLock:
         """The hold on the lock of ``restart`` (a file name, or None: no lock).
 
         Only rank 0 of ``comm`` locks; every rank raises :class:`RestartError` when the
-        restart file is in use by another process.
+        restart file is in use by another process. Every rank returns once all have
+        come here: an optimizer acquires it after each rank has decided whether the
+        restart file exists, so that no rank writes it first (a calculator that is not
+        parallel, whose calls do not hold rank 0 back, would let it).
         """
         key, problem = None, None
         if restart is not None and comm.rank == 0:
@@ -51,6 +54,7 @@ class RestartLock:
         problem = broadcast(problem, root=0, comm=comm)
         if problem is not None:
             raise RestartError(problem)
+        comm.barrier()
         return cls(key)
 
     def release(self):

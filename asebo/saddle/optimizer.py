@@ -20,7 +20,7 @@ import numpy as np
 from ase import Atoms
 from ase.constraints import FixAtoms
 from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
-from ase.parallel import world
+from ase.parallel import broadcast, world
 
 from asebo.neb.checks import positive
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
@@ -72,6 +72,9 @@ class BOSaddle(Optimizer):
     observations : (positions (m, n, 3), energies (m,), forces (m, n, 3)), optional
         Configurations already computed with the same calculator (a band's images:
         :meth:`from_band`), added to a new record; a restart file's record has them.
+    comm : communicator
+        Ranks that search together (GPAW's): rank 0 walks on the model and broadcasts
+        where to compute next; rank 0 alone writes.
     """
 
     def __init__(
@@ -256,7 +259,16 @@ class BOSaddle(Optimizer):
 
     def step(self):
         """Walk on the model from the configuration last computed, move the atoms to
-        where the walk ends."""
+        where the walk ends: rank 0 walks and broadcasts where to."""
+        walked = self._walk() if self.comm.rank == 0 else None
+        self._predicted = broadcast(walked, root=0, comm=self.comm)
+        following = self._predicted[0]
+        self._save(following)
+        self.atoms.positions = following
+
+    def _walk(self):
+        """The walk on the model from the atoms' positions: where it ends (n, 3), the
+        model's forces there (n, 3), and whether the trust radius stopped it."""
         gp = self._fitted()
         fmax = self.fmax / 5 if self.model_fmax is None else self.model_fmax
         known = np.array(self.observations.positions)  # (m, n, 3)
@@ -264,9 +276,7 @@ class BOSaddle(Optimizer):
             gp, self.atoms, known, self.trust_radius, fmax, self.model_steps
         )
         _, gradient = gp.predict(following[None], return_gradient=True)
-        self._predicted = (following, -np.asarray(gradient)[0], reason == "trust radius")
-        self._save(following)
-        self.atoms.positions = following
+        return following, -np.asarray(gradient)[0], reason == "trust radius"
 
     def model_order(self):
         """The number of negative curvatures of the GP's mean at the atoms' positions
