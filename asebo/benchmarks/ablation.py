@@ -44,8 +44,6 @@ STEP_RULES = (
     "interpolated_modes",
     "segment_restart",
     "pessimistic_kappa",
-    "force_step_doubling",
-    "force_step_halving",
     "newton_force_step",
     "force_step_radius",
     "rigid_move",

@@ -344,12 +344,6 @@ class Rules:
         Off: the search repeated after an overturned refusal starts where the refused
         search ended, not at the lowest corrected bound on the line to it
         (:func:`asebo.optimize.search.lowest_on_segment`).
-    force_step_doubling : bool
-        Off: a step along the forces tries its first length and shorter ones only, not
-        doubled lengths up to ``maxstep`` first (:func:`asebo.optimize.stages.force_step`).
-    force_step_halving : bool
-        Off: a step along the forces tries its first length and doubled ones only: where
-        each leads to a configuration computed, the run stops without progress.
     newton_force_step : bool
         Off: where the model's minimum along the forces lies closer than the trust
         region's floor, the step along the forces is still one of the lengths of the
@@ -380,8 +374,6 @@ class Rules:
     overturned_curvature: bool = True
     interpolated_modes: bool = True
     segment_restart: bool = True
-    force_step_doubling: bool = True
-    force_step_halving: bool = True
     newton_force_step: bool = True
     force_step_radius: bool = True
     rigid_move: bool = True

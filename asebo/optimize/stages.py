@@ -115,8 +115,7 @@ def force_step(context, length):
     """A configuration not computed yet along the free forces of the lowest one (their
     projection onto the constraints' subspace where there is one).
 
-    The largest atomic step is ``length``, doubled (up to ``maxstep``) or else halved
-    until it reaches a configuration not computed before. Where the step to the
+    The largest atomic step is ``length``. Where the step to the
     minimum of the model's quadratic along the forces (:func:`newton_length`) is
     shorter than the trust region's floor, no box holds it: the step is the model's
     Newton step (:func:`newton_step`), or that one along the forces, whichever first
@@ -146,15 +145,10 @@ def force_step(context, length):
             f"the model's Newton step ({newton:.2g} Å along the forces) was computed "
             "already and came out no lower"
         )
-    doublings = 12 if rules.force_step_doubling else 1
-    lengths = [length * 2.0**k for k in range(doublings) if length * 2.0**k <= context.maxstep]
-    if rules.force_step_halving:
-        lengths += [length * 0.5**k for k in range(1, 40)]
-    for step in lengths:
-        positions = observations.positions[best] + step * direction
-        if context.is_new(positions):
-            return positions
-    raise NoProgressError("every step along the forces leads to a configuration already computed")
+    positions = observations.positions[best] + length * direction
+    if context.is_new(positions):
+        return positions
+    raise NoProgressError("the step along the forces leads to a configuration already computed")
 
 
 def newton_step(gp, positions, free, forces):
