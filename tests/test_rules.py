@@ -21,7 +21,7 @@ from asebo.benchmarks import baker
 from asebo.model.priors import PriorCalculationError
 from asebo.optimize.proposal import RIGID_MOVE, SEARCH_FAILED
 from asebo.optimize.settings import Rules, Settings, SpecialCases
-from asebo.optimize.stages import force_step, search_starts, step_along_forces
+from asebo.optimize.stages import NoProgressError, force_step, search_starts, step_along_forces
 from asebo.optimize.trust import OverturnedCurvatureError, SlopeNoiseError, UncertainStepError
 from calculators import get_calculator
 
@@ -160,6 +160,16 @@ def test_the_corrected_modes_and_the_segment_restart_turn_off(monkeypatch, rule)
     searched(with_rules(context, **{rule: False}))
     called = {"interpolated_modes": "interpolated_descents", "segment_restart": "lowest_on_segment"}
     assert calls[called[rule]] == 1 and calls[next(n for n in calls if n != called[rule])] == 2
+
+
+def test_the_halved_step_along_the_forces_turns_off():
+    context, observations = argon_context()
+    centre, forces = context.centre, observations.forces[0]
+    direction = forces / np.linalg.norm(forces, axis=1).max()
+    observations.append(centre + 0.05 * direction, 0.0, np.zeros((4, 3)))  # computed
+    np.testing.assert_allclose(force_step(context, 0.05), centre + 0.025 * direction, atol=1e-12)
+    with pytest.raises(NoProgressError):
+        force_step(with_rules(context, force_step_halving=False), 0.05)
 
 
 def test_the_newton_step_along_the_forces_turns_off(monkeypatch):

@@ -44,6 +44,7 @@ STEP_RULES = (
     "interpolated_modes",
     "segment_restart",
     "pessimistic_kappa",
+    "force_step_halving",
     "newton_force_step",
     "force_step_radius",
     "rigid_move",

@@ -344,6 +344,10 @@ class Rules:
         Off: the search repeated after an overturned refusal starts where the refused
         search ended, not at the lowest corrected bound on the line to it
         (:func:`asebo.optimize.search.lowest_on_segment`).
+    force_step_halving : bool
+        Off: a step along the forces tries its one length only, not halved down to 2^-39
+        of it: where that leads to a configuration computed, the run stops without
+        progress (:func:`asebo.optimize.stages.force_step`).
     newton_force_step : bool
         Off: where the model's minimum along the forces lies closer than the trust
         region's floor, the step along the forces is still one of the lengths of the
@@ -374,6 +378,7 @@ class Rules:
     overturned_curvature: bool = True
     interpolated_modes: bool = True
     segment_restart: bool = True
+    force_step_halving: bool = True
     newton_force_step: bool = True
     force_step_radius: bool = True
     rigid_move: bool = True

@@ -115,7 +115,8 @@ def force_step(context, length):
     """A configuration not computed yet along the free forces of the lowest one (their
     projection onto the constraints' subspace where there is one).
 
-    The largest atomic step is ``length``. Where the step to the
+    The largest atomic step is ``length``, or else halved until it reaches a
+    configuration not computed before. Where the step to the
     minimum of the model's quadratic along the forces (:func:`newton_length`) is
     shorter than the trust region's floor, no box holds it: the step is the model's
     Newton step (:func:`newton_step`), or that one along the forces, whichever first
@@ -145,10 +146,12 @@ def force_step(context, length):
             f"the model's Newton step ({newton:.2g} Å along the forces) was computed "
             "already and came out no lower"
         )
-    positions = observations.positions[best] + length * direction
-    if context.is_new(positions):
-        return positions
-    raise NoProgressError("the step along the forces leads to a configuration already computed")
+    halvings = 40 if rules.force_step_halving else 1
+    for step in length * 0.5 ** np.arange(halvings):
+        positions = observations.positions[best] + step * direction
+        if context.is_new(positions):
+            return positions
+    raise NoProgressError("every step along the forces leads to a configuration already computed")
 
 
 def newton_step(gp, positions, free, forces):
