@@ -118,8 +118,9 @@ class BONEB(IOContext):
         self.band_optimizer = band_optimizer
         self.numbers = moving.get_atomic_numbers()
         self.comm = comm
+        self.closelater(RestartLock.acquire(restart, comm))  # before any file is opened
         self.record = BandRecord(self.images, restart, trajectory, comm)
-        self.closelater(RestartLock.acquire(restart, comm))
+        comm.barrier()  # every rank has read the restart file (or found none) before any writes
         if self.record.band is not None:
             for image, positions in zip(self.images[1:-1], self.record.band):
                 image.positions = positions
