@@ -7,9 +7,12 @@ reported with the line that installs it.
 
 import ast
 import contextlib
+import functools
 import importlib
 import importlib.util
 import io
+
+from ase.calculators.calculator import CalculationFailed, all_changes
 
 from .cell_aware_gpaw import CellAwareGPAW
 
@@ -28,7 +31,32 @@ def _import(module, package, install):
 
 def _tblite(method, kw):
     tblite_ase = _import("tblite.ase", "tblite", TBLITE_INSTALL)
-    return tblite_ase.TBLite(**{"method": method, "verbosity": 0, **kw})
+    return _guess_again_on_failure(tblite_ase.TBLite)(**{"method": method, "verbosity": 0, **kw})
+
+
+@functools.cache
+def _guess_again_on_failure(tblite_calculator):
+    """tblite's calculator class, whose SCF starts again from the atomic guess where it did
+    not converge from the previous configuration's wavefunction.
+
+    tblite starts each SCF from the last result of the same calculator: after a long
+    move (an image of a band relaxed on a model, say) that guess can keep the SCF from
+    converging where it converges from scratch. Only then is the calculation repeated,
+    as ASE's calculator does for a new system (``all_changes``); a configuration whose
+    SCF fails from both guesses raises tblite's ``CalculationFailed``.
+    """
+
+    class GuessingAgain(tblite_calculator):
+        def calculate(self, atoms=None, properties=None, system_changes=all_changes):
+            try:
+                super().calculate(atoms, properties, system_changes)
+            except CalculationFailed:
+                if set(system_changes) >= set(all_changes):
+                    raise  # started from the atomic guess already
+                super().calculate(atoms, properties, all_changes)
+
+    GuessingAgain.__name__ = GuessingAgain.__qualname__ = tblite_calculator.__name__
+    return GuessingAgain
 
 
 def gfn2(**kw):

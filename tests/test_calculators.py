@@ -19,6 +19,7 @@ from ase.calculators.calculator import (
 )
 from ase.calculators.emt import EMT
 from ase.filters import FrechetCellFilter
+from ase.io import read
 from scipy.spatial.transform import Rotation
 
 import calculators
@@ -35,6 +36,8 @@ from calculators import (
     kpoint_size,
     parse_preset,
 )
+
+DATA = Path(__file__).parent / "data"
 
 
 def perturbed_water(seed=0, stdev=0.05):
@@ -89,6 +92,23 @@ def test_gfn1_and_gfn2_are_different_methods():
         energy_and_forces(atoms, get_calculator("gfn2"))[0], abs=1.0
     )
 
+
+
+def test_gfn2_scf_that_fails_from_the_last_wavefunction_starts_again_from_scratch():
+    # two configurations of an image of the H2CO + H2 -> CH3OH band, 0.19 Å apart:
+    # tblite's SCF started from the first's wavefunction does not converge at the second
+    tblite_ase = pytest.importorskip("tblite.ase")
+    first, second = read(DATA / "meoh_scf_restart_pair.xyz", index=":")
+    continuing = tblite_ase.TBLite(method="GFN2-xTB", verbosity=0)
+    energy_and_forces(first, continuing)
+    with pytest.raises(CalculationFailed):
+        energy_and_forces(second, continuing)
+    preset = get_calculator("gfn2")
+    energy_and_forces(first, preset)
+    energy, forces = energy_and_forces(second, preset)
+    fresh_energy, fresh_forces = energy_and_forces(second, get_calculator("gfn2"))
+    assert energy == pytest.approx(fresh_energy, abs=1e-6)
+    np.testing.assert_allclose(forces, fresh_forces, atol=1e-5)
 
 def test_gfn2_forces_are_minus_the_finite_difference_gradient():
     atoms = perturbed_water(seed=1)
