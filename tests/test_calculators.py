@@ -93,7 +93,6 @@ def test_gfn1_and_gfn2_are_different_methods():
     )
 
 
-
 def test_gfn2_scf_that_fails_from_the_last_wavefunction_starts_again_from_scratch():
     # two configurations of an image of the H2CO + H2 -> CH3OH band, 0.19 Å apart:
     # tblite's SCF started from the first's wavefunction does not converge at the second
@@ -109,6 +108,7 @@ def test_gfn2_scf_that_fails_from_the_last_wavefunction_starts_again_from_scratc
     fresh_energy, fresh_forces = energy_and_forces(second, get_calculator("gfn2"))
     assert energy == pytest.approx(fresh_energy, abs=1e-6)
     np.testing.assert_allclose(forces, fresh_forces, atol=1e-5)
+
 
 def test_gfn2_forces_are_minus_the_finite_difference_gradient():
     atoms = perturbed_water(seed=1)

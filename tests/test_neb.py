@@ -236,13 +236,14 @@ def test_a_single_configuration_is_refused():
         BONEB(Atoms("H"), logfile=None)
 
 
-def test_a_molecule_band_takes_the_highest_energy_and_cartesian_positions():
-    water = molecule("H2O")
-    bent = water.copy()
-    bent.positions[1, 0] += 0.2
-    images = [water, water.copy(), bent]
+@pytest.mark.parametrize("name, kernel", [("H2O", "inverse"), ("H2", "cartesian")])
+def test_a_molecule_band_takes_the_highest_energy_and_inverse_distances(name, kernel):
+    start = molecule(name)
+    moved = start.copy()
+    moved.positions[1, 0] += 0.2
+    images = [start, start.copy(), moved]
     for image in images:
         image.calc = EMT()
     optimizer = BONEB(NEB(images, climb=True, method="improvedtangent"), logfile=None)
-    assert optimizer.representation.name == "cartesian"
+    assert optimizer.representation.name == kernel
     assert isinstance(optimizer.prior, HighestEnergyPrior)

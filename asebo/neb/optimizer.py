@@ -35,9 +35,11 @@ MOLECULE_PRIOR = "max"
 """The default prior of a molecule's band: the highest energy computed. The Lindh model
 around one configuration (BOOptimizer's default) is far off across a reaction (a band
 on it and the internal coordinates, measured: docs/barriers.md)."""
-MOLECULE_KERNEL = "cartesian"
-"""The default kernel of a molecule's band: the Gaussian kernel on Cartesian positions
-(the images share one frame; the internal coordinates fold across a reaction)."""
+MOLECULE_KERNEL = "inverse"
+"""The default kernel of a molecule's band of three atoms or more: the Gaussian kernel on
+the inverse distances of every pair of atoms
+(:class:`asebo.optimize.representations.InverseDistancePositions`), which needs no
+reference configuration across a reaction; two atoms take Cartesian positions."""
 
 
 class BONEB(IOContext):
@@ -107,7 +109,8 @@ class BONEB(IOContext):
         periodic = bool(np.any(moving.pbc))
         if not periodic:  # a band leaves the harmonic well of any one configuration
             prior = MOLECULE_PRIOR if prior is None else prior
-            kernel = MOLECULE_KERNEL if kernel is None else kernel
+            if kernel is None:
+                kernel = MOLECULE_KERNEL if len(moving) >= 3 else "cartesian"
         self.representation, self.prior, self.gp = default_surrogate(
             prior, kernel, moving, periodic, gp_options
         )

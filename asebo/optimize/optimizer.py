@@ -93,8 +93,9 @@ class BOOptimizer(ModelResults, RunViews, LoggedSteps, WarmStart, Optimizer):
     prior : ase calculator, 'lindh', 'springs', 'max', 'mean', 'auto', float or Prior
         The GP's prior mean (:mod:`asebo.model.priors`, :mod:`asebo.model.periodic`);
         a calculator makes the GP learn the difference to it.
-    kernel : {'internal', 'anisotropic', 'svd', 'cartesian', 'periodic'} or Representation
-        How the GP sees a configuration (:mod:`asebo.optimize.representations`).
+    kernel : {'internal', 'anisotropic', 'svd', 'cartesian', 'inverse', 'periodic'}, optional
+        How the GP sees a configuration, by name or as a Representation
+        (:mod:`asebo.optimize.representations`).
     kappa, maxstep, trust_radius, recentre, gp_options : optional
         Shortcuts into the settings below (:data:`asebo.optimize.resolve.SHORTCUTS`): the
         weight of the uncertainty in ``mu - kappa sigma``, the longest atomic move (Å),

@@ -14,11 +14,12 @@ optimizer is built (as Sella's ``initialize_pes`` decides its coordinates):
 - ``default_trend``, ``default_recentre`` and ``prior_by_forces``: the GP's linear
   trend and the Lindh prior's recentring that suit it.
 
-The five: :class:`InternalCoordinates` (``'internal'``), :class:`AlignedPositions`
+The six: :class:`InternalCoordinates` (``'internal'``), :class:`AlignedPositions`
 (``'anisotropic'``), :class:`SVDRepresentation` (``'svd'``),
-:class:`CartesianPositions` (``'cartesian'``) and, for periodic cells and cell
-filters, :class:`PeriodicPositions` (``'periodic'``); :func:`make_representation`
-turns a name into one.
+:class:`CartesianPositions` (``'cartesian'``), :class:`InverseDistancePositions`
+(``'inverse'``, the default of a molecule's band in :class:`asebo.neb.BONEB`) and, for
+periodic cells and cell filters, :class:`PeriodicPositions` (``'periodic'``);
+:func:`make_representation` turns a name into one.
 
 A new representation subclasses
 :class:`Representation`: it names its configuration kernel, refuses the atoms it
@@ -37,6 +38,7 @@ from ase.constraints import FixCartesian, FixedLine, FixedPlane
 
 from asebo.kernels.configuration import configuration_kernel
 from asebo.model.cell_coordinates import GeneralizedCoordinates
+from asebo.model.inverse_distances import InverseDistanceMetric
 from asebo.model.lindh import LindhModel
 from asebo.model.metric import HessianMetric, InternalMetric
 from asebo.model.periodic import PeriodicMetric
@@ -250,6 +252,41 @@ class InternalCoordinates(AlignedPositions):
 
 
 @dataclass(frozen=True)
+class InverseDistancePositions(Representation):
+    """The Gaussian kernel on the scaled inverse distances of every pair of atoms
+    (:class:`asebo.model.inverse_distances.InverseDistanceMetric`; Koistinen, Ásgeirsson,
+    Vehtari and Jónsson, J. Chem. Theory Comput. 15, 6738 (2019)): invariant to rigid
+    motions and built on no reference configuration or model Hessian, so as good far
+    from any one configuration as near it (the images of a band across a reaction).
+    The GP sees ``n (n - 1) / 2`` features where the other representations give it
+    ``3n``: its covariance grows as ``n^2`` per observation.
+    """
+
+    name: ClassVar[str] = "inverse"
+
+    def check(self, atoms):
+        if np.any(atoms.pbc) or _fixed_axes(atoms):
+            raise ValueError(
+                "the inverse distances describe a molecule, invariant to rotations, which "
+                "a periodic cell or coordinates fixed along axes do not allow: use "
+                "kernel='cartesian' (the default there)"
+            )
+        if len(atoms) < 3:
+            raise ValueError(
+                f"{len(atoms)} atoms: the inverse distances describe three atoms or more; "
+                "use kernel='svd'"
+            )
+
+    def metric(self, positions, numbers, centre, model, current):
+        if current is not None:
+            return current, ()
+        return (centre, InverseDistanceMetric(numbers)), ()
+
+    def invariant(self, metric):
+        return metric is not None
+
+
+@dataclass(frozen=True)
 class PeriodicPositions(Representation):
     """The Gaussian kernel on the features of :class:`asebo.model.periodic.PeriodicMetric`:
     each atom's displacement to the nearest lattice image (and a cell filter's
@@ -323,6 +360,7 @@ REPRESENTATIONS = {
     "anisotropic": AlignedPositions,
     "svd": SVDRepresentation,
     "cartesian": CartesianPositions,
+    "inverse": InverseDistancePositions,
     "periodic": PeriodicPositions,
 }
 """The representation of each name of the optimizer's ``kernel``."""
@@ -360,8 +398,8 @@ def make_representation(kernel, system):
     if not isinstance(kernel, Representation):
         if not isinstance(kernel, str) or kernel not in REPRESENTATIONS:
             raise ValueError(
-                "kernel must be 'internal', 'anisotropic', 'svd', 'cartesian', 'periodic' "
-                f"or a Representation, got {kernel!r}"
+                "kernel must be 'internal', 'anisotropic', 'svd', 'cartesian', 'inverse', "
+                f"'periodic' or a Representation, got {kernel!r}"
             )
         kernel = (
             PeriodicPositions(coordinates)

@@ -1,0 +1,143 @@
+"""The inverse-distance features: values, invariance, the gradient maps against finite
+differences, and the GP on them."""
+
+import numpy as np
+import pytest
+import torch
+from ase.build import molecule
+from test_gp import assert_posterior_gradients_match_finite_differences
+from test_metric import ethanol_observations, random_rotation, rattled
+
+from asebo.model.gp import EnergyForceGP
+from asebo.model.inverse_distances import InverseDistanceMetric
+from asebo.optimize.representations import InverseDistancePositions, make_representation
+
+RADII = {6: 0.76, 8: 0.66, 1: 0.31}  # Å, ase.data.covalent_radii
+
+
+def test_features_are_scaled_inverse_distances_of_every_pair():
+    atoms = molecule("CH3OH")
+    x = rattled("CH3OH", seed=1)[0]
+    metric = InverseDistanceMetric(atoms.numbers)
+    features = metric.features(x[None]).numpy().reshape(-1)
+    n = len(atoms)
+    assert metric.features(x[None]).shape == (1, -(-n * (n - 1) // 6), 3)
+    expected = [
+        (RADII[atoms.numbers[i]] + RADII[atoms.numbers[j]]) / np.linalg.norm(x[i] - x[j])
+        for i in range(n)
+        for j in range(i + 1, n)
+    ]
+    np.testing.assert_allclose(features[: len(expected)], expected, rtol=1e-12)
+    np.testing.assert_array_equal(features[len(expected) :], 0.0)
+
+
+def test_features_are_invariant_to_rigid_motions():
+    metric = InverseDistanceMetric(molecule("CH3OH").numbers)
+    x = rattled("CH3OH", scale=0.1, seed=2)[0]
+    moved = x @ random_rotation(3).T + np.array([0.4, -1.0, 2.0])
+    np.testing.assert_allclose(
+        metric.features(moved[None]).numpy(), metric.features(x[None]).numpy(), atol=1e-12
+    )
+
+
+def energy_of_features(metric, x):
+    """An invariant function of the features, and its gradient in them (1, k, 3)."""
+    features = metric.features(x[None])
+    return float(torch.sin(3 * features).sum()), 3 * torch.cos(3 * features)
+
+
+def finite_difference_gradient(function, x, step=1e-6):
+    gradient = np.zeros_like(x)
+    for atom in range(len(x)):
+        for axis in range(3):
+            up, down = x.copy(), x.copy()
+            up[atom, axis] += step
+            down[atom, axis] -= step
+            gradient[atom, axis] = (function(up) - function(down)) / (2 * step)
+    return gradient
+
+
+@pytest.mark.parametrize("name", ["CH3OH", "HCN"])
+def test_gradients_map_to_the_features_and_back_as_the_chain_rule(name):
+    metric = InverseDistanceMetric(molecule(name).numbers)
+    x = rattled(name, scale=0.08, seed=5)[0]
+    _, in_features = energy_of_features(metric, x)
+    _, pullback = metric.features_and_pullback(torch.as_tensor(x)[None])
+    in_positions = pullback(in_features)[0][0].numpy()  # (n, 3)
+    expected = finite_difference_gradient(lambda y: energy_of_features(metric, y)[0], x)
+    np.testing.assert_allclose(in_positions, expected, atol=1e-7)
+    # mapped to the features, the positions' gradient comes back unchanged through B^T
+    mapped = metric.feature_gradients(x[None], in_positions[None])
+    _, pullback = metric.features_and_pullback(torch.as_tensor(x)[None])
+    np.testing.assert_allclose(pullback(mapped)[0][0].numpy(), in_positions, atol=1e-10)
+
+
+def test_a_straight_molecule_maps_its_gradient_without_its_bends():
+    # at a straight HCN the bends change no distance: the stretches' gradient maps alone
+    atoms = molecule("HCN")
+    metric = InverseDistanceMetric(atoms.numbers)
+    x = atoms.positions
+    gradient = np.zeros_like(x)
+    gradient[0, 2], gradient[2, 2] = 0.7, -0.7  # a stretch of the straight molecule
+    mapped = metric.feature_gradients(x[None], gradient[None])
+    assert np.isfinite(mapped.numpy()).all()
+    _, pullback = metric.features_and_pullback(torch.as_tensor(x)[None])
+    np.testing.assert_allclose(pullback(mapped)[0][0].numpy(), gradient, atol=1e-10)
+
+
+def test_gp_on_inverse_distances_is_invariant_and_its_gradients_match_finite_differences():
+    P, E, F = ethanol_observations(6)
+    metric = InverseDistanceMetric(molecule("CH3CH2OH").numbers)
+    gp = EnergyForceGP(kernel="cartesian", metric=metric, prior="mean").fit(P, E, F)
+    mean, gradient = gp.predict(P, return_gradient=True)
+    assert np.abs(mean - E).max() < 0.02 * (E.max() - E.min())
+    assert np.abs(gradient + F).max() < 0.05 * np.abs(F).max()
+    x = P[1] + 0.03 * np.random.default_rng(12).normal(size=P[1].shape)
+    Q = random_rotation(13)
+    mean, gradient = gp.predict(x, return_gradient=True)
+    mean_moved, gradient_moved = gp.predict(x @ Q.T + 0.5, return_gradient=True)
+    assert mean_moved == pytest.approx(mean, abs=1e-10)
+    np.testing.assert_allclose(gradient_moved, gradient @ Q.T, atol=1e-9)
+    assert_posterior_gradients_match_finite_differences(gp, x, [(0, 0), (4, 2), (7, 1)])
+
+
+def test_representation_gives_the_metric_of_the_molecule_and_keeps_it():
+    atoms = molecule("HCN")  # straight: the features need no configuration they describe
+    representation = make_representation("inverse", atoms)
+    positions = atoms.positions[None]
+    current, _ = representation.metric(positions, atoms.numbers, 0, None, None)
+    assert isinstance(current[1], InverseDistanceMetric)
+    assert representation.invariant(current[1])
+    assert representation.metric(positions, atoms.numbers, 0, None, current)[0] is current
+
+
+@pytest.mark.parametrize(
+    "atoms, words",
+    [
+        (molecule("H2"), "three atoms or more"),
+        (molecule("CH4", cell=[8, 8, 8], pbc=True), "periodic"),
+    ],
+    ids=["two atoms", "periodic"],
+)
+def test_representation_refuses_what_it_cannot_describe(atoms, words):
+    with pytest.raises(ValueError, match=words):
+        InverseDistancePositions().check(atoms)
+
+
+def test_booptimizer_on_inverse_distances_reaches_the_lbfgs_minimum():
+    from ase.optimize import LBFGS
+
+    from asebo import BOOptimizer
+    from calculators import get_calculator
+
+    start = molecule("CH3OH")
+    start.rattle(0.1, seed=1)
+    reference = start.copy()
+    reference.calc = get_calculator("gfn2")
+    LBFGS(reference, logfile=None).run(fmax=0.01, steps=200)
+    atoms = start.copy()
+    atoms.calc = get_calculator("gfn2")
+    optimizer = BOOptimizer(atoms, kernel="inverse", logfile=None)
+    assert optimizer.run(fmax=0.05, steps=60)
+    assert isinstance(optimizer.gp.metric, InverseDistanceMetric)
+    assert atoms.get_potential_energy() < reference.get_potential_energy() + 2e-3
