@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from ase import Atoms
 from ase.build import molecule
+from ase.calculators.calculator import CalculationFailed
 from ase.calculators.emt import EMT
 from ase.constraints import FixCartesian
 from ase.io import read
@@ -147,6 +148,37 @@ def test_resumed_band_repeats_no_call_and_ends_as_the_uninterrupted(muller_brown
     again = Counted(MullerBrown)
     finished = BONEB(muller_brown_band(calculator=again.make), restart=restart, logfile=None)
     assert finished.run(fmax=0.05) and not again.calls
+
+
+def test_a_failed_call_says_how_to_go_on_and_the_band_resumes_without_a_repeat(
+    muller_brown_run, tmp_path
+):
+    _, _, calls = muller_brown_run
+
+    class FailingOnTheFifthCall(MullerBrown):
+        made = 0
+
+        def calculate(self, atoms=None, properties=("energy",), system_changes=()):
+            FailingOnTheFifthCall.made += 1
+            if FailingOnTheFifthCall.made == 5:
+                raise CalculationFailed("SCF not converged")
+            super().calculate(atoms, properties, system_changes)
+
+    first = Counted(FailingOnTheFifthCall)
+    restart = tmp_path / "band.json"
+    failing = BONEB(muller_brown_band(calculator=first.make), restart=restart, logfile=None)
+    with pytest.raises(CalculationFailed) as raised:
+        failing.run(fmax=0.05, steps=60)
+    failing.close()
+    assert f"restart={str(restart)!r}" in raised.value.__notes__[0]
+    assert failing.nsteps == 2  # the endpoints' two calls are not the moving images'
+    second = Counted(MullerBrown)
+    assert BONEB(muller_brown_band(calculator=second.make), restart=restart, logfile=None).run(
+        fmax=0.05, steps=60
+    )
+    # the failed call, which left nothing, is made again; no other
+    made = np.array(first.calls[:-1] + second.calls)
+    np.testing.assert_allclose(made, np.array(calls), atol=1e-10)
 
 
 def test_au_al_barrier_of_bfgs_in_at_most_15_calls(au_al, tmp_path):

@@ -121,6 +121,7 @@ class BONEB(IOContext):
         self.band_optimizer = band_optimizer
         self.numbers = moving.get_atomic_numbers()
         self.comm = comm
+        self.restart = restart
         self.closelater(RestartLock.acquire(restart, comm))  # before any file is opened
         self.record = BandRecord(self.images, restart, trajectory, comm)
         comm.barrier()  # every rank has read the restart file (or found none) before any writes
@@ -260,13 +261,27 @@ class BONEB(IOContext):
     def _compute(self, moving, reason):
         """Call the calculator of moving image ``moving`` (0-based) at its place."""
         image = self.images[moving + 1]
-        energy = image.get_potential_energy()
-        forces = image.get_forces(apply_constraint=False)  # (n, 3)
+        try:
+            energy = image.get_potential_energy()
+            forces = image.get_forces(apply_constraint=False)  # (n, 3)
+        except Exception as error:  # an SCF that does not converge, say: raised as it is
+            error.add_note(self._failure_note(moving + 1))
+            raise
         self.record.add(image, moving + 1, energy, forces, self.positions[1:-1], self.trust_radius)
         self.calls += 1
         energies, forces, _ = self._values(self.positions)
         band, _ = band_forces(self.neb, self.positions, energies, forces)
         self._log(moving + 1, energy, largest_forces(band)[moving], reason)
+
+    def _failure_note(self, image):
+        """What a user can do after the calculator of ``image`` failed."""
+        where = f"BONEB: the calculator of image {image} failed after {self.nsteps} calls"
+        if self.restart is None:
+            return f"{where}; pass restart='band.json' to keep the calls of a band"
+        return (
+            f"{where}, every one of which is in {self.restart}: fix the calculator and "
+            f"run again with restart={str(self.restart)!r} to go on without repeating one"
+        )
 
     def _log(self, image, energy, fmax, reason):
         """A line per call: step, time, image, energy, the image's NEB fmax, reason."""
