@@ -279,3 +279,20 @@ def test_a_molecule_band_takes_the_highest_energy_and_inverse_distances(name, ke
     optimizer = BONEB(NEB(images, climb=True, method="improvedtangent"), logfile=None)
     assert optimizer.representation.name == kernel
     assert isinstance(optimizer.prior, HighestEnergyPrior)
+
+
+@pytest.mark.parametrize("free_energy, expected", [(-0.25, -0.25), (None, 0.5)])
+def test_a_computed_image_takes_the_force_consistent_energy_where_given(free_energy, expected):
+    from ase.calculators.singlepoint import SinglePointCalculator
+
+    from asebo.neb.record import computed_values
+
+    atoms = molecule("H2O")
+    forces = np.arange(9.0).reshape(3, 3)
+    results = {"energy": 0.5, "forces": forces}
+    if free_energy is not None:
+        results["free_energy"] = free_energy
+    atoms.calc = SinglePointCalculator(atoms, **results)
+    energy, computed = computed_values(atoms)
+    assert energy == expected
+    np.testing.assert_array_equal(computed, forces)

@@ -517,7 +517,7 @@ def automatic_prior(atoms):
     if np.any(atoms.pbc):
         return "max", "a periodic cell, which the GFN2-xTB prior here does not take"
     calculator = getattr(atoms, "calc", None)
-    if type(calculator).__module__.startswith("tblite"):
+    if any(kind.__module__.startswith("tblite") for kind in type(calculator).__mro__):
         return "lindh", "the target is tblite itself: an xTB prior would cost as much"
     if importlib.util.find_spec("tblite") is None:
         return "lindh", "tblite is not installed (pip install tblite)"

@@ -23,6 +23,7 @@ from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import broadcast, world
 
 from asebo.neb.checks import positive
+from asebo.neb.record import computed_values
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
 from asebo.optimize.observations import (
     Observations,
@@ -214,8 +215,7 @@ class BOSaddle(Optimizer):
         positions = self.atoms.positions.copy()  # (n, 3)
         if self.observations.find(positions) is not None:
             return
-        energy = self.atoms.get_potential_energy()
-        forces = self.atoms.get_forces(apply_constraint=False)  # (n, 3)
+        energy, forces = computed_values(self.atoms)  # (), (n, 3)
         if not (np.isfinite(energy) and np.isfinite(forces).all()):
             raise ValueError(
                 f"the calculator returned a non-finite energy or forces at step {self.nsteps}: "
