@@ -1,4 +1,5 @@
-"""Real GPAW (PBE) calculations through the preset: H2O in a box, bulk Al and an Al slab.
+"""Real GPAW (PBE) calculations through the preset: H2O in a box, bulk Al, an Al slab
+and a band of an Al adatom hopping on it.
 
 For H2O the grid spacing is h = 0.2 Å: at h = 0.25 Å the egg-box effect of GPAW's
 oxygen PAW setup moves the energy of H2O by about 0.1 eV under sub-grid
@@ -7,6 +8,8 @@ LCAO with the single-zeta part of the dzp basis on a coarse grid (h = 0.25 Å), 
 the forces are still the exact gradient of the discretised free energy; at h = 0.3 Å
 the H setup gives forces of 17 eV/Å on a relaxed H on Al(100).
 """
+
+from functools import partial
 
 import numpy as np
 import pytest
@@ -204,3 +207,51 @@ def test_booptimizer_relaxes_an_adatom_on_a_slab():
     assert atoms.get_potential_energy(force_consistent=True) < start
     np.testing.assert_array_equal(atoms.positions[0], fixed)
     assert atoms.cell[2, 2] == pytest.approx(hydrogen_on_aluminium_100().cell[2, 2])
+
+
+# The hop of the slow band test: an Al adatom on a held Al(100) slab, hollow to
+# hollow, in a 2x1 surface cell (rows of adatoms along y, half the benchmark's 2x2
+# cell) with 2x4x1 k-points, about 7 s a call on one core.
+BAND_SIZE = (2, 1)
+BAND_KPTS = (2, 4, 1)
+BAND_FMAX = 0.05  # eV/Å
+# Both bands end with their climbing image within BAND_FMAX of one saddle point. A
+# force f left along a mode of curvature k moves the energy by f**2 / (2 |k|): 1-3 meV
+# for 0.5-1 eV/Å² at 0.05 eV/Å; 0.01 eV leaves room for the other images' residual.
+BARRIER_TOLERANCE = 0.01  # eV
+
+
+def computed_band_forces(neb):
+    """ASE's NEB forces (moving images, atoms, 3) on the band's computed results."""
+    calls = [image.calc.calls for image in neb.images[1:-1]]
+    forces = neb.get_forces().reshape(len(neb.images) - 2, len(neb.images[0]), 3)
+    assert [image.calc.calls for image in neb.images[1:-1]] == calls, "a new call"
+    return forces
+
+
+def barrier(neb):
+    """The highest image above the first endpoint (eV)."""
+    energies = [image.get_potential_energy() for image in neb.images]
+    return max(energies) - energies[0]
+
+
+@pytest.mark.slow
+def test_boneb_reaches_the_bfgs_barrier_of_a_gpaw_hop_in_fewer_calls():
+    from asebo import BONEB
+    from asebo.benchmarks.neb import al_on_al100, band, idpp_band, lcao_gpaw
+
+    make = partial(lcao_gpaw, kpts=BAND_KPTS)
+    initial, final, moving = al_on_al100(size=BAND_SIZE, make=make)
+    positions = idpp_band(initial, final, moving)  # (moving + 2, 5, 3)
+    reference = band(initial, final, positions, make)
+    assert BFGS(reference, logfile=None).run(fmax=BAND_FMAX, steps=150)
+    bfgs_calls = sum(image.calc.calls for image in reference.images[1:-1])
+    neb = band(initial, final, positions, make)
+    assert BONEB(neb, logfile=None).run(fmax=BAND_FMAX, steps=bfgs_calls - 1)
+    forces = computed_band_forces(neb)  # (moving, 5, 3)
+    assert np.linalg.norm(forces, axis=2).max() < BAND_FMAX
+    assert sum(image.calc.calls for image in neb.images[1:-1]) < bfgs_calls
+    climbing = neb.images[neb.imax]  # set by get_forces: the highest image
+    assert climbing.get_potential_energy() - final.get_potential_energy() > 0.0
+    assert barrier(neb) > 0.0
+    assert barrier(neb) == pytest.approx(barrier(reference), abs=BARRIER_TOLERANCE)
