@@ -71,7 +71,16 @@ def add_arguments(parser):
     parser.add_argument(
         "--reactions",
         nargs="+",
-        default=["02_hcn", "11_h2co", "14_meoh", "12_hf_eth"],
+        default=[
+            "02_hcn",
+            "11_h2co",
+            "12_hf_eth",
+            "14_meoh",
+            "00_c2no2",
+            "01_c5ht",
+            "04_cpht",
+            "05_cycbut",
+        ],
         help="the reactions to run (file names without .xyz)",
     )
     parser.add_argument(
