@@ -26,8 +26,10 @@ Endpoints relaxed with BFGS to 0.01 eV/Å, 3 moving images by IDPP, as for the E
 hops.
 
 ``--optimizers`` runs some of BONEB, FIRE, BFGS and MDMin only, in the table's order
-(default: all four). The table ends with the wall time of each optimizer over all
-bands.
+(default: all four). ``--prior gfn1`` gives BONEB GFN1-xTB as its prior (the GP learns
+the difference to it; its calls are not counted): what a GFN-xTB prior does for a band
+computed with an expensive method. The table ends with the wall time of each optimizer
+over all bands.
 """
 
 import time
@@ -93,6 +95,12 @@ def add_arguments(parser):
     parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å, on the NEB forces")
     parser.add_argument(
         "--steps", type=int, default=1000, help="optimizer steps (BONEB: calls) at most"
+    )
+    parser.add_argument(
+        "--prior",
+        default=None,
+        help="a calculator preset as BONEB's prior (gfn1, say; its calls are not counted); "
+        "default: BONEB's own",
     )
 
 
@@ -235,14 +243,17 @@ def gfn2():
     return get_calculator("gfn2")
 
 
-def run_optimizer(name, neb, fmax, steps):
+def run_optimizer(name, neb, fmax, steps, prior=None):
     """Optimize ``neb`` with ``name``: (calls of the moving images, converged, barrier);
-    an optimizer stopped by a calculator's error is not converged."""
+    an optimizer stopped by a calculator's error is not converged. ``prior``: a calculator
+    preset (:func:`calculators.get_calculator`) as BONEB's prior, or None."""
     try:
         if name == "BONEB":
             from asebo.neb import BONEB
+            from calculators import get_calculator
 
-            converged = BONEB(neb, logfile=None).run(fmax=fmax, steps=steps)
+            model = None if prior is None else get_calculator(prior)
+            converged = BONEB(neb, logfile=None, prior=model).run(fmax=fmax, steps=steps)
         else:
             optimizer = {"FIRE": FIRE, "BFGS": BFGS, "MDMin": MDMin}[name]
             converged = optimizer(neb, logfile=None).run(fmax=fmax, steps=steps)
@@ -281,7 +292,7 @@ def run(args):
         for optimizer in optimizers:
             start = time.perf_counter()
             neb = band(initial, final, positions, make)
-            result = run_optimizer(optimizer, neb, args.fmax, args.steps)
+            result = run_optimizer(optimizer, neb, args.fmax, args.steps, args.prior)
             elapsed = time.perf_counter() - start
             print(f"{name} {optimizer}: {_cell(result)}, {elapsed:.1f} s", flush=True)
             calls[optimizer] += result[0]
