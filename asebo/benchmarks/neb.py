@@ -282,6 +282,10 @@ def _cases(args):
 
 
 def run(args):
+    if args.prior is not None:
+        from calculators import get_calculator
+
+        get_calculator(args.prior)  # an unknown preset is refused before any band
     optimizers = list(dict.fromkeys(args.optimizers))
     rows = []
     calls, seconds = dict.fromkeys(optimizers, 0), dict.fromkeys(optimizers, 0.0)
