@@ -296,3 +296,19 @@ def test_a_computed_image_takes_the_force_consistent_energy_where_given(free_ene
     energy, computed = computed_values(atoms)
     assert energy == expected
     np.testing.assert_array_equal(computed, forces)
+
+
+def test_a_gfn1_prior_band_of_hcn_reaches_the_barrier_of_ase_neb_with_bfgs():
+    pytest.importorskip("tblite")
+    from asebo.benchmarks.neb import REACTIONS, band, gfn2, idpp_band, reaction, run_optimizer
+
+    initial, final, moving = reaction(REACTIONS / "02_hcn.xyz")
+    positions = idpp_band(initial, final, moving)
+    _, bfgs_converged, bfgs_barrier = run_optimizer(
+        "BFGS", band(initial, final, positions, gfn2), 0.05, 300
+    )
+    calls, converged, barrier = run_optimizer(
+        "BONEB", band(initial, final, positions, gfn2), 0.05, 60, prior="gfn1"
+    )
+    assert bfgs_converged and converged
+    assert barrier == pytest.approx(bfgs_barrier, abs=2e-3)
