@@ -285,7 +285,7 @@ def test_a_molecule_band_takes_the_highest_energy_and_inverse_distances(name, ke
 def test_a_computed_image_takes_the_force_consistent_energy_where_given(free_energy, expected):
     from ase.calculators.singlepoint import SinglePointCalculator
 
-    from asebo.neb.record import computed_values
+    from asebo.optimize.observed_atoms import ComputedResults
 
     atoms = molecule("H2O")
     forces = np.arange(9.0).reshape(3, 3)
@@ -293,7 +293,7 @@ def test_a_computed_image_takes_the_force_consistent_energy_where_given(free_ene
     if free_energy is not None:
         results["free_energy"] = free_energy
     atoms.calc = SinglePointCalculator(atoms, **results)
-    energy, computed = computed_values(atoms)
+    energy, computed = ComputedResults().results(atoms)
     assert energy == expected
     np.testing.assert_array_equal(computed, forces)
 

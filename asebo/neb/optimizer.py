@@ -26,8 +26,9 @@ from ase.utils import IOContext
 
 from asebo.neb.band import band_forces, largest_forces
 from asebo.neb.checks import check_band, positive
-from asebo.neb.record import BandRecord, computed_values
+from asebo.neb.record import BandRecord
 from asebo.neb.relax import model_band, relax_on_model
+from asebo.optimize.observed_atoms import ComputedResults
 from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.surrogate_model import default_surrogate, refit
 
@@ -120,6 +121,7 @@ class BONEB(IOContext):
         self.model_steps = int(positive("model_steps", model_steps))
         self.band_optimizer = band_optimizer
         self.numbers = moving.get_atomic_numbers()
+        self._computed = ComputedResults()  # the force-consistent energy where given
         self.comm = comm
         self.restart = restart
         self.closelater(RestartLock.acquire(restart, comm))  # before any file is opened
@@ -182,7 +184,7 @@ class BONEB(IOContext):
         for index in (0, last):
             image = self.images[index]
             if self.record.find(image.positions) is None:
-                energy, forces = computed_values(image)  # (), (n, 3)
+                energy, forces = self._computed.results(image)  # (), (n, 3)
                 band = self.positions[1:-1]
                 self.record.add(image, index, energy, forces, band, self.trust_radius)
                 self._log(index, energy, None, "endpoint")
@@ -261,7 +263,7 @@ class BONEB(IOContext):
         """Call the calculator of moving image ``moving`` (0-based) at its place."""
         image = self.images[moving + 1]
         try:
-            energy, forces = computed_values(image)  # (), (n, 3)
+            energy, forces = self._computed.results(image)  # (), (n, 3)
         except Exception as error:  # an SCF that does not converge, say: raised as it is
             error.add_note(self._failure_note(moving + 1))
             raise

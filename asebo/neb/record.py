@@ -9,7 +9,6 @@ its energy and forces, in the order computed.
 """
 
 import numpy as np
-from ase.calculators.calculator import PropertyNotImplementedError
 from ase.calculators.singlepoint import SinglePointCalculator
 from ase.io.trajectory import Trajectory
 from ase.parallel import world
@@ -88,17 +87,3 @@ class BandRecord:
         if self.trajectory is not None:
             self.trajectory.close()
 
-
-def computed_values(atoms):
-    """The energy and unconstrained forces (n, 3) of ``atoms`` from its calculator.
-
-    The energy is the force-consistent one (the free energy) where the calculator gives
-    it, as for :class:`asebo.optimize.optimizer.BOOptimizer`: with smearing (a metal in
-    GPAW) the energy extrapolated to zero width differs from it by a tenth of an eV that
-    changes from site to site, and the forces are the free energy's gradient.
-    """
-    try:
-        energy = atoms.get_potential_energy(force_consistent=True)
-    except PropertyNotImplementedError:
-        energy = atoms.get_potential_energy()
-    return energy, atoms.get_forces(apply_constraint=False)

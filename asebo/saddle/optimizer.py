@@ -23,7 +23,6 @@ from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import broadcast, world
 
 from asebo.neb.checks import positive
-from asebo.neb.record import computed_values
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
 from asebo.optimize.observations import (
     Observations,
@@ -32,6 +31,7 @@ from asebo.optimize.observations import (
     check_calculator,
     check_restart,
 )
+from asebo.optimize.observed_atoms import ComputedResults
 from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.surrogate_model import default_surrogate, refit
 from asebo.saddle.model_search import saddle_on_model
@@ -99,6 +99,7 @@ class BOSaddle(Optimizer):
         check_saddle_system(atoms)
         self._given = _checked_observations(observations, len(atoms))
         self.trust_radius = positive("trust_radius", trust_radius)
+        self._computed = ComputedResults()  # the force-consistent energy where given
         self.max_trust_radius = positive("max_trust_radius", max_trust_radius)
         self.model_fmax = None if model_fmax is None else positive("model_fmax", model_fmax)
         self.model_steps = int(positive("model_steps", model_steps))
@@ -215,7 +216,7 @@ class BOSaddle(Optimizer):
         positions = self.atoms.positions.copy()  # (n, 3)
         if self.observations.find(positions) is not None:
             return
-        energy, forces = computed_values(self.atoms)  # (), (n, 3)
+        energy, forces = self._computed.results(self.atoms)  # (), (n, 3)
         if not (np.isfinite(energy) and np.isfinite(forces).all()):
             raise ValueError(
                 f"the calculator returned a non-finite energy or forces at step {self.nsteps}: "
