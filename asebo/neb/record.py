@@ -86,4 +86,3 @@ class BandRecord:
         """Close the trajectory."""
         if self.trajectory is not None:
             self.trajectory.close()
-
