@@ -312,3 +312,12 @@ def test_a_gfn1_prior_band_of_hcn_reaches_the_barrier_of_ase_neb_with_bfgs():
     )
     assert bfgs_converged and converged
     assert barrier == pytest.approx(bfgs_barrier, abs=2e-3)
+
+
+@pytest.mark.parametrize("option", ["--prior", "--calculator"])
+def test_bench_neb_refuses_an_unknown_preset_before_any_band(option, capsys):
+    from asebo.cli import main
+
+    with pytest.raises(SystemExit, match=f"asebo bench neb {option}: unknown calculator 'nonsense'"):
+        main(["bench", "neb", "--set", "reactions", option, "nonsense"])
+    assert "BONEB" not in capsys.readouterr().out

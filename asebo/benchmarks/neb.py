@@ -97,6 +97,12 @@ def add_arguments(parser):
         "--steps", type=int, default=1000, help="optimizer steps (BONEB: calls) at most"
     )
     parser.add_argument(
+        "--calculator",
+        default="gfn2",
+        help="the calculator preset of the reactions' bands and end states (--set "
+        "reactions), 'gpaw:mode=lcao,basis=dzp' say; default: gfn2",
+    )
+    parser.add_argument(
         "--prior",
         default=None,
         help="a calculator preset as BONEB's prior (gfn1, say; its calls are not counted); "
@@ -228,13 +234,15 @@ def band(initial, final, positions, make=EMT):
     return NEB(images, climb=True, method="improvedtangent")
 
 
-def reaction(path):
-    """The relaxed end states of a reaction file (GFN2-xTB): (initial, final, moving)."""
+def reaction(path, make=None):
+    """The end states of a reaction file relaxed with ``make()`` (default GFN2-xTB):
+    (initial, final, moving)."""
+    make = gfn2 if make is None else make
     frames = read(path, index=":")
     electrons = int(frames[0].numbers.sum())
     if electrons % 2:
         raise SystemExit(f"{path}: {electrons} electrons; give its charge and multiplicity")
-    return _relaxed(frames[0], gfn2), _relaxed(frames[-1], gfn2), 5
+    return _relaxed(frames[0], make), _relaxed(frames[-1], make), 5
 
 
 def gfn2():
@@ -277,15 +285,25 @@ def _cases(args):
         return [(name, SYSTEMS[name], EMT) for name in args.systems]
     if args.set == "gpaw":
         return [("al_al100", al_on_al100, lcao_gpaw)]
+    from calculators import get_calculator
+
     folder = Path(args.reactions_dir)
-    return [(name, partial(reaction, folder / f"{name}.xyz"), gfn2) for name in args.reactions]
+    make = partial(get_calculator, args.calculator)
+    return [
+        (name, partial(reaction, folder / f"{name}.xyz", make), make) for name in args.reactions
+    ]
 
 
 def run(args):
-    if args.prior is not None:
-        from calculators import get_calculator
+    from calculators import get_calculator
 
-        get_calculator(args.prior)  # an unknown preset is refused before any band
+    reactions = args.calculator if args.set == "reactions" else None
+    for option, preset in (("--prior", args.prior), ("--calculator", reactions)):
+        try:
+            if preset is not None:
+                get_calculator(preset)  # an unknown preset is refused before any band
+        except ValueError as error:
+            raise SystemExit(f"asebo bench neb {option}: {error}") from None
     optimizers = list(dict.fromkeys(args.optimizers))
     rows = []
     calls, seconds = dict.fromkeys(optimizers, 0), dict.fromkeys(optimizers, 0.0)
