@@ -2,6 +2,8 @@
 barrier reached in fewer calls than ASE's NEB, resumed without a repeated call, bad
 input refused before any call."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 from ase import Atoms
@@ -15,8 +17,9 @@ from ase.optimize import BFGS, FIRE
 
 from asebo import BONEB
 from asebo.benchmarks.neb import au_on_al100
-from asebo.model.priors import HighestEnergyPrior
+from asebo.model.priors import CalculatorPrior, HighestEnergyPrior
 from asebo.neb.band import band_forces
+from calculators import get_calculator
 from calculators.muller_brown import MINIMUM_A, MINIMUM_B, SADDLE_AB, MullerBrown
 
 SCALE = 0.01  # eV per unit of the Müller-Brown surface
@@ -268,17 +271,44 @@ def test_a_single_configuration_is_refused():
         BONEB(Atoms("H"), logfile=None)
 
 
-@pytest.mark.parametrize("name, kernel", [("H2O", "inverse"), ("H2", "cartesian")])
-def test_a_molecule_band_takes_the_highest_energy_and_inverse_distances(name, kernel):
+def small_band(name, calculator):
     start = molecule(name)
     moved = start.copy()
     moved.positions[1, 0] += 0.2
     images = [start, start.copy(), moved]
     for image in images:
-        image.calc = EMT()
-    optimizer = BONEB(NEB(images, climb=True, method="improvedtangent"), logfile=None)
+        image.calc = calculator()
+    return NEB(images, climb=True, method="improvedtangent")
+
+
+@pytest.mark.parametrize("name, kernel", [("H2O", "inverse"), ("H2", "cartesian")])
+def test_a_molecule_band_under_xtb_takes_the_highest_energy_and_inverse_distances(
+    name, kernel, tmp_path
+):
+    pytest.importorskip("tblite")
+    log = tmp_path / "band.log"
+    optimizer = BONEB(small_band(name, partial(get_calculator, "gfn2")), logfile=str(log))
+    optimizer.run(fmax=0.05, steps=0)
+    optimizer.close()
     assert optimizer.representation.name == kernel
     assert isinstance(optimizer.prior, HighestEnergyPrior)
+    assert "prior: the highest energy computed (the target is tblite itself" in log.read_text()
+
+
+def test_a_molecule_band_under_another_calculator_takes_a_gfn2_prior(tmp_path):
+    pytest.importorskip("tblite")
+    log = tmp_path / "band.log"
+    optimizer = BONEB(small_band("H2O", EMT), logfile=str(log))
+    optimizer.run(fmax=0.05, steps=0)
+    optimizer.close()
+    assert isinstance(optimizer.prior, CalculatorPrior)
+    water = molecule("H2O")
+    water.calc = get_calculator("gfn2")
+    energy, _ = optimizer.prior.energy_and_forces(water.positions)
+    assert energy == pytest.approx(water.get_potential_energy(), abs=1e-8)
+    assert "prior: GFN2-xTB (tblite) as the prior" in log.read_text()
+    given = BONEB(small_band("H2O", EMT), logfile=None, prior="max")
+    assert isinstance(given.prior, HighestEnergyPrior)
 
 
 @pytest.mark.parametrize("free_energy, expected", [(-0.25, -0.25), (None, 0.5)])
@@ -318,6 +348,8 @@ def test_a_gfn1_prior_band_of_hcn_reaches_the_barrier_of_ase_neb_with_bfgs():
 def test_bench_neb_refuses_an_unknown_preset_before_any_band(option, capsys):
     from asebo.cli import main
 
-    with pytest.raises(SystemExit, match=f"asebo bench neb {option}: unknown calculator 'nonsense'"):
+    with pytest.raises(
+        SystemExit, match=f"asebo bench neb {option}: unknown (calculator|prior) .nonsense."
+    ):
         main(["bench", "neb", "--set", "reactions", option, "nonsense"])
     assert "BONEB" not in capsys.readouterr().out

@@ -105,8 +105,8 @@ def add_arguments(parser):
     parser.add_argument(
         "--prior",
         default=None,
-        help="a calculator preset as BONEB's prior (gfn1, say; its calls are not counted); "
-        "default: BONEB's own",
+        help="BONEB's prior: a calculator preset (gfn1, say; its calls are not counted) or "
+        "a model prior ('max'); default: BONEB's own",
     )
 
 
@@ -253,15 +253,17 @@ def gfn2():
 
 def run_optimizer(name, neb, fmax, steps, prior=None):
     """Optimize ``neb`` with ``name``: (calls of the moving images, converged, barrier);
-    an optimizer stopped by a calculator's error is not converged. ``prior``: a calculator
-    preset (:func:`calculators.get_calculator`) as BONEB's prior, or None."""
+    an optimizer stopped by a calculator's error is not converged. ``prior``: BONEB's
+    prior, a calculator preset or a model prior's name
+    (:func:`asebo.model.priors.resolve_prior`), or None for BONEB's default."""
     try:
         if name == "BONEB":
+            from asebo.model.priors import resolve_prior
             from asebo.neb import BONEB
-            from calculators import get_calculator
 
-            model = None if prior is None else get_calculator(prior)
-            converged = BONEB(neb, logfile=None, prior=model).run(fmax=fmax, steps=steps)
+            converged = BONEB(neb, logfile=None, prior=resolve_prior(prior)).run(
+                fmax=fmax, steps=steps
+            )
         else:
             optimizer = {"FIRE": FIRE, "BFGS": BFGS, "MDMin": MDMin}[name]
             converged = optimizer(neb, logfile=None).run(fmax=fmax, steps=steps)
@@ -295,13 +297,17 @@ def _cases(args):
 
 
 def run(args):
+    from asebo.model.priors import resolve_prior
     from calculators import get_calculator
 
     reactions = args.calculator if args.set == "reactions" else None
-    for option, preset in (("--prior", args.prior), ("--calculator", reactions)):
+    for option, check, value in (
+        ("--prior", resolve_prior, args.prior),
+        ("--calculator", get_calculator, reactions),
+    ):
         try:
-            if preset is not None:
-                get_calculator(preset)  # an unknown preset is refused before any band
+            if value is not None:
+                check(value)  # an unknown name is refused before any band
         except ValueError as error:
             raise SystemExit(f"asebo bench neb {option}: {error}") from None
     optimizers = list(dict.fromkeys(args.optimizers))

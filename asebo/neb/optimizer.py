@@ -24,6 +24,8 @@ from ase.optimize.optimize import DEFAULT_MAX_STEPS
 from ase.parallel import broadcast, world
 from ase.utils import IOContext
 
+from asebo.model.prior_names import AUTO
+from asebo.model.priors import automatic_prior, resolve_prior
 from asebo.neb.band import band_forces, largest_forces
 from asebo.neb.checks import check_band, positive
 from asebo.neb.record import BandRecord
@@ -33,9 +35,10 @@ from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.surrogate_model import default_surrogate, refit
 
 MOLECULE_PRIOR = "max"
-"""The default prior of a molecule's band: the highest energy computed. The Lindh model
-around one configuration (BOOptimizer's default) is far off across a reaction (a band
-on it and the internal coordinates, measured: docs/barriers.md)."""
+"""The prior of a molecule's band where GFN2-xTB cannot be its prior
+(:func:`molecule_band_prior`): the highest energy computed. The Lindh model around one
+configuration (BOOptimizer's default) is far off across a reaction (a band on it and the
+internal coordinates, measured: docs/barriers.md)."""
 MOLECULE_KERNEL = "inverse"
 """The default kernel of a molecule's band of three atoms or more: the Gaussian kernel on
 the inverse distances of every pair of atoms
@@ -67,8 +70,9 @@ class BONEB(IOContext):
         The GP's prior mean and representation, as for
         :class:`asebo.optimize.optimizer.BOOptimizer`, chosen for the first moving
         image. Defaults: as BOOptimizer's for a periodic cell (pair springs, the
-        periodic kernel), :data:`MOLECULE_PRIOR` and :data:`MOLECULE_KERNEL` for a
-        molecule.
+        periodic kernel); for a molecule :data:`MOLECULE_KERNEL` and the prior of
+        :func:`molecule_band_prior`: GFN2-xTB under another calculator (GPAW, say),
+        :data:`MOLECULE_PRIOR` under tblite itself. ``prior='auto'`` is the default.
     trust_radius : float
         Å: no image of the band relaxed on the GP goes further than this from the
         configurations computed (or from its place before the relaxation).
@@ -108,8 +112,9 @@ class BONEB(IOContext):
         self.neb, self.images = neb, neb.images
         moving = self.images[1]
         periodic = bool(np.any(moving.pbc))
+        self.prior_choice = None  # why the default prior, for the log
         if not periodic:  # a band leaves the harmonic well of any one configuration
-            prior = MOLECULE_PRIOR if prior is None else prior
+            prior, self.prior_choice = molecule_band_prior(prior, moving)
             if kernel is None:
                 kernel = MOLECULE_KERNEL if len(moving) >= 3 else "cartesian"
         self.representation, self.prior, self.gp = default_surrogate(
@@ -153,6 +158,8 @@ class BONEB(IOContext):
         """Optimize the band until its computed NEB forces are below ``fmax`` (eV/Å), or
         ``steps`` calls of the moving images; return whether it converged."""
         self.fmax = fmax
+        if self.prior_choice is not None:
+            self._note(self.prior_choice)
         self._endpoints()
         done = 0
         while not self.converged():
@@ -304,6 +311,35 @@ class BONEB(IOContext):
         """A line in the log."""
         if self.logfile is not None:
             self.logfile.write(f"BONEB: {note}\n")
+
+
+def molecule_band_prior(prior, moving):
+    """The prior of a molecule's band for BONEB's ``prior`` argument, and why (or None).
+
+    None and ``'auto'`` take GFN2-xTB (tblite) as the prior where
+    :func:`asebo.model.priors.automatic_prior` takes it (a target other than tblite,
+    elements GFN2-xTB describes): the GP then learns the target's difference to it, and
+    the prior gives the stiff bonds one length scale cannot. Elsewhere they take
+    :data:`MOLECULE_PRIOR`. Any other ``prior`` is returned as it is.
+
+    Parameters
+    ----------
+    prior : None, str, float, ase calculator or Prior
+    moving : ase.Atoms
+        A moving image, with the target calculator.
+
+    Returns
+    -------
+    prior : str, float, ase calculator or Prior
+    why : str or None
+        A line for the log where ``prior`` was None or ``'auto'``.
+    """
+    if prior is not None and not (isinstance(prior, str) and prior == AUTO):
+        return prior, None
+    choice, reason = automatic_prior(moving)
+    if choice == "gfn2":
+        return resolve_prior(choice), f"prior: {reason}"
+    return MOLECULE_PRIOR, f"prior: the highest energy computed ({reason})"
 
 
 def _pick(gp, moving, computed, climbing, uncertainty, how):
