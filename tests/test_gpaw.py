@@ -255,3 +255,27 @@ def test_boneb_reaches_the_bfgs_barrier_of_a_gpaw_hop_in_fewer_calls():
     assert climbing.get_potential_energy() - final.get_potential_energy() > 0.0
     assert barrier(neb) > 0.0
     assert barrier(neb) == pytest.approx(barrier(reference), abs=BARRIER_TOLERANCE)
+
+
+MOLECULE_GPAW = "gpaw:mode=lcao,basis=dzp,h=0.2,vacuum=4"
+
+
+@pytest.mark.slow
+def test_a_gpaw_molecule_band_takes_a_gfn2_prior_and_reaches_the_bfgs_barrier_in_fewer_calls():
+    pytest.importorskip("tblite")
+    from asebo import BONEB
+    from asebo.benchmarks.neb import REACTIONS, band, idpp_band, reaction
+    from asebo.model.priors import CalculatorPrior
+
+    make = partial(get_calculator, MOLECULE_GPAW)
+    initial, final, moving = reaction(REACTIONS / "11_h2co.xyz", make)  # H2CO -> H2 + CO
+    positions = idpp_band(initial, final, moving)  # (moving + 2, 4, 3)
+    reference = band(initial, final, positions, make)
+    assert BFGS(reference, logfile=None).run(fmax=BAND_FMAX, steps=100)
+    bfgs_calls = sum(image.calc.calls for image in reference.images[1:-1])
+    neb = band(initial, final, positions, make)
+    optimizer = BONEB(neb, logfile=None)
+    assert isinstance(optimizer.prior, CalculatorPrior)  # GFN2-xTB under GPAW
+    assert optimizer.run(fmax=BAND_FMAX, steps=bfgs_calls // 2)
+    assert np.linalg.norm(computed_band_forces(neb), axis=2).max() < BAND_FMAX
+    assert barrier(neb) == pytest.approx(barrier(reference), abs=2 * BARRIER_TOLERANCE)
