@@ -25,11 +25,15 @@ of its energy), 3x3x1 Γ-centred k-points and 0.1 eV of Fermi-Dirac smearing: ab
 Endpoints relaxed with BFGS to 0.01 eV/Å, 3 moving images by IDPP, as for the EMT
 hops.
 
+``--calculator`` runs the reactions' bands and end states with another calculator
+preset (``gpaw:mode=lcao,basis=dzp,h=0.2,vacuum=4``, say); under any calculator but
+tblite BONEB's default prior of a molecule's band is GFN2-xTB.
+
 ``--optimizers`` runs some of BONEB, FIRE, BFGS and MDMin only, in the table's order
 (default: all four). ``--prior gfn1`` gives BONEB GFN1-xTB as its prior (the GP learns
 the difference to it; its calls are not counted): what a GFN-xTB prior does for a band
-computed with an expensive method. The table ends with the wall time of each optimizer
-over all bands.
+computed with an expensive method; ``--prior max`` the highest energy computed. The
+table ends with the wall time of each optimizer over all bands.
 """
 
 import time
@@ -234,21 +238,19 @@ def band(initial, final, positions, make=EMT):
     return NEB(images, climb=True, method="improvedtangent")
 
 
-def reaction(path, make=None):
-    """The end states of a reaction file relaxed with ``make()`` (default GFN2-xTB):
-    (initial, final, moving)."""
-    make = gfn2 if make is None else make
+def gfn2():
+    from calculators import get_calculator
+
+    return get_calculator("gfn2")
+
+
+def reaction(path, make=gfn2):
+    """The end states of a reaction file relaxed with ``make()``: (initial, final, moving)."""
     frames = read(path, index=":")
     electrons = int(frames[0].numbers.sum())
     if electrons % 2:
         raise SystemExit(f"{path}: {electrons} electrons; give its charge and multiplicity")
     return _relaxed(frames[0], make), _relaxed(frames[-1], make), 5
-
-
-def gfn2():
-    from calculators import get_calculator
-
-    return get_calculator("gfn2")
 
 
 def run_optimizer(name, neb, fmax, steps, prior=None):

@@ -38,7 +38,7 @@ MOLECULE_PRIOR = "max"
 """The prior of a molecule's band where GFN2-xTB cannot be its prior
 (:func:`molecule_band_prior`): the highest energy computed. The Lindh model around one
 configuration (BOOptimizer's default) is far off across a reaction (a band on it and the
-internal coordinates, measured: docs/barriers.md)."""
+internal coordinates, measured: docs/notes/molecular-bands.md)."""
 MOLECULE_KERNEL = "inverse"
 """The default kernel of a molecule's band of three atoms or more: the Gaussian kernel on
 the inverse distances of every pair of atoms
