@@ -400,11 +400,14 @@ def test_auto_prior_takes_gfn2_under_another_calculator_and_says_so():
 
 
 def test_auto_prior_falls_back_where_gfn2_does_not_fit():
+    from asebo.benchmarks.neb import Counted
     from asebo.model.priors import RecentredLindh, automatic_prior
 
     target = molecule("H2O")
     target.calc = get_calculator("gfn2")
     assert automatic_prior(target)[0] == "lindh"  # no xTB prior for an xTB target
+    target.calc = Counted(get_calculator("gfn2"))  # a wrapper computes with tblite too
+    assert automatic_prior(target)[0] == "lindh"
     assert isinstance(BOOptimizer(target, prior="auto", logfile=None).prior, RecentredLindh)
     heavy = Atoms("Fr2", positions=[[0, 0, 0], [0, 0, 4.0]])
     heavy.calc = EMT()

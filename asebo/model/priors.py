@@ -34,6 +34,7 @@ from numbers import Real
 
 import numpy as np
 import torch
+from ase.calculators.calculator import BaseCalculator
 
 from asebo.model.lindh import (
     BEND_CONSTANT,
@@ -493,11 +494,26 @@ def resolve_prior(prior):
         ) from None
 
 
+def innermost_calculator(calculator):
+    """The calculator ``calculator`` wraps, followed through ``.calc`` attributes.
+
+    A calculator that counts, caches or logs the calls of another (and holds it as
+    ``.calc``) computes with that one: the target's level is the innermost one's.
+    """
+    seen = set()
+    while isinstance(getattr(calculator, "calc", None), BaseCalculator):
+        if id(calculator) in seen:
+            break
+        seen.add(id(calculator))
+        calculator = calculator.calc
+    return calculator
+
+
 def automatic_prior(atoms):
     """The prior ``prior='auto'`` takes for ``atoms`` and its calculator, and why.
 
-    GFN2-xTB (tblite) when the target is another, presumably more expensive,
-    calculator and GFN2-xTB describes the system (elements up to Rn, no periodic
+    GFN2-xTB (tblite) when the target (:func:`innermost_calculator` of the atoms'
+    calculator) is another, presumably more expensive, calculator and GFN2-xTB describes the system (elements up to Rn, no periodic
     cell; charge and spin come from the atoms' initial charges and magnetic moments,
     as tblite reads them); otherwise what ``prior=None`` takes: the Lindh model for a
     molecule, the highest energy seen for a periodic cell.
@@ -516,7 +532,7 @@ def automatic_prior(atoms):
     """
     if np.any(atoms.pbc):
         return "max", "a periodic cell, which the GFN2-xTB prior here does not take"
-    calculator = getattr(atoms, "calc", None)
+    calculator = innermost_calculator(getattr(atoms, "calc", None))
     if any(kind.__module__.startswith("tblite") for kind in type(calculator).__mro__):
         return "lindh", "the target is tblite itself: an xTB prior would cost as much"
     if importlib.util.find_spec("tblite") is None:
