@@ -52,7 +52,7 @@ import torch
 
 from asebo.model.cell_coordinates import GeneralizedCoordinates
 from asebo.model.metric import EIGENVALUE_FLOOR, POWER
-from asebo.model.priors import CalculatorPrior, Prior
+from asebo.model.priors import CalculatorPrior, Prior, wraps_calculator
 from asebo.model.springs import ExpSprings, nearest_neighbour_distance, springs_hessian
 
 EMT_METALS = ("Al", "Ni", "Cu", "Pd", "Ag", "Pt", "Au")
@@ -331,19 +331,6 @@ class RecentredSprings(Prior):
         return PeriodicMetric.from_model(self.springs, self.coordinates, self._centre, power)
 
 
-def _wraps(calculator, name):
-    """Whether ``calculator`` is one whose class or module names ``name`` (``'emt'``:
-    ASE's or ASAP's EMT), or wraps one (a call counter, say, that keeps the wrapped
-    calculator as ``calc``)."""
-    for _ in range(8):  # wrappers of wrappers, never a cycle
-        if calculator is None:
-            return False
-        if name in type(calculator).__name__.lower() or name in type(calculator).__module__:
-            return True
-        calculator = getattr(calculator, "calc", None)
-    return False
-
-
 def automatic_periodic_prior(system, recentre):
     """The prior ``prior='auto'`` takes for a periodic ``system``, and why.
 
@@ -373,13 +360,13 @@ def automatic_periodic_prior(system, recentre):
     atoms = coordinates.atoms
     calculator = getattr(atoms, "calc", None)
     springs = RecentredSprings(system, recentre)
-    if calculator is not None and _wraps(calculator, "emt"):
+    if calculator is not None and wraps_calculator(calculator, "emt"):
         return springs, "pair springs (Exp force constants): the target is EMT itself"
     others = sorted(set(atoms.get_chemical_symbols()) - set(EMT_METALS))
     if not others:
         return calculator_prior(EMT(), system), "EMT as the prior; the GP learns the difference"
     beyond = f"EMT has no metal parameters for {others}"
-    if calculator is not None and _wraps(calculator, "chgnet"):
+    if calculator is not None and wraps_calculator(calculator, "chgnet"):
         return springs, f"pair springs (Exp force constants): {beyond}, and the target is CHGNet"
     if importlib.util.find_spec("chgnet") is None:
         return (

@@ -34,7 +34,6 @@ from numbers import Real
 
 import numpy as np
 import torch
-from ase.calculators.calculator import BaseCalculator
 
 from asebo.model.lindh import (
     BEND_CONSTANT,
@@ -494,26 +493,24 @@ def resolve_prior(prior):
         ) from None
 
 
-def innermost_calculator(calculator):
-    """The calculator ``calculator`` wraps, followed through ``.calc`` attributes.
-
-    A calculator that counts, caches or logs the calls of another (and holds it as
-    ``.calc``) computes with that one: the target's level is the innermost one's.
-    """
-    seen = set()
-    while isinstance(getattr(calculator, "calc", None), BaseCalculator):
-        if id(calculator) in seen:
-            break
-        seen.add(id(calculator))
-        calculator = calculator.calc
-    return calculator
+def wraps_calculator(calculator, name):
+    """Whether ``calculator`` is one whose class or module names ``name`` (``'emt'``:
+    ASE's or ASAP's EMT; ``'tblite'``), or wraps one: a call counter, say, that keeps
+    the wrapped calculator as ``calc`` and computes with it."""
+    for _ in range(8):  # wrappers of wrappers, never a cycle
+        if calculator is None:
+            return False
+        if name in type(calculator).__name__.lower() or name in type(calculator).__module__:
+            return True
+        calculator = getattr(calculator, "calc", None)
+    return False
 
 
 def automatic_prior(atoms):
     """The prior ``prior='auto'`` takes for ``atoms`` and its calculator, and why.
 
-    GFN2-xTB (tblite) when the target (:func:`innermost_calculator` of the atoms'
-    calculator) is another, presumably more expensive, calculator and GFN2-xTB describes the system (elements up to Rn, no periodic
+    GFN2-xTB (tblite) when the target is another, presumably more expensive,
+    calculator (not tblite, nor a wrapper of it: :func:`wraps_calculator`) and GFN2-xTB describes the system (elements up to Rn, no periodic
     cell; charge and spin come from the atoms' initial charges and magnetic moments,
     as tblite reads them); otherwise what ``prior=None`` takes: the Lindh model for a
     molecule, the highest energy seen for a periodic cell.
@@ -532,8 +529,7 @@ def automatic_prior(atoms):
     """
     if np.any(atoms.pbc):
         return "max", "a periodic cell, which the GFN2-xTB prior here does not take"
-    calculator = innermost_calculator(getattr(atoms, "calc", None))
-    if any(kind.__module__.startswith("tblite") for kind in type(calculator).__mro__):
+    if wraps_calculator(getattr(atoms, "calc", None), "tblite"):
         return "lindh", "the target is tblite itself: an xTB prior would cost as much"
     if importlib.util.find_spec("tblite") is None:
         return "lindh", "tblite is not installed (pip install tblite)"
