@@ -192,3 +192,14 @@ def test_a_band_hands_its_climbing_image_and_its_calls_to_the_saddle_search():
     assert len(search.observations) > len(band.record.observations)
     assert calc.ncalls - before == len(search.observations) - len(band.record.observations)
     assert len(imaginary_modes(search.atoms, get_calculator("gfn2"))) == 1
+
+
+@pytest.mark.parametrize("option", ["--prior", "--calculator"])
+def test_bench_ts_refuses_an_unknown_preset_before_any_search(option, capsys):
+    from asebo.cli import main
+
+    with pytest.raises(
+        SystemExit, match=f"asebo bench ts {option}: unknown (calculator|prior) .nonsense."
+    ):
+        main(["bench", "ts", "--guesses", "01_hcn", option, "nonsense"])
+    assert "BOSaddle" not in capsys.readouterr().out

@@ -11,12 +11,17 @@ at each endpoint the imaginary modes of the finite-difference Hessian
 not counted) and the energy above the lower of the two endpoints (meV); then the
 calls in all, the runs ending at a first-order saddle point, and those where both end
 at one with energies within 10 meV (the same saddle). A run that raises is a row
-that says so.
+that says so. ``--optimizers`` runs one of the two only.
 
 ``--prior gfn1`` gives BOSaddle GFN1-xTB as its prior (the GP learns the difference to
 it; the prior's calls are not counted): its Hessian at the guess is then close to the
 target's, where the default Lindh model is softest along torsions. What a GFN-xTB
-prior does for a saddle search with an expensive method.
+prior does for a saddle search with an expensive method. ``--prior`` takes a model
+prior's name too (``auto``: GFN2-xTB under any calculator but tblite).
+
+``--calculator`` runs every search and Hessian with another calculator preset
+(``gpaw:mode=lcao,basis=dzp,h=0.2,vacuum=4``, say; a guess of odd electron count
+needs a spin-polarized one).
 """
 
 import time
@@ -43,8 +48,21 @@ def add_arguments(parser):
     parser.add_argument(
         "--prior",
         default=None,
-        help="a calculator preset as BOSaddle's prior (gfn1, say; its calls are not "
-        "counted); default: BOSaddle's own",
+        help="BOSaddle's prior: a calculator preset (gfn1, say; its calls are not "
+        "counted) or a model prior ('auto', 'lindh'); default: BOSaddle's own",
+    )
+    parser.add_argument(
+        "--optimizers",
+        nargs="+",
+        choices=OPTIMIZERS,
+        default=list(OPTIMIZERS),
+        help="run some of BOSaddle and Sella only (default: both)",
+    )
+    parser.add_argument(
+        "--calculator",
+        default="gfn2",
+        help="the calculator preset of the searches ('gpaw:mode=lcao,basis=dzp', say); "
+        "default: gfn2",
     )
 
 
@@ -72,19 +90,20 @@ def guess(name):
 
 def search(task):
     """Run one optimizer from one guess: a dict of the result."""
-    name, optimizer, fmax, steps, skip_modes, prior = task
+    name, optimizer, fmax, steps, skip_modes, prior, preset = task
     from asebo.benchmarks._endpoint_audit import imaginary_modes
+    from asebo.model.priors import resolve_prior
     from calculators import CountingCalculator, get_calculator
 
     atoms = guess(name)
-    counter = CountingCalculator(get_calculator("gfn2"))
+    counter = CountingCalculator(get_calculator(preset))
     atoms.calc = counter
     start = time.perf_counter()
     try:
         if optimizer == "BOSaddle":
             from asebo.saddle import BOSaddle
 
-            model = None if prior is None else get_calculator(prior)
+            model = resolve_prior(prior)
             converged = BOSaddle(atoms, logfile=None, prior=model).run(fmax=fmax, steps=steps)
         else:
             from sella import Sella
@@ -95,7 +114,7 @@ def search(task):
     except Exception as error:  # an SCF that fails: a row that says so
         return {"calls": counter.ncalls, "error": f"{type(error).__name__}: {str(error)[:80]}"}
     seconds = time.perf_counter() - start - counter.wall_time
-    modes = None if skip_modes else imaginary_modes(atoms, get_calculator("gfn2"))
+    modes = None if skip_modes else imaginary_modes(atoms, get_calculator(preset))
     return {
         "calls": counter.ncalls,
         "converged": bool(converged),
@@ -119,15 +138,23 @@ def _cell(result, lowest):
 
 
 def run(args):
-    if args.prior is not None:
-        from calculators import get_calculator
+    from asebo.model.priors import resolve_prior
+    from calculators import get_calculator
 
-        get_calculator(args.prior)  # an unknown preset is refused before any search
+    for option, check, value in (
+        ("--prior", resolve_prior, args.prior),
+        ("--calculator", get_calculator, args.calculator),
+    ):
+        try:
+            check(value)  # an unknown name is refused before any search
+        except ValueError as error:
+            raise SystemExit(f"asebo bench ts {option}: {error}") from None
     names = guesses(args.guesses)
+    optimizers = [o for o in OPTIMIZERS if o in args.optimizers]
     tasks = [
-        (n, o, args.fmax, args.steps, args.no_hessian, args.prior)
+        (n, o, args.fmax, args.steps, args.no_hessian, args.prior, args.calculator)
         for n in names
-        for o in OPTIMIZERS
+        for o in optimizers
     ]
     results = {}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -135,19 +162,19 @@ def run(args):
             results[task[:2]] = result
             print(f"{task[0]} {task[1]}: {_cell(result, result.get('energy', 0.0))}", flush=True)
     print()
-    header = " | ".join(f"{o} calls | {o} imaginary (cm⁻¹) | {o} above (meV)" for o in OPTIMIZERS)
+    header = " | ".join(f"{o} calls | {o} imaginary (cm⁻¹) | {o} above (meV)" for o in optimizers)
     print(f"| guess | {header} |")
-    print("|---|" + "---|---|---|" * len(OPTIMIZERS))
+    print("|---|" + "---|---|---|" * len(optimizers))
     same = 0
     for name in names:
-        row = [results[(name, o)] for o in OPTIMIZERS]
+        row = [results[(name, o)] for o in optimizers]
         energies = [r["energy"] for r in row if "error" not in r]
         lowest = min(energies, default=0.0)
         print(f"| {name} | " + " | ".join(_cell(r, lowest) for r in row) + " |")
         if all(_first_order(r) for r in row) and max(energies) - min(energies) < SAME:
             same += 1
     print()
-    for optimizer in OPTIMIZERS:
+    for optimizer in optimizers:
         done = [results[(n, optimizer)] for n in names]
         calls = sum(r["calls"] for r in done)
         converged = sum(r.get("converged", False) for r in done)
@@ -159,4 +186,5 @@ def run(args):
             f"{np.mean(seconds) if seconds else float('nan'):.2f} s per call outside the "
             "calculator"
         )
-    print(f"both at the same first-order saddle point (within {SAME * 1000:.0f} meV): {same}")
+    if len(optimizers) == len(OPTIMIZERS):
+        print(f"both at the same first-order saddle point (within {SAME * 1000:.0f} meV): {same}")
