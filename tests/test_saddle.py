@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from ase import Atoms
 from ase.build import bulk, molecule
+from ase.calculators.calculator import Calculator, all_changes
 from ase.calculators.emt import EMT
 from ase.constraints import FixAtoms, FixBondLength
 
@@ -203,3 +204,45 @@ def test_bench_ts_refuses_an_unknown_preset_before_any_search(option, capsys):
     ):
         main(["bench", "ts", "--guesses", "01_hcn", option, "nonsense"])
     assert "BOSaddle" not in capsys.readouterr().out
+
+
+class CentroidRipple(Calculator):
+    """GFN2-xTB plus ``amplitude * cos(2 pi X / period)`` of the centroid's x, ``X``:
+    a closed-form egg-box that only moves the molecule as a whole (a net force)."""
+
+    implemented_properties = ("energy", "free_energy", "forces")
+
+    def __init__(self, amplitude=0.01, period=0.2):
+        super().__init__()
+        self.calc, self.amplitude, self.period = get_calculator("gfn2"), amplitude, period
+
+    def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        super().calculate(atoms, properties, system_changes)
+        phase = 2 * np.pi * self.atoms.positions[:, 0].mean() / self.period
+        energy = self.calc.get_potential_energy(self.atoms) + self.amplitude * np.cos(phase)
+        forces = self.calc.get_forces(self.atoms).copy()
+        pull = self.amplitude * 2 * np.pi / self.period * np.sin(phase) / len(self.atoms)
+        forces[:, 0] += pull
+        self.results = {"energy": energy, "free_energy": energy, "forces": forces}
+
+
+def test_a_net_force_the_model_cannot_see_is_walked_off_as_a_whole():
+    atoms = guess("01_hcn")
+    atoms.positions[:, 0] += 0.03 - atoms.positions[:, 0].mean()  # on the ripple's slope
+    atoms.calc = CountingCalculator(CentroidRipple())
+    search = BOSaddle(atoms, logfile=None)
+    assert search.run(fmax=0.05, steps=60)
+    assert np.sqrt((atoms.get_forces() ** 2).sum(axis=1)).max() < 0.05
+    assert atoms.calc.ncalls == search.nsteps + 1  # every step a call
+    reference, _ = sella_saddle("01_hcn")
+    ripple = CentroidRipple().amplitude
+    assert atoms.get_potential_energy() < reference.get_potential_energy() - ripple + 0.01
+
+
+def test_a_walk_that_ends_on_a_configuration_computed_ends_the_run(tmp_path):
+    atoms = counted("01_hcn")
+    log = tmp_path / "saddle.log"
+    search = BOSaddle(atoms, logfile=str(log), model_fmax=100.0)  # the model is met at once
+    assert not search.run(fmax=0.05, steps=50)
+    assert search.nsteps == 1 and atoms.calc.ncalls == 1
+    assert "ends on a configuration already computed" in log.read_text()

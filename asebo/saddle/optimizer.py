@@ -14,6 +14,15 @@ predicted forces at the new point is below :data:`GOOD` times its largest force 
 ``max_trust_radius``); where the error exceeds that force, it halves (down to
 :data:`MIN_TRUST_RADIUS`). Convergence is ASE's: the largest computed force below
 ``fmax``. :meth:`BOSaddle.model_order` counts the model's negative curvatures there.
+
+A calculator on a grid gives a molecule's forces a net force and torque (the egg-box
+effect) that the rotation-invariant model cannot see. Where only they keep the last
+configuration computed from converging
+(:func:`asebo.optimize.stages.only_rigid_forces_left`), the walk's end is also moved as
+a whole along them, as :class:`asebo.BOOptimizer` does, by the default ``force_step``
+of :class:`asebo.optimize.settings.TrustSettings`, times its ``rigid_shrink`` for every
+such call before it in a row. A walk that ends on a configuration already computed
+would repeat it: the search then ends there, not converged, with a line in the log.
 """
 
 import numpy as np
@@ -33,6 +42,9 @@ from asebo.optimize.observations import (
 )
 from asebo.optimize.observed_atoms import ComputedResults
 from asebo.optimize.restart_lock import RestartLock
+from asebo.optimize.rigid import moved_rigidly, rigid_step
+from asebo.optimize.settings import SpecialCases, TrustSettings
+from asebo.optimize.stages import only_rigid_forces_left
 from asebo.optimize.surrogate_model import default_surrogate, refit
 from asebo.saddle.model_search import saddle_on_model
 
@@ -264,8 +276,19 @@ class BOSaddle(Optimizer):
         walked = self._walk() if self.comm.rank == 0 else None
         self._predicted = broadcast(walked, root=0, comm=self.comm)
         following = self._predicted[0]
+        if self.observations.find(following) is not None:
+            self._end_without_call()
         self._save(following)
         self.atoms.positions = following
+
+    def _end_without_call(self):
+        """End the run after this step: the walk ended on a configuration computed."""
+        self.max_steps = self.nsteps + 1
+        if self.logfile is not None:
+            self.logfile.write(
+                "BOSaddle: the walk on the model ends on a configuration already computed, "
+                "whose forces are above fmax: the search stops there, not converged\n"
+            )
 
     def _walk(self):
         """The walk on the model from the atoms' positions: where it ends (n, 3), the
@@ -276,16 +299,48 @@ class BOSaddle(Optimizer):
         following, reason = saddle_on_model(
             gp, self.atoms, known, self.trust_radius, fmax, self.model_steps
         )
+        following = self._moved_rigidly(following)
         _, gradient = gp.predict(following[None], return_gradient=True)
         return following, -np.asarray(gradient)[0], reason == "trust radius"
+
+    def _rigid_calls(self):
+        """The configurations computed last, in a row, that only their net force and
+        torque keep from converging (:func:`only_rigid_forces_left`)."""
+        free = self._free()
+        invariant = self.representation.invariant(self.gp.metric)
+        count = 0
+        for positions, forces in zip(
+            self.observations.positions[::-1], self.observations.forces[::-1]
+        ):
+            if not only_rigid_forces_left(positions, forces, self.fmax, free, invariant):
+                break
+            count += 1
+        return count
+
+    def _moved_rigidly(self, following):
+        """``following`` (n, 3) moved as a whole along the net force and torque of the
+        configuration last computed, where only they keep it from converging."""
+        index = self.observations.find(self.atoms.positions)
+        rigid = 0 if index != len(self.observations.energies) - 1 else self._rigid_calls()
+        if rigid == 0:
+            return following
+        length = TrustSettings().force_step * SpecialCases().rigid_shrink ** (rigid - 1)
+        translation, rotation = rigid_step(
+            self.atoms.positions, self.observations.forces[index], length
+        )
+        return moved_rigidly(following, translation, rotation)
+
+    def _free(self):
+        """The coordinates (n, 3) that no FixAtoms holds."""
+        free = np.ones(self.atoms.positions.shape, dtype=bool)
+        for constraint in self.atoms.constraints:
+            free[constraint.index] = False
+        return free
 
     def model_order(self):
         """The number of negative curvatures of the GP's mean at the atoms' positions
         (rigid motions and fixed atoms left out): 1 at a first-order saddle point."""
-        positions = self.atoms.positions
-        free = np.ones(positions.shape, dtype=bool)
-        for constraint in self.atoms.constraints:
-            free[constraint.index] = False
+        positions, free = self.atoms.positions, self._free()
         hessian = posterior_hessian(self._fitted(), positions, free)  # (3n, 3n)
         basis = internal_basis(positions, free)  # (3n, k)
         return int((np.linalg.eigvalsh(basis.T @ hessian @ basis) < 0).sum())
