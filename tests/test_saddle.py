@@ -246,3 +246,22 @@ def test_a_walk_that_ends_on_a_configuration_computed_ends_the_run(tmp_path):
     assert not search.run(fmax=0.05, steps=50)
     assert search.nsteps == 1 and atoms.calc.ncalls == 1
     assert "ends on a configuration already computed" in log.read_text()
+
+
+def test_the_default_prior_is_gfn2_under_another_calculator_and_lindh_under_tblite(tmp_path):
+    from asebo.model.priors import CalculatorPrior, HighestEnergyPrior, RecentredLindh
+
+    log = tmp_path / "saddle.log"
+    atoms = guess("01_hcn")
+    atoms.calc = EMT()
+    search = BOSaddle(atoms, logfile=str(log))
+    search.close()
+    assert isinstance(search.prior, CalculatorPrior)
+    reference = atoms.copy()
+    reference.calc = get_calculator("gfn2")
+    energy, _ = search.prior.energy_and_forces(atoms.positions)
+    assert energy == pytest.approx(reference.get_potential_energy(), abs=1e-8)
+    assert "prior: GFN2-xTB (tblite) as the prior" in log.read_text()
+    atoms.calc = CountingCalculator(get_calculator("gfn2"))
+    assert isinstance(BOSaddle(atoms, logfile=None).prior, RecentredLindh)
+    assert isinstance(BOSaddle(atoms, logfile=None, prior="max").prior, HighestEnergyPrior)

@@ -31,6 +31,8 @@ from ase.constraints import FixAtoms
 from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import broadcast, world
 
+from asebo.model.prior_names import AUTO
+from asebo.model.priors import automatic_prior, resolve_prior
 from asebo.neb.checks import positive
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
 from asebo.optimize.observations import (
@@ -69,8 +71,11 @@ class BOSaddle(Optimizer):
         As for any ASE optimizer; the trajectory holds every configuration computed.
     prior, kernel : optional
         The GP's prior mean and representation, as for
-        :class:`asebo.optimize.optimizer.BOOptimizer` (default: the Lindh model and
-        internal coordinates).
+        :class:`asebo.optimize.optimizer.BOOptimizer`. The default prior is
+        ``'auto'`` (:func:`asebo.model.priors.automatic_prior`): GFN2-xTB where the
+        target is another calculator and GFN2-xTB describes the molecule, the Lindh
+        model elsewhere (a tblite target among them); its choice is the log's first
+        line. The default kernel: internal coordinates.
     trust_radius : float
         Å, the first trust radius: the walk on the model goes no further than this
         from the configurations computed.
@@ -116,6 +121,7 @@ class BOSaddle(Optimizer):
         self.model_fmax = None if model_fmax is None else positive("model_fmax", model_fmax)
         self.model_steps = int(positive("model_steps", model_steps))
         check_restart(restart)
+        prior, why = _saddle_prior(prior, atoms)
         self.representation, self.prior, self.gp = default_surrogate(
             prior, kernel, atoms, False, gp_options
         )
@@ -132,6 +138,8 @@ class BOSaddle(Optimizer):
             **kwargs,
         )
         self.closelater(RestartLock.acquire(restart, comm))
+        if why is not None and self.logfile is not None:
+            self.logfile.write(f"BOSaddle: {why}\n")
 
     @classmethod
     def from_band(cls, band, **kwargs):
@@ -376,6 +384,15 @@ def check_saddle_system(atoms):
         raise ImportError(
             "BOSaddle walks on its model with Sella: pip install 'asebo[sella]'"
         ) from error
+
+
+def _saddle_prior(prior, atoms):
+    """BOSaddle's ``prior`` for ``atoms`` and why (a log line), or ``prior`` itself and
+    None where it is not None nor ``'auto'``."""
+    if prior is not None and not (isinstance(prior, str) and prior == AUTO):
+        return prior, None
+    choice, reason = automatic_prior(atoms)
+    return resolve_prior(choice), f"prior: {reason}"
 
 
 def _checked_observations(observations, n):
