@@ -510,9 +510,10 @@ def automatic_prior(atoms):
     """The prior ``prior='auto'`` takes for ``atoms`` and its calculator, and why.
 
     GFN2-xTB (tblite) when the target is another, presumably more expensive,
-    calculator (not tblite, nor a wrapper of it: :func:`wraps_calculator`) and GFN2-xTB describes the system (elements up to Rn, no periodic
-    cell; charge and spin come from the atoms' initial charges and magnetic moments,
-    as tblite reads them); otherwise what ``prior=None`` takes: the Lindh model for a
+    calculator (not tblite, nor a wrapper of it: :func:`wraps_calculator`) and
+    GFN2-xTB describes the system (elements up to Rn, no periodic cell; charge and
+    spin come from the atoms' initial charges and magnetic moments, as tblite reads
+    them); otherwise what ``prior=None`` takes: the Lindh model for a
     molecule, the highest energy seen for a periodic cell.
 
     Parameters
