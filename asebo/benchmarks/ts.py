@@ -15,9 +15,10 @@ that says so. ``--optimizers`` runs one of the two only.
 
 ``--prior gfn1`` gives BOSaddle GFN1-xTB as its prior (the GP learns the difference to
 it; the prior's calls are not counted): its Hessian at the guess is then close to the
-target's, where the default Lindh model is softest along torsions. What a GFN-xTB
-prior does for a saddle search with an expensive method. ``--prior`` takes a model
-prior's name too (``auto``: GFN2-xTB under any calculator but tblite).
+target's, where the Lindh model, BOSaddle's default under tblite, is softest along
+torsions. What a GFN-xTB prior does for a saddle search with an expensive method.
+``--prior`` takes a model prior's name too (``lindh``, ``max``); BOSaddle's default
+is ``auto``: GFN2-xTB under any calculator but tblite.
 
 ``--calculator`` runs every search and Hessian with another calculator preset
 (``gpaw:mode=lcao,basis=dzp,h=0.2,vacuum=4``, say; a guess of odd electron count
