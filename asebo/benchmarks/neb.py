@@ -49,6 +49,8 @@ from ase.io import read
 from ase.mep import NEB
 from ase.optimize import BFGS, FIRE, MDMin
 
+from asebo.benchmarks._options import refuse_unknown
+
 OPTIMIZERS = ("BONEB", "FIRE", "BFGS", "MDMin")
 GPAW_PRESET = "gpaw:basis=sz(dzp),h=0.25"
 """GPAW in LCAO mode, single-zeta basis, grid spacing 0.25 Å (the test suite's preset)."""
@@ -303,15 +305,10 @@ def run(args):
     from calculators import get_calculator
 
     reactions = args.calculator if args.set == "reactions" else None
-    for option, check, value in (
-        ("--prior", resolve_prior, args.prior),
-        ("--calculator", get_calculator, reactions),
-    ):
-        try:
-            if value is not None:
-                check(value)  # an unknown name is refused before any band
-        except ValueError as error:
-            raise SystemExit(f"asebo bench neb {option}: {error}") from None
+    refuse_unknown(  # before any band
+        "asebo bench neb",
+        [("--prior", resolve_prior, args.prior), ("--calculator", get_calculator, reactions)],
+    )
     optimizers = list(dict.fromkeys(args.optimizers))
     rows = []
     calls, seconds = dict.fromkeys(optimizers, 0), dict.fromkeys(optimizers, 0.0)

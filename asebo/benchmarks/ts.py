@@ -32,6 +32,8 @@ from pathlib import Path
 import numpy as np
 from ase.io import read
 
+from asebo.benchmarks._options import refuse_unknown
+
 FOLDER = Path(__file__).resolve().parent.parent / "data" / "baker_ts"
 CHARGES = {"16_h2po4_anion": -1, "20_hconh3_cation": 1}
 OPTIMIZERS = ("BOSaddle", "Sella")
@@ -142,14 +144,10 @@ def run(args):
     from asebo.model.priors import resolve_prior
     from calculators import get_calculator
 
-    for option, check, value in (
-        ("--prior", resolve_prior, args.prior),
-        ("--calculator", get_calculator, args.calculator),
-    ):
-        try:
-            check(value)  # an unknown name is refused before any search
-        except ValueError as error:
-            raise SystemExit(f"asebo bench ts {option}: {error}") from None
+    refuse_unknown(  # before any search
+        "asebo bench ts",
+        [("--prior", resolve_prior, args.prior), ("--calculator", get_calculator, args.calculator)],
+    )
     names = guesses(args.guesses)
     optimizers = [o for o in OPTIMIZERS if o in args.optimizers]
     tasks = [

@@ -117,7 +117,7 @@ class BONEB(IOContext):
             prior, self.prior_choice = molecule_band_prior(prior, moving)
             if kernel is None:
                 kernel = MOLECULE_KERNEL if len(moving) >= 3 else "cartesian"
-        self.representation, self.prior, self.gp = default_surrogate(
+        self.representation, self.prior, self.gp, _ = default_surrogate(
             prior, kernel, moving, periodic, gp_options
         )
         self.trust_radius = positive("trust_radius", trust_radius)

@@ -97,7 +97,8 @@ def fit_observations(gp, prior, representation, numbers, arrays, current):
 
 def default_surrogate(prior, kernel, system, periodic, gp_options=None):
     """The representation, prior and GP of ``system`` with the default
-    :class:`asebo.optimize.settings.ModelSettings`.
+    :class:`asebo.optimize.settings.ModelSettings`, and why ``prior='auto'`` chose
+    its prior.
 
     Parameters
     ----------
@@ -114,10 +115,12 @@ def default_surrogate(prior, kernel, system, periodic, gp_options=None):
     representation : asebo.optimize.representations.Representation
     prior : asebo.model.priors.Prior
     gp : asebo.model.gp.EnergyForceGP
+    reason : str or None
+        A line for the log where ``prior`` was ``'auto'``.
     """
     representation = make_representation(kernel, system)
     settings = ModelSettings()
-    made, _ = system_prior(
+    made, reason = system_prior(
         prior, system, periodic, representation.default_recentre, settings, representation
     )
     options = {
@@ -126,7 +129,7 @@ def default_surrogate(prior, kernel, system, periodic, gp_options=None):
         "prior_curvature": settings.prior_curvature if made.is_calculator else 0.0,
         **(gp_options or {}),
     }
-    return representation, made, EnergyForceGP(**options)
+    return representation, made, EnergyForceGP(**options), reason
 
 
 def refit(gp, prior, representation, numbers, observations, last):

@@ -32,7 +32,6 @@ from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import broadcast, world
 
 from asebo.model.prior_names import AUTO
-from asebo.model.priors import automatic_prior, resolve_prior
 from asebo.neb.checks import positive
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
 from asebo.optimize.observations import (
@@ -121,9 +120,8 @@ class BOSaddle(Optimizer):
         self.model_fmax = None if model_fmax is None else positive("model_fmax", model_fmax)
         self.model_steps = int(positive("model_steps", model_steps))
         check_restart(restart)
-        prior, why = _saddle_prior(prior, atoms)
-        self.representation, self.prior, self.gp = default_surrogate(
-            prior, kernel, atoms, False, gp_options
+        self.representation, self.prior, self.gp, why = default_surrogate(
+            AUTO if prior is None else prior, kernel, atoms, False, gp_options
         )
         self.identity = calculator_identity(atoms.calc)
         self._fit = None  # (observations counted, metric) of the last fit
@@ -139,7 +137,7 @@ class BOSaddle(Optimizer):
         )
         self.closelater(RestartLock.acquire(restart, comm))
         if why is not None and self.logfile is not None:
-            self.logfile.write(f"BOSaddle: {why}\n")
+            self.logfile.write(f"BOSaddle: prior: {why}\n")
 
     @classmethod
     def from_band(cls, band, **kwargs):
@@ -384,15 +382,6 @@ def check_saddle_system(atoms):
         raise ImportError(
             "BOSaddle walks on its model with Sella: pip install 'asebo[sella]'"
         ) from error
-
-
-def _saddle_prior(prior, atoms):
-    """BOSaddle's ``prior`` for ``atoms`` and why (a log line), or ``prior`` itself and
-    None where it is not None nor ``'auto'``."""
-    if prior is not None and not (isinstance(prior, str) and prior == AUTO):
-        return prior, None
-    choice, reason = automatic_prior(atoms)
-    return resolve_prior(choice), f"prior: {reason}"
 
 
 def _checked_observations(observations, n):

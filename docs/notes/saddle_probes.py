@@ -42,7 +42,7 @@ def probes(name):
     target = basis.T @ finite_difference_hessian(atoms, calc) @ basis
     values, vectors = np.linalg.eigh(target)
     lowest = basis @ vectors[:, 0]
-    representation, prior, gp = default_surrogate(None, None, atoms, False, None)
+    representation, prior, gp, _ = default_surrogate(None, None, atoms, False, None)
     record = Observations(atoms.numbers, None, None)
 
     def gradient(positions):
