@@ -141,3 +141,83 @@ def test_booptimizer_on_inverse_distances_reaches_the_lbfgs_minimum():
     assert optimizer.run(fmax=0.05, steps=60)
     assert isinstance(optimizer.gp.metric, InverseDistanceMetric)
     assert atoms.get_potential_energy() < reference.get_potential_energy() + 2e-3
+
+
+def _chain_rule_posterior(P, E, F, x, gamma, noise):
+    """Reference: the GP with the Gaussian kernel on the scaled inverse distances and
+    the observed Cartesian gradients' covariances ``B_a^T (d^2 k / dp dp') B_b``
+    (Koistinen et al., J. Chem. Theory Comput. 15, 6738 (2019), eq. 5), dense, prior
+    mean the highest energy, signal variance one: mean, gradient (n, 3) and variance
+    at x (n, 3)."""
+    numbers = molecule("CH3CH2OH").numbers
+    pairs = np.array([(i, j) for i in range(len(numbers)) for j in range(i + 1, len(numbers))])
+    radii = np.array([RADII[z] for z in numbers])[pairs].sum(axis=1)
+
+    def features(positions):  # p (d,), B = dp/dx (d, 3n)
+        vectors = positions[pairs[:, 0]] - positions[pairs[:, 1]]
+        r = np.linalg.norm(vectors, axis=1)
+        slope = (-radii / r**3)[:, None] * vectors
+        B = np.zeros((len(pairs), len(numbers), 3))
+        B[np.arange(len(pairs)), pairs[:, 0]] = slope
+        B[np.arange(len(pairs)), pairs[:, 1]] = -slope
+        return radii / r, B.reshape(len(pairs), -1)
+
+    def blocks(a, b):  # the (3n + 1)-square covariance of (E, dE/dx) at a and b
+        (pa, Ba), (pb, Bb) = a, b
+        delta = pa - pb
+        k = np.exp(-0.5 * gamma * delta @ delta)
+        hh = gamma * k * (np.eye(len(delta)) - gamma * np.outer(delta, delta))
+        top = np.concatenate([[k], gamma * k * delta @ Bb])
+        rest = np.concatenate([(-gamma * k * Ba.T @ delta)[:, None], Ba.T @ hh @ Bb], axis=1)
+        return np.vstack([top, rest])
+
+    observed = [features(p) for p in P]
+    K = np.block([[blocks(a, b) for b in observed] for a in observed])
+    block = 3 * len(numbers) + 1
+    K += np.diag(np.tile([noise**2] + [noise**2 * gamma] * (block - 1), len(P)))
+    prior = E.max()
+    y = np.concatenate([np.concatenate([[e - prior], -f.ravel()]) for e, f in zip(E, F)])
+    cross = np.hstack([blocks(features(x), b) for b in observed])  # (3n + 1, N)
+    mean = cross @ np.linalg.solve(K, y)
+    variance = 1.0 - cross[0] @ np.linalg.solve(K, cross[0])
+    return prior + mean[0], mean[1:].reshape(-1, 3), variance
+
+
+def test_gp_on_inverse_distances_observes_cartesian_gradients_as_the_chain_rule():
+    """The gradients fix the features' gradient only where the features move: the
+    posterior is the one of Cartesian gradient observations through the Jacobian."""
+    P, E, F = ethanol_observations(6)
+    gamma, noise = 4.0, 1e-5
+    metric = InverseDistanceMetric(molecule("CH3CH2OH").numbers)
+    gp = EnergyForceGP(
+        kernel="cartesian",
+        metric=metric,
+        prior="max",
+        gamma=gamma,
+        fit_gamma=False,
+        energy_noise=noise,
+        gradient_noise=noise,
+    ).fit(P, E, F)
+    x = P[2] + 0.1 * np.random.default_rng(3).normal(size=P[2].shape)
+    mean, gradient, variance = _chain_rule_posterior(P, E, F, x, gamma, noise)
+    predicted, std, predicted_gradient = gp.predict(x, return_std=True, return_gradient=True)
+    assert predicted == pytest.approx(mean, abs=1e-6)
+    np.testing.assert_allclose(predicted_gradient, gradient, atol=1e-5 * np.abs(F).max())
+    assert std**2 / gp.outputscale_ == pytest.approx(variance, rel=1e-4)
+
+
+def test_gp_on_inverse_distances_solves_beyond_max_size_as_densely():
+    """Conjugate gradients over every observation, beyond ``max_size`` rows, give the
+    dense posterior mean; the variance conditions on the selected configurations."""
+    P, E, F = ethanol_observations(6)
+    metric = InverseDistanceMetric(molecule("CH3CH2OH").numbers)
+    options = dict(kernel="cartesian", metric=metric, prior="max", gamma=4.0, fit_gamma=False)
+    dense = EnergyForceGP(**options).fit(P, E, F)
+    iterative = EnergyForceGP(**options, max_size=90, cg_max_iter=500).fit(P, E, F)
+    assert len(iterative.selected_) < len(P) and iterative.solve_info_.iterations > 0
+    assert iterative.solve_info_.residual <= iterative.cg_tolerance
+    x = P[2] + 0.1 * np.random.default_rng(3).normal(size=P[2].shape)
+    mean, gradient = dense.predict(x, return_gradient=True)
+    mean_cg, gradient_cg = iterative.predict(x, return_gradient=True)
+    assert mean_cg == pytest.approx(mean, abs=1e-5)
+    np.testing.assert_allclose(gradient_cg, gradient, atol=1e-4)

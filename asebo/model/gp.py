@@ -41,6 +41,7 @@ from asebo.kernels.joint import block_jacobi, energy_rows, joint_matmul
 from asebo.kernels.operators import JointStructure, solve_joint
 from asebo.kernels.prior_scale import PriorCurvature
 from asebo.kernels.trend import LinearTrend
+from asebo.model.observed_directions import ObservedDirections, ProjectedOperator
 from asebo.model.priors import (  # noqa: F401  CalculatorPrior and the error: public here too
     CalculatorPrior,
     PriorCalculationError,
@@ -186,6 +187,7 @@ class EnergyForceGP:
         self.prior_curvature = prior_curvature
         self._check_settings()
         self.prior = prior
+        self._directions = None  # the observed directions of the gradients, set by fit
 
     def _check_settings(self):
         """Refuse settings out of range, and a metric or a trend the kernel cannot take."""
@@ -280,23 +282,48 @@ class EnergyForceGP:
         return K
 
     # ---- marginal likelihood --------------------------------------------------------
+    def _covariance(self, gamma, select):
+        """``K + Lambda / s^2`` (N', N') of the observations of the ``select``-ed
+        configurations: of their gradients in the features, or, where the metric says
+        what a gradient observes there, of those directions
+        (:mod:`asebo.model.observed_directions`)."""
+        n = self._structure.positions.shape[1]
+        K = self._dense(gamma, select)
+        if self._directions is None:
+            K.diagonal().add_(self._noise(len(select), n, gamma))
+            return K
+        K = self._directions.covariance(K, select)
+        gradient_variance = self.gradient_noise**2 * self.kernel.radial.slope_at_zero(gamma)
+        K.diagonal().add_(self._directions.noise(select, self.energy_noise**2, gradient_variance))
+        return K
+
+    def _rows_per_configuration(self, n_atoms):
+        """Observations per configuration in the covariance: ``3n + 1``, or ``R + 1``."""
+        if self._directions is None:
+            return 3 * n_atoms + 1
+        return self._directions.rows_per_configuration
+
+    def _count(self, select):
+        """Observations of the ``select``-ed configurations the likelihood counts."""
+        if self._directions is not None:
+            return self._directions.count(select)
+        return len(select) * (3 * self._structure.positions.shape[1] + 1)
+
     def _profile_nll(self, log_gamma, select, y):
         """Negative log marginal likelihood per datum with ``s^2`` profiled out.
 
         ``select`` indexes the configurations of the structure that ``y`` belongs to.
         """
         gamma = float(np.exp(log_gamma))
-        m, n = len(select), self._structure.positions.shape[1]
-        K = self._dense(gamma, select)
-        K.diagonal().add_(self._noise(m, n, gamma))
-        factor = SymmetricFactor(K.numpy())
+        factor = SymmetricFactor(self._covariance(gamma, select).numpy())
         y = y.numpy()
-        return profiled_nll(y, factor.solve(y), factor.logdet())
+        return profiled_nll(y, factor.solve(y), factor.logdet(), self._count(select))
 
     def _fit_gamma(self, y, m, n_atoms):
-        window = min(self.hyper_window, m, max(2, self.max_size // 2 // (3 * n_atoms + 1)))
+        rows = self._rows_per_configuration(n_atoms)
+        window = min(self.hyper_window, m, max(2, self.max_size // 2 // rows))
         select = torch.arange(m - window, m)
-        y_recent = y[-window * (3 * n_atoms + 1) :]
+        y_recent = y[-window * rows :]
         low, high = np.log(self.gamma_bounds[0]), np.log(self.gamma_bounds[1])
         result = minimize_scalar(
             self._profile_nll,
@@ -347,7 +374,7 @@ class EnergyForceGP:
         """Indices of the configurations to condition on: all of them, or, when their
         covariance would exceed ``max_size`` rows, those nearest the lowest-energy one."""
         m = len(energies)
-        count = max(2, self.max_size // (3 * n_atoms + 1))
+        count = max(2, self.max_size // self._rows_per_configuration(n_atoms))
         if m <= count:
             return torch.arange(m)
         distance = self._structure.distance[int(np.argmin(energies))].clone()
@@ -373,12 +400,17 @@ class EnergyForceGP:
         m, n, _ = positions.shape
         prior_e, prior_g = self._prior_at_observations(positions, energies)
         gradients = -forces
+        self._directions = None
+        if hasattr(self.metric, "observation_bases"):
+            self._directions = ObservedDirections(self.metric.observation_bases(positions))
         if self.metric is not None:
             prior_g = self.metric.feature_gradients(positions, prior_g).numpy()
             gradients = self.metric.feature_gradients(positions, gradients).numpy()
             positions = self.metric.features(positions).numpy()
             n = positions.shape[1]  # rows of three features (a periodic metric's are fewer)
         y = self._targets(energies, gradients, prior_e, prior_g)  # (m (3n+1),)
+        if self._directions is not None:
+            y = self._directions.reduce(y)[:, 0]  # (m (R+1),)
         flat = torch.as_tensor(positions).reshape(m, 3 * n)
         self._trend_origin = flat[int(np.argmin(energies))].clone()  # (3n,)
         self._trend_features = flat - self._trend_origin  # (m, 3n)
@@ -390,8 +422,12 @@ class EnergyForceGP:
         self.gamma_, self.jitter_ = gamma, jitter
         self.selected_ = select  # (m',): the configurations the variance conditions on
         self._factor = factor  # (N', N'): Cholesky factor of K + Lambda / s^2 on them
-        self._alpha = self._solve(y, gamma, select, factor, n)  # (m (3n+1),)
-        self.outputscale_ = max(float(y @ self._alpha) / y.shape[0], 1e-12)
+        self._alpha_observed = self._solve(y, gamma, select, factor, n)  # like y
+        self._alpha = self._alpha_observed  # (m (3n+1),): the weights of the features
+        if self._directions is not None:
+            self._alpha = self._directions.expand(self._alpha_observed)[:, 0]
+        count = self._count(torch.arange(m))
+        self.outputscale_ = max(float(y @ self._alpha_observed) / count, 1e-12)
         self.hessians_ = {}
         return self
 
@@ -410,7 +446,7 @@ class EnergyForceGP:
         configurations, never a half-converged mixture; and later fits at that
         ``gamma`` or below (longer length scales) skip CG.
         """
-        block = 3 * n_atoms + 1
+        block = self._rows_per_configuration(n_atoms)
         m = len(self._structure)
         rows = torch.as_tensor(observation_rows(select.numpy(), block))  # (N',)
         subset = torch.zeros_like(y)
@@ -425,6 +461,15 @@ class EnergyForceGP:
         for term in self._added_terms(gamma):
             operator = term.around(operator)
         noise = self._noise(m, n_atoms, gamma) + self._jitter_absolute
+        blocks = block_jacobi(operator.geometry, gamma, noise)
+        directions = self._directions
+        if directions is not None:  # T K T^T, the blocks' inverses through T
+            operator = ProjectedOperator(operator, directions)
+            gradient_variance = self.gradient_noise**2 * self.kernel.radial.slope_at_zero(gamma)
+            noise = directions.noise(torch.arange(m), self.energy_noise**2, gradient_variance)
+            noise = noise + self._jitter_absolute
+            blocks = _projected(blocks, directions)
+        preconditioner = _subset_preconditioner(blocks, factor, rows)
         alpha, info = solve_joint(
             operator,
             y,
@@ -432,7 +477,7 @@ class EnergyForceGP:
             method="cg",
             tolerance=self.cg_tolerance,
             max_iter=self.cg_max_iter,
-            preconditioner=_subset_preconditioner(operator, gamma, noise, factor, rows),
+            preconditioner=preconditioner,
             initial_guess=self._cg_start(operator, noise, y, subset),
         )
         self.solve_info_ = info
@@ -450,7 +495,7 @@ class EnergyForceGP:
             return float((operator @ x + noise * x - y).norm() / y.norm().clamp_min(1e-300))
 
         starts = [subset]
-        previous = getattr(self, "_alpha", None)
+        previous = getattr(self, "_alpha_observed", None)
         if previous is not None and len(previous) < len(y):
             starts.append(torch.cat([previous, torch.zeros(len(y) - len(previous), dtype=y.dtype)]))
         return starts[int(np.argmin([residual(x) for x in starts]))]
@@ -477,8 +522,7 @@ class EnergyForceGP:
         The jitter is relative to the mean diagonal; ``_jitter_absolute`` keeps it in
         absolute terms for the covariance of every observation.
         """
-        K = self._dense(gamma, select)
-        K.diagonal().add_(self._noise(len(select), n_atoms, gamma))
+        K = self._covariance(gamma, select)
         factor = SymmetricFactor(K.numpy())
         self._jitter_absolute = factor.jitter * float(K.diagonal().mean())
         return torch.from_numpy(factor.lower), factor.jitter
@@ -590,8 +634,14 @@ class EnergyForceGP:
             term_variance, grad_term_variance = term.kernel.prior_variance(query)
             prior_variance = prior_variance + term_variance
             grad_prior_variance = grad_prior_variance + grad_term_variance
-        w = _cholesky_solve(self._factor, c.T)  # (N', b)
+        if self._directions is None:
+            w = _cholesky_solve(self._factor, c.T)  # (N', b)
+        else:  # c T^T (b, m' (R+1)), its weights, and those of the features T^T w
+            c = self._directions.reduce(c.T, self.selected_).T
+            w = _cholesky_solve(self._factor, c.T)
         variance = s2 * (prior_variance - (c * w.T).sum(dim=1))
+        if self._directions is not None:
+            w = self._directions.expand(w, self.selected_)  # (N', b)
         # d(c_i . K^{-1} c_i)/dx_i = 2 (dc_i/dx_i) w_i: the gradient rows of the product
         rows = joint_matmul(near, gamma, w, near_values)  # (b (3n+1), b)
         for term, query, near_input in zip(terms, queries, near_inputs):
@@ -676,15 +726,14 @@ def _checked_observations(positions, energies, forces):
     return positions, energies, forces
 
 
-def _subset_preconditioner(operator, gamma, noise, factor, rows):
+def _subset_preconditioner(blocks, factor, rows):
     """``r (N, t) -> P^{-1} r`` for CG: the dense factor (N', N') on the ``rows`` (N',) of
-    the selected configurations, each other configuration's own block elsewhere
-    (:func:`asebo.kernels.joint.block_jacobi`).
+    the selected configurations, ``blocks``, each other configuration's own block's
+    inverse (:func:`asebo.kernels.joint.block_jacobi`), elsewhere.
 
     The trend adds ``c I`` to every gradient block: a preconditioner without it still
     takes care of the rigid motions and the diagonal.
     """
-    blocks = block_jacobi(operator.geometry, gamma, noise)
 
     def preconditioner(r):  # (N, t)
         out = blocks(r)
@@ -692,6 +741,19 @@ def _subset_preconditioner(operator, gamma, noise, factor, rows):
         return out
 
     return preconditioner
+
+
+def _projected(blocks, directions):
+    """``r -> T M(T^T r)`` of the configurations' block inverses ``M`` in the features,
+    for the observations of ``directions``: symmetric positive definite, the rows
+    that observe nothing kept as they are."""
+    unobserved = directions.unobserved_rows()[:, None]  # (N, 1)
+
+    def projected(r):  # (N, t)
+        out = directions.reduce(blocks(directions.expand(r)))
+        return torch.where(unobserved, r, out)
+
+    return projected
 
 
 def _is_number(value):

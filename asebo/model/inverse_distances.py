@@ -15,8 +15,13 @@ every pair.
 
 An energy's gradient ``g = B^T h`` in the positions (``B = dp / dx``, ``(d, 3n)``)
 fixes its gradient ``h`` in the features only along the ``3n - 6`` directions the
-features move in; the GP is given the one with no component across them,
-``h = (B^T)^+ g``, and gradients of functions of ``p`` map back exactly as ``B^T h``.
+features move in, ``range(B)``. The GP is given ``h = (B^T)^+ g``, the one with no
+component across them, and observes it only along ``range(B)``
+(:meth:`InverseDistanceMetric.observation_bases`,
+:mod:`asebo.model.observed_directions`): its posterior is that of the Cartesian
+gradients through the chain rule, with nothing said of the gradient across those
+directions, which the ``n (n - 1) / 2 - 3n + 6`` surplus features leave free. Gradients
+of functions of ``p`` map back exactly as ``B^T h``.
 """
 
 from itertools import combinations
@@ -61,6 +66,7 @@ class InverseDistanceMetric:
         self.n_atoms, self.n_pairs = n, len(self.pairs)
         self.n_features = -(-self.n_pairs // 3)
         self._mapped = {}  # (positions, gradient) bytes -> (d,) gradient in the features
+        self._bases = {}  # positions bytes -> (d, r) orthonormal basis of range(B)
 
     def _values_and_derivatives(self, x):
         """``p`` (b, d) of positions x (b, n, 3) and ``dp/dx`` of each pair's two atoms
@@ -115,6 +121,25 @@ class InverseDistanceMetric:
                 self._mapped[key] = inverse @ gi  # (d,)
             mapped.append(self._mapped[key])
         return self._pad(torch.stack(mapped))
+
+    def observation_bases(self, positions):
+        """Orthonormal bases (m, 3k, R) of the directions the features of each of
+        ``positions`` (m, n, 3) move in, ``range(B)``, ``R = min(d, 3n - 6)`` columns
+        (columns of zeros beyond a configuration's rank): what a gradient in the
+        positions fixes of one in the features (:mod:`asebo.model.observed_directions`).
+        Stored, as :meth:`feature_gradients`."""
+        x = torch.as_tensor(positions, dtype=torch.float64)
+        columns = min(self.n_pairs, 3 * self.n_atoms - 6)
+        out = x.new_zeros(len(x), 3 * self.n_features, columns)
+        for index, xi in enumerate(x):
+            key = xi.numpy().tobytes()
+            if key not in self._bases:
+                left, values, _ = torch.linalg.svd(self._wilson_b(xi), full_matrices=False)
+                rank = int((values > PSEUDO_INVERSE_RTOL * values[0]).sum())
+                self._bases[key] = left[:, : min(rank, columns)]  # (d, r)
+            basis = self._bases[key]
+            out[index, : self.n_pairs, : basis.shape[1]] = basis
+        return out
 
     def features_and_pullback(self, positions):
         """Features (b, k, 3) of positions (b, n, 3), and the map ``B^T`` of gradients in

@@ -46,7 +46,7 @@ def observation_rows(configurations, block):
     return (np.asarray(configurations)[:, None] * block + np.arange(block)).ravel()
 
 
-def profiled_nll(y, alpha, logdet):
+def profiled_nll(y, alpha, logdet, count=None):
     r"""Negative log marginal likelihood per observation with the signal variance profiled out.
 
     For the covariance ``s^2 A`` the likelihood is largest at
@@ -60,9 +60,14 @@ def profiled_nll(y, alpha, logdet):
         ``A^{-1} y``.
     logdet : float
         ``log|A|``.
+    count : int, optional
+        ``N``, where fewer than ``len(y)`` entries are observations (the others carry
+        zero with unit variance and no covariance, as
+        :mod:`asebo.model.observed_directions` sets them); ``len(y)`` by default.
     """
-    outputscale = max(float(np.dot(y, alpha)) / len(y), 1e-300)
-    return 0.5 * (np.log(outputscale) + logdet / len(y))
+    count = len(y) if count is None else count
+    outputscale = max(float(np.dot(y, alpha)) / count, 1e-300)
+    return 0.5 * (np.log(outputscale) + logdet / count)
 
 
 class SymmetricFactor:

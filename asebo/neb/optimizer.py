@@ -45,6 +45,12 @@ the inverse distances of every pair of atoms
 (:class:`asebo.optimize.representations.InverseDistancePositions`), which needs no
 reference configuration across a reaction; two atoms take Cartesian positions."""
 
+HYPER_WINDOW = 10**6
+"""The observations whose marginal likelihood gives a band's GP its length scale: every
+one, up to half of the GP's ``max_size`` rows, where a relaxation takes the latest dozen
+(:class:`asebo.model.gp.EnergyForceGP`): a band's calls spread over its images, and the
+latest dozen hold two or three of each."""
+
 
 class BONEB(IOContext):
     """A nudged elastic band optimized on a GP surrogate (module docstring).
@@ -86,7 +92,8 @@ class BONEB(IOContext):
     band_optimizer : ase optimizer class
         What relaxes the band on the GP (FIRE, BFGS...).
     gp_options : dict, optional
-        Passed to :class:`asebo.model.gp.EnergyForceGP`.
+        Passed to :class:`asebo.model.gp.EnergyForceGP`, over ``hyper_window``
+        :data:`HYPER_WINDOW`.
     comm : communicator
         Ranks that run the band together (GPAW's): rank 0 relaxes it on the GP and
         chooses the image, every rank computes that image; rank 0 alone writes.
@@ -117,6 +124,7 @@ class BONEB(IOContext):
             prior, self.prior_choice = molecule_band_prior(prior, moving)
             if kernel is None:
                 kernel = MOLECULE_KERNEL if len(moving) >= 3 else "cartesian"
+        gp_options = {"hyper_window": HYPER_WINDOW, **(gp_options or {})}
         self.representation, self.prior, self.gp, _ = default_surrogate(
             prior, kernel, moving, periodic, gp_options
         )

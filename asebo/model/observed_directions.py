@@ -1,0 +1,116 @@
+r"""Gradient observations that fix a feature gradient only where the features move.
+
+A GP whose kernel sees features ``p(x)`` (``d`` of them) rather than the positions
+``x`` observes an energy's gradient in the positions, ``g = B^T h`` with
+``B = dp/dx`` (``d x 3n``): that fixes the gradient ``h`` in the features only along
+``range(B)``, the directions the features move in. Where ``d`` exceeds the ``3n - 6``
+internal degrees of freedom (the inverse distances of every pair of atoms), a GP given
+the whole of ``h = (B^T)^+ g`` would also be told that the gradient across those
+directions is zero, a constraint the energy does not obey off the configurations
+computed, and that it can only meet with a short length scale.
+
+Here each configuration ``a`` observes its energy and ``U_a^T h_a``, with ``U_a``
+(``d x R``) an orthonormal basis of ``range(B_a)``: the joint covariance of the
+observations is ``T K T^T`` with ``T = diag(1, U_1^T, ..., 1, U_m^T)``, which is that of
+the Cartesian gradients, ``B_a^T K_hh B_b``, in other coordinates (the chain rule of the
+kernel of Koistinen, Ásgeirsson, Vehtari and Jónsson, J. Chem. Theory Comput. 15, 6738
+(2019), eq. 5), with ``R + 1`` rows per configuration where the features take
+``d + 1``. A configuration whose ``B`` has a rank below ``R`` (a straight molecule)
+has columns of zeros in ``U``: those rows observe zero with unit variance and no
+covariance, which changes neither the weights nor, up to a constant, the likelihood,
+whose count of observations is each energy and the rank of each ``B_a``.
+"""
+
+import torch
+
+from asebo.model.regression import noise_vector
+
+
+class ObservedDirections:
+    """The bases ``U_a`` of what each configuration's gradient observes in the features.
+
+    Parameters
+    ----------
+    bases : tensor (m, D, R)
+        Orthonormal columns (or columns of zeros, beyond a configuration's rank)
+        spanning the directions each configuration's features move in, in the GP's
+        ``D = 3k`` feature components.
+    """
+
+    def __init__(self, bases):
+        self.bases = bases  # (m, D, R)
+        self.observed = bases.norm(dim=1) > 0.5  # (m, R): the columns that are directions
+        self.rows_per_configuration = bases.shape[2] + 1
+
+    def _transform(self, select):
+        """``T`` of the configurations ``select`` (m',): (m', R + 1, D + 1)."""
+        bases = self.bases[select]
+        m, D, R = bases.shape
+        transform = bases.new_zeros(m, R + 1, D + 1)
+        transform[:, 0, 0] = 1.0
+        transform[:, 1:, 1:] = bases.transpose(1, 2)
+        return transform
+
+    def covariance(self, K, select):
+        """``T K T^T`` (m' (R+1), m' (R+1)) of a joint covariance ``K`` (m' (D+1),
+        m' (D+1)) of the configurations ``select`` (m',)."""
+        transform = self._transform(select)  # (m', R + 1, D + 1)
+        m, rows, columns = transform.shape
+        blocks = K.reshape(m, columns, m, columns)
+        blocks = torch.einsum("aij,ajbk->aibk", transform, blocks)
+        blocks = torch.einsum("aibk,blk->aibl", blocks, transform)
+        return blocks.reshape(m * rows, m * rows)
+
+    def reduce(self, v, select=None):
+        """``T v`` (m' (R+1), t) of ``v`` (m' (D+1), t) over ``select`` (all by default)."""
+        transform = self._transform(self._all(select))
+        m, rows, columns = transform.shape
+        out = torch.einsum("aij,ajt->ait", transform, v.reshape(m, columns, -1))
+        return out.reshape(m * rows, -1)
+
+    def expand(self, v, select=None):
+        """``T^T v`` (m' (D+1), t) of ``v`` (m' (R+1), t) over ``select`` (all by default)."""
+        transform = self._transform(self._all(select))
+        m, rows, columns = transform.shape
+        out = torch.einsum("aij,ait->ajt", transform, v.reshape(m, rows, -1))
+        return out.reshape(m * columns, -1)
+
+    def noise(self, select, energy_variance, gradient_variance):
+        """Noise variances (m' (R+1),) of the observations of ``select``: one where a
+        column of ``U`` is zero."""
+        noise = torch.as_tensor(noise_vector(len(select), 0, energy_variance, 0.0)).reshape(
+            -1, 1
+        )  # (m', 1)
+        observed = self.observed[select]  # (m', R)
+        gradients = torch.where(observed, gradient_variance, 1.0).to(noise.dtype)
+        return torch.cat([noise, gradients], dim=1).reshape(-1)
+
+    def unobserved_rows(self):
+        """A mask (m (R+1),) of the rows that observe nothing."""
+        energy = torch.zeros(len(self.bases), 1, dtype=torch.bool)
+        return torch.cat([energy, ~self.observed], dim=1).reshape(-1)
+
+    def count(self, select):
+        """Observations of ``select`` (m',) the likelihood counts: each energy and the
+        rank of each gradient's ``B``."""
+        return int(len(select) + self.observed[select].sum())
+
+    def _all(self, select):
+        return torch.arange(len(self.bases)) if select is None else select
+
+
+class ProjectedOperator:
+    """``T K T^T`` of a structured joint covariance ``K`` over every configuration, for
+    conjugate gradients (the interface :func:`asebo.kernels.operators.solve_joint` uses)."""
+
+    def __init__(self, operator, directions):
+        self.operator, self.directions = operator, directions
+        size = len(directions.bases) * directions.rows_per_configuration
+        self.shape = torch.Size([size, size])
+
+    def _matmul(self, v):  # (N, t)
+        directions = self.directions
+        return directions.reduce(self.operator._matmul(directions.expand(v)))
+
+    def __matmul__(self, v):
+        return self._matmul(v[:, None])[:, 0] if v.ndim == 1 else self._matmul(v)
