@@ -288,13 +288,18 @@ class EnergyForceGP:
         what a gradient observes there, of those directions
         (:mod:`asebo.model.observed_directions`)."""
         n = self._structure.positions.shape[1]
-        K = self._dense(gamma, select)
-        if self._directions is None:
+        directions = self._directions
+        if directions is None:
+            K = self._dense(gamma, select)
             K.diagonal().add_(self._noise(len(select), n, gamma))
             return K
-        K = self._directions.covariance(K, select)
+        features = self._structure.positions[select].reshape(len(select), 3 * n)  # (m', D)
+        values = self._structure.geometry(select, select).profile(gamma)
+        K = directions.joint_dense(features, values, select)
+        for term in self._added_terms(gamma):
+            K.add_(directions.covariance(term.dense(select), select))
         gradient_variance = self.gradient_noise**2 * self.kernel.radial.slope_at_zero(gamma)
-        K.diagonal().add_(self._directions.noise(select, self.energy_noise**2, gradient_variance))
+        K.diagonal().add_(directions.noise(select, self.energy_noise**2, gradient_variance))
         return K
 
     def _rows_per_configuration(self, n_atoms):

@@ -41,6 +41,7 @@ class ObservedDirections:
         self.bases = bases  # (m, D, R)
         self.observed = bases.norm(dim=1) > 0.5  # (m, R): the columns that are directions
         self.rows_per_configuration = bases.shape[2] + 1
+        self._products = {}  # selected configurations -> _pair_products
 
     def _transform(self, select):
         """``T`` of the configurations ``select`` (m',): (m', R + 1, D + 1)."""
@@ -50,6 +51,50 @@ class ObservedDirections:
         transform[:, 0, 0] = 1.0
         transform[:, 1:, 1:] = bases.transpose(1, 2)
         return transform
+
+    def joint_dense(self, features, values, select):
+        """``T K T^T`` (m' (R+1), m' (R+1)) of the joint covariance ``K`` of a kernel
+        ``k = f(|p - p'|^2)`` on the features of the configurations ``select`` (m'),
+        without ``K``: with ``(k, a, c)`` its profile values (each (m', m'),
+        :mod:`asebo.kernels.radial`), ``K``'s blocks are ``k``, ``a (p_a - p_b)`` and
+        ``a I - c (p_a - p_b)(p_a - p_b)^T``, and ``T`` takes each to the bases.
+
+        Parameters
+        ----------
+        features : tensor (m', D)
+            The features of ``select``.
+        values : (tensor (m', m'),) * 3
+        select : tensor (m',)
+        """
+        k, a, c = values
+        gram, projected = self._pair_products(features, select)  # (m', m', R, R), (m', m', R)
+        m, R = len(select), self.bases.shape[2]
+        own = torch.diagonal(projected).T  # (m', R): U_a^T p_a
+        seen_from_row = own[:, None] - projected  # (m', m', R): U_a^T (p_a - p_b)
+        seen_from_column = seen_from_row.transpose(0, 1)  # U_b^T (p_b - p_a)
+        blocks = k.new_empty(m, R + 1, m, R + 1)
+        blocks[:, 0, :, 0] = k
+        blocks[:, 0, :, 1:] = -a[..., None] * seen_from_column
+        blocks[:, 1:, :, 0] = (-a[..., None] * seen_from_row).permute(0, 2, 1)
+        gradients = a[..., None, None] * gram + c[..., None, None] * (
+            seen_from_row[..., :, None] * seen_from_column[..., None, :]
+        )  # (m', m', R, R)
+        blocks[:, 1:, :, 1:] = gradients.permute(0, 2, 1, 3)
+        return blocks.reshape(m * (R + 1), m * (R + 1))
+
+    def _pair_products(self, features, select):
+        """``U_a^T U_b`` (m', m', R, R) and ``U_a^T p_b`` (m', m', R) of ``select``,
+        kept for the two latest subsets (a search over ``gamma`` asks for one again and
+        again)."""
+        key = tuple(select.tolist())
+        if key not in self._products:
+            if len(self._products) == 2:
+                self._products.pop(next(iter(self._products)))
+            bases = self.bases[select]  # (m', D, R)
+            gram = torch.einsum("adi,bdj->abij", bases, bases)
+            projected = torch.einsum("adi,bd->abi", bases, features)
+            self._products[key] = gram, projected
+        return self._products[key]
 
     def covariance(self, K, select):
         """``T K T^T`` (m' (R+1), m' (R+1)) of a joint covariance ``K`` (m' (D+1),

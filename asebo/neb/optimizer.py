@@ -1,7 +1,8 @@
 """BONEB: a nudged elastic band relaxed on a GP of the energies and forces computed.
 
 One GP (:class:`asebo.model.gp.EnergyForceGP`) learns every image ever computed, the
-endpoints included. Each outer step relaxes a copy of the band on the GP's posterior
+endpoints included, and takes its length scale from all of them (:data:`HYPER_WINDOW`).
+Each outer step relaxes a copy of the band on the GP's posterior
 mean with ASE's own NEB forces (tangent, springs, climbing image) and an ASE optimizer,
 within a trust radius of the configurations computed
 (:func:`asebo.neb.relax.relax_on_model`), then computes ONE image: the one where the
