@@ -344,6 +344,25 @@ def test_a_gfn1_prior_band_of_hcn_reaches_the_barrier_of_ase_neb_with_bfgs():
     assert barrier == pytest.approx(bfgs_barrier, abs=2e-3)
 
 
+def test_a_band_of_eleven_atoms_reaches_the_barrier_of_ase_neb_with_bfgs_on_its_own_prior():
+    """The [1,5] hydrogen shift of cyclopentadiene with GFN2-xTB and BONEB's default
+    there (the highest energy computed, the inverse distances): its gradients observed
+    only where the inverse distances move, the band converges within 100 calls."""
+    pytest.importorskip("tblite")
+    from asebo.benchmarks.neb import REACTIONS, band, gfn2, idpp_band, reaction, run_optimizer
+
+    initial, final, moving = reaction(REACTIONS / "04_cpht.xyz")
+    positions = idpp_band(initial, final, moving)
+    _, bfgs_converged, bfgs_barrier = run_optimizer(
+        "BFGS", band(initial, final, positions, gfn2), 0.05, 300
+    )
+    calls, converged, barrier = run_optimizer(
+        "BONEB", band(initial, final, positions, gfn2), 0.05, 100
+    )
+    assert bfgs_converged and converged
+    assert barrier == pytest.approx(bfgs_barrier, abs=2e-3)
+
+
 @pytest.mark.parametrize("option", ["--prior", "--calculator"])
 def test_bench_neb_refuses_an_unknown_preset_before_any_band(option, capsys):
     from asebo.cli import main
