@@ -206,12 +206,16 @@ def test_gp_on_inverse_distances_observes_cartesian_gradients_as_the_chain_rule(
     assert std**2 / gp.outputscale_ == pytest.approx(variance, rel=1e-4)
 
 
-def test_gp_on_inverse_distances_solves_beyond_max_size_as_densely():
+@pytest.mark.parametrize("trend", [0.0, 30.0])
+def test_gp_on_inverse_distances_solves_beyond_max_size_as_densely(trend):
     """Conjugate gradients over every observation, beyond ``max_size`` rows, give the
-    dense posterior mean; the variance conditions on the selected configurations."""
+    dense posterior mean, with and without an added term (the linear trend); the
+    variance conditions on the selected configurations."""
     P, E, F = ethanol_observations(6)
     metric = InverseDistanceMetric(molecule("CH3CH2OH").numbers)
-    options = dict(kernel="cartesian", metric=metric, prior="max", gamma=4.0, fit_gamma=False)
+    options = dict(
+        kernel="cartesian", metric=metric, prior="max", gamma=4.0, fit_gamma=False, trend=trend
+    )
     dense = EnergyForceGP(**options).fit(P, E, F)
     iterative = EnergyForceGP(**options, max_size=90, cg_max_iter=500).fit(P, E, F)
     assert len(iterative.selected_) < len(P) and iterative.solve_info_.iterations > 0
