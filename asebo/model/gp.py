@@ -118,6 +118,9 @@ class EnergyForceGP:
         internal coordinates, or positions aligned onto a reference, scaled by a model
         Hessian. Energies and forces stay in Cartesian coordinates for the caller:
         observed gradients are mapped to the features, and posterior gradients back.
+        A metric with more features than coordinates (the inverse distances) gives the
+        bases of the directions a gradient fixes (``observation_bases``), and the GP
+        observes each gradient along those only (:mod:`asebo.model.observed_directions`).
     trend : float
         With the Cartesian kernel: the kernel gains a linear trend in the features
         (or positions) measured from the lowest-energy observation
