@@ -175,3 +175,21 @@ def test_importing_and_a_first_relaxation_print_no_deprecation_warning():
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("relaxed")
     assert "DeprecationWarning" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("option", ["--prior", "--calculator"])
+@pytest.mark.parametrize(
+    "command, case, optimizer",
+    [
+        ("ts", ["--guesses", "01_hcn"], "BOSaddle"),
+        ("neb", ["--set", "reactions"], "BONEB"),
+    ],
+)
+def test_barrier_benchmarks_refuse_an_unknown_preset_before_any_run(
+    command, case, optimizer, option, capsys
+):
+    with pytest.raises(
+        SystemExit, match=f"asebo bench {command} {option}: unknown (calculator|prior) .nonsense."
+    ):
+        main(["bench", command, *case, option, "nonsense"])
+    assert optimizer not in capsys.readouterr().out

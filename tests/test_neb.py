@@ -352,14 +352,3 @@ def test_a_band_reaches_the_barrier_of_ase_neb_with_bfgs(name, prior, steps):
     )
     assert bfgs_converged and converged
     assert barrier == pytest.approx(bfgs_barrier, abs=2e-3)
-
-
-@pytest.mark.parametrize("option", ["--prior", "--calculator"])
-def test_bench_neb_refuses_an_unknown_preset_before_any_band(option, capsys):
-    from asebo.cli import main
-
-    with pytest.raises(
-        SystemExit, match=f"asebo bench neb {option}: unknown (calculator|prior) .nonsense."
-    ):
-        main(["bench", "neb", "--set", "reactions", option, "nonsense"])
-    assert "BONEB" not in capsys.readouterr().out

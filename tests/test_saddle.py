@@ -195,17 +195,6 @@ def test_a_band_hands_its_climbing_image_and_its_calls_to_the_saddle_search():
     assert len(imaginary_modes(search.atoms, get_calculator("gfn2"))) == 1
 
 
-@pytest.mark.parametrize("option", ["--prior", "--calculator"])
-def test_bench_ts_refuses_an_unknown_preset_before_any_search(option, capsys):
-    from asebo.cli import main
-
-    with pytest.raises(
-        SystemExit, match=f"asebo bench ts {option}: unknown (calculator|prior) .nonsense."
-    ):
-        main(["bench", "ts", "--guesses", "01_hcn", option, "nonsense"])
-    assert "BOSaddle" not in capsys.readouterr().out
-
-
 class CentroidRipple(Calculator):
     """GFN2-xTB plus ``amplitude * cos(2 pi X / period)`` of the centroid's x, ``X``:
     a closed-form egg-box that only moves the molecule as a whole (a net force)."""
