@@ -418,6 +418,29 @@ def test_structured_posterior_equals_the_dense_one(kernel, max_size):
         assert std**2 >= full_variance
 
 
+@pytest.mark.parametrize("centre", [None, [2, 4]])
+def test_beyond_max_size_the_gp_conditions_on_the_configurations_nearest_its_centre(centre):
+    # max_size 60 holds three of the seven configurations of 19 rows; without CG the
+    # mean, like the variance, conditions on them alone
+    atoms, P, E, F = samples("CH3OH", m=7, scale=0.05, seed=5)
+    gp = EnergyForceGP(fit_gamma=False, gamma=3.0, prior="mean", max_size=60, cg_max_iter=0).fit(
+        P, E, F, centre=centre
+    )
+    kept = set(gp.selected_.tolist())
+    expected = {int(np.argmin(E))} if centre is None else set(centre)
+    assert len(kept) == 3 and expected | {6} <= kept  # the latest always stays
+    x = P[3] + 0.04 * np.random.default_rng(6).normal(size=P[3].shape)
+    mean, std, gradient = gp.predict(x, return_std=True, return_gradient=True)
+    dense_mean, dense_variance, dense_gradient = dense_posterior(
+        gp, P, E, F, x, gp.selected_.numpy()
+    )
+    assert mean == pytest.approx(dense_mean, rel=1e-8)
+    np.testing.assert_allclose(
+        gradient, dense_gradient, rtol=1e-8, atol=1e-8 * np.abs(dense_gradient).max()
+    )
+    assert std**2 == pytest.approx(dense_variance, rel=1e-8)
+
+
 def test_posterior_variance_gradient_matches_finite_differences_on_the_cg_path():
     atoms, P, E, F = samples("CH3OH", m=7, scale=0.05, seed=5)
     gp = EnergyForceGP(

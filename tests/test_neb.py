@@ -19,6 +19,8 @@ from asebo import BONEB
 from asebo.benchmarks.neb import au_on_al100
 from asebo.model.priors import CalculatorPrior, HighestEnergyPrior
 from asebo.neb.band import band_forces
+from asebo.neb.relax import distance_to, relax_on_model
+from asebo.neb.trust_radius import MIN_TRUST_RADIUS, adapted_radius
 from calculators import get_calculator
 from calculators.muller_brown import MINIMUM_A, MINIMUM_B, SADDLE_AB, MullerBrown
 
@@ -199,6 +201,38 @@ def test_au_al_barrier_of_bfgs_in_at_most_15_calls(au_al, tmp_path):
     lines = (tmp_path / "log").read_text().splitlines()
     assert len(lines) == 1 + len(counted.calls)  # the header, then a line per call
     assert len(read(trajectory, index=":")) == len(counted.calls)
+
+
+def test_a_relaxation_stopped_by_the_trust_radius_ends_on_it():
+    # the Müller-Brown surface itself in place of the GP: only the endpoints are known
+    neb = muller_brown_band(3)
+    start = neb.get_positions().reshape(3, 1, 3).copy()
+    known = np.array([neb.images[0].positions, neb.images[-1].positions])  # (2, 1, 3)
+    held = np.zeros(5, dtype=bool)
+    assert relax_on_model(neb, known, 0.05, 0.01, 500, FIRE, held)
+    ends = neb.get_positions().reshape(3, 1, 3)
+    reach = [
+        distance_to(np.concatenate([known, begin[None]]), end) for begin, end in zip(start, ends)
+    ]
+    assert max(reach) == pytest.approx(0.05, abs=1e-7)
+
+
+@pytest.mark.parametrize(
+    ("error", "stopped", "expected"),
+    [
+        (0.2, True, 0.4),  # a good prediction where the radius stopped the walk: doubled
+        (0.2, False, 0.2),  # good, but the radius did not stop the walk: kept
+        (1.0, True, 0.2),  # between good and the force itself: kept
+        (3.0, True, 0.1),  # an error beyond the largest force: halved
+    ],
+)
+def test_the_trust_radius_follows_the_force_error(error, stopped, expected):
+    computed = np.array([[2.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # largest force 2 eV/Å
+    predicted = computed + [[0.0, error, 0.0], [0.0, 0.0, 0.0]]
+    assert adapted_radius(0.2, computed, predicted, 0.05, stopped, 0.5) == expected
+    assert adapted_radius(0.4, computed, predicted, 0.05, stopped, 0.5) == min(2 * expected, 0.5)
+    floor = adapted_radius(MIN_TRUST_RADIUS, computed, predicted, 0.05, stopped, 0.5)
+    assert floor >= MIN_TRUST_RADIUS
 
 
 def _bad_bands():

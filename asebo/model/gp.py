@@ -378,19 +378,21 @@ class EnergyForceGP:
             self._cg_failed_gamma = 0.0
         self._structure = structure.extend(P[seen:])
 
-    def _select(self, energies, n_atoms):
+    def _select(self, energies, n_atoms, centre=None):
         """Indices of the configurations to condition on: all of them, or, when their
-        covariance would exceed ``max_size`` rows, those nearest the lowest-energy one."""
+        covariance would exceed ``max_size`` rows, those nearest to any of the
+        configurations ``centre`` (indices; default the lowest-energy one)."""
         m = len(energies)
         count = max(2, self.max_size // self._rows_per_configuration(n_atoms))
         if m <= count:
             return torch.arange(m)
-        distance = self._structure.distance[int(np.argmin(energies))].clone()
+        centre = [int(np.argmin(energies))] if centre is None else list(centre)
+        distance = self._structure.distance[centre].min(dim=0).values  # (m,)
         distance[-1] = -1.0  # the latest observation always stays
         return torch.sort(torch.argsort(distance)[:count]).values
 
     # ---- fit and predict ------------------------------------------------------------
-    def fit(self, positions, energies, forces):
+    def fit(self, positions, energies, forces, centre=None):
         """Condition on observed energies and forces.
 
         Parameters
@@ -399,6 +401,9 @@ class EnergyForceGP:
         energies : array (m,)
         forces : array (m, n, 3)
             Forces, ``-dE/dx``.
+        centre : sequence of int, optional
+            Beyond ``max_size`` rows, the configurations nearest to any of these
+            observations make ``selected_``; default the lowest-energy one.
 
         Returns
         -------
@@ -425,7 +430,7 @@ class EnergyForceGP:
         self._fit_curvature(prior_e, prior_g, int(np.argmin(energies)))
         self._update_structure(torch.as_tensor(positions))
         gamma = self._fit_gamma(y, m, n) if self.fit_gamma else float(self.gamma)
-        select = self._select(energies, n)
+        select = self._select(energies, n, centre)
         gamma, factor, jitter = self._factorize_shortening(gamma, select, n)
         self.gamma_, self.jitter_ = gamma, jitter
         self.selected_ = select  # (m',): the configurations the variance conditions on

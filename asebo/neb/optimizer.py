@@ -5,7 +5,9 @@ endpoints included, and takes its length scale from all of them (:data:`HYPER_WI
 Each outer step relaxes a copy of the band on the GP's posterior
 mean with ASE's own NEB forces (tangent, springs, climbing image) and an ASE optimizer,
 within a trust radius of the configurations computed
-(:func:`asebo.neb.relax.relax_on_model`), then computes ONE image: the one where the
+(:func:`asebo.neb.relax.relax_on_model`; the radius follows the model's force error at
+each call, :func:`asebo.neb.trust_radius.adapted_radius`), then computes ONE image: the
+one where the
 GP is least sure, or the climbing image once every image is sure enough (Koistinen,
 Dagbjartsdóttir, Ásgeirsson, Vehtari and Jónsson, J. Chem. Phys. 147, 152720 (2017),
 the one-image-evaluated variant; Garrido Torres, Jennings, Hansen, Boes and Bligaard,
@@ -31,6 +33,7 @@ from asebo.neb.band import band_forces, largest_forces
 from asebo.neb.checks import check_band, positive
 from asebo.neb.record import BandRecord
 from asebo.neb.relax import model_band, relax_on_model
+from asebo.neb.trust_radius import adapted_radius
 from asebo.optimize.observed_atoms import ComputedResults
 from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.surrogate_model import default_surrogate, refit
@@ -81,8 +84,13 @@ class BONEB(IOContext):
         :func:`molecule_band_prior`: GFN2-xTB under another calculator (GPAW, say),
         :data:`MOLECULE_PRIOR` under tblite itself. ``prior='auto'`` is the default.
     trust_radius : float
-        Å: no image of the band relaxed on the GP goes further than this from the
-        configurations computed (or from its place before the relaxation).
+        Å, the first trust radius: no image of the band relaxed on the GP goes further
+        than this from the configurations computed (or from its place before the
+        relaxation). It follows the model's force error at each call
+        (:func:`asebo.neb.trust_radius.adapted_radius`); a restart file's radius is
+        taken over.
+    max_trust_radius : float
+        Å, the largest the trust radius grows to.
     uncertainty : float
         eV: the GP's standard deviation above which an image is computed before the
         climbing image.
@@ -109,6 +117,7 @@ class BONEB(IOContext):
         prior=None,
         kernel=None,
         trust_radius=0.2,
+        max_trust_radius=0.5,
         uncertainty=0.05,
         model_fmax=None,
         model_steps=400,
@@ -130,11 +139,15 @@ class BONEB(IOContext):
             prior, kernel, moving, periodic, gp_options
         )
         self.trust_radius = positive("trust_radius", trust_radius)
+        self.max_trust_radius = positive("max_trust_radius", max_trust_radius)
         self.uncertainty = positive("uncertainty", uncertainty)
         self.model_fmax = None if model_fmax is None else positive("model_fmax", model_fmax)
         self.model_steps = int(positive("model_steps", model_steps))
         self.band_optimizer = band_optimizer
         self.numbers = moving.get_atomic_numbers()
+        self._free = np.ones(len(moving), dtype=bool)  # (n,): the atoms the band moves
+        for constraint in moving.constraints:  # FixAtoms alone (check_band)
+            self._free[constraint.index] = False
         self._computed = ComputedResults()  # the force-consistent energy where given
         self.comm = comm
         self.restart = restart
@@ -144,8 +157,10 @@ class BONEB(IOContext):
         if self.record.band is not None:
             for image, positions in zip(self.images[1:-1], self.record.band):
                 image.positions = positions
+            self.trust_radius = float(self.record.observations.state["trust_radius"])
         self.logfile = self.openfile(file=logfile, comm=comm, mode="a")
         self._fit = None  # (observations counted, metric) of the last fit
+        self._stopped = False  # whether the trust radius stopped the last relaxation
         self.calls = 0  # calls of the moving images' calculators by this object
 
     def close(self):
@@ -206,7 +221,9 @@ class BONEB(IOContext):
                 self._log(index, energy, None, "endpoint")
 
     def _fitted(self):
-        """The GP fitted to every image computed (fitted again only after a new one)."""
+        """The GP fitted to every image computed (fitted again only after a new one),
+        centred on the band: beyond the GP's ``max_size`` rows it conditions on the
+        configurations nearest to each moving image's latest call."""
         self._fit = refit(
             self.gp,
             self.prior,
@@ -214,8 +231,16 @@ class BONEB(IOContext):
             self.numbers,
             self.record.observations,
             self._fit,
+            self._latest_of_images() or None,
         )
         return self.gp
+
+    def _latest_of_images(self):
+        """The observation of each moving image's latest call (indices; none for an image
+        not yet computed)."""
+        last = len(self.images) - 1
+        latest = {image: at for at, image in enumerate(self.record.image_of)}
+        return [at for image, at in sorted(latest.items()) if image not in (0, last)]
 
     def _values(self, positions):
         """Energies (i,), forces (i, n, 3) of the images at ``positions`` (i, n, 3): the
@@ -236,8 +261,11 @@ class BONEB(IOContext):
     def _choose(self):
         """:meth:`_choice` on rank 0, broadcast: every rank moves its images to rank 0's
         band and computes the same image."""
-        chosen = (self._choice(), self.positions[1:-1]) if self.comm.rank == 0 else None
-        choice, band = broadcast(chosen, root=0, comm=self.comm)
+        if self.comm.rank == 0:
+            chosen = (self._choice(), self.positions[1:-1], self._stopped)
+        else:
+            chosen = None
+        choice, band, self._stopped = broadcast(chosen, root=0, comm=self.comm)
         for image, positions in zip(self.images[1:-1], band):
             image.positions = positions
         return choice
@@ -252,7 +280,7 @@ class BONEB(IOContext):
         energies, forces, computed = self._values(positions)
         band, climbing = band_forces(self.neb, positions, energies, forces)
         below = np.concatenate([[False], largest_forces(band) < self.fmax, [False]])
-        how = "band kept"
+        how, self._stopped = "band kept", False
         if not below[1:-1].all():
             held = computed & below
             values = list(zip(energies, forces))
@@ -266,6 +294,7 @@ class BONEB(IOContext):
                 self.band_optimizer,
                 held,
             )
+            self._stopped = stopped
             how = "band stopped at the trust radius" if stopped else "band relaxed on the model"
             for image, moved in zip(self.images[1:-1], model.images[1:-1]):
                 image.positions = moved.positions
@@ -278,11 +307,21 @@ class BONEB(IOContext):
     def _compute(self, moving, reason):
         """Call the calculator of moving image ``moving`` (0-based) at its place."""
         image = self.images[moving + 1]
+        _, gradient = self._fitted().predict(image.positions[None], return_gradient=True)
+        predicted = -np.asarray(gradient)[0]  # (n, 3)
         try:
             energy, forces = self._computed.results(image)  # (), (n, 3)
         except Exception as error:  # an SCF that does not converge, say: raised as it is
             error.add_note(self._failure_note(moving + 1))
             raise
+        self.trust_radius = adapted_radius(
+            self.trust_radius,
+            forces[self._free],
+            predicted[self._free],
+            self.fmax,
+            self._stopped,
+            self.max_trust_radius,
+        )
         self.record.add(image, moving + 1, energy, forces, self.positions[1:-1], self.trust_radius)
         self.calls += 1
         energies, forces, _ = self._values(self.positions)

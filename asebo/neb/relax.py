@@ -5,9 +5,9 @@ The band is a copy of the NEB whose moving images take the GP's posterior mean
 energies and forces; ASE's optimizer moves it with ASE's NEB forces. As in the
 GP-accelerated NEB of Koistinen et al. (J. Chem. Phys. 147, 152720 (2017)), each
 image may stray only a trust radius from the configurations computed (or from where
-the relaxation found it): the first step that takes one further is undone and the
-relaxation stops there, so that the next call is made where the GP still knows the
-surface.
+the relaxation found it): the first step that takes one further is cut back to the
+boundary (:func:`asebo.neb.trust_radius.cut_back`) and the relaxation stops there, so
+that the next call is made where the GP still knows the surface.
 """
 
 import numpy as np
@@ -15,6 +15,7 @@ from ase.calculators.singlepoint import SinglePointCalculator
 from ase.constraints import FixAtoms
 
 from asebo.neb.band import ModelCalculator, band_copies, largest_forces, like
+from asebo.neb.trust_radius import cut_back
 
 
 def distance_to(known, positions):
@@ -72,15 +73,18 @@ def relax_on_model(band, known, trust_radius, fmax, steps, optimizer, held):
     start = band.get_positions().reshape(shape)
     free = ~np.asarray(held[1:-1], dtype=bool)  # (i - 2,)
     last = start.copy()
+
+    def beyond(moving):  # (i - 2, n, 3)
+        return any(
+            distance_to(np.concatenate([known, begin[None]]), image) > trust_radius
+            for image, begin in zip(moving, start)
+        )
+
     dynamics = optimizer(band, logfile=None)
     for _ in dynamics.irun(fmax=0.0, steps=steps):  # the test below ends it
         now = band.get_positions().reshape(shape)  # (i - 2, n, 3)
-        far = [
-            distance_to(np.concatenate([known, begin[None]]), image) > trust_radius
-            for image, begin in zip(now, start)
-        ]
-        if any(far):
-            band.set_positions(last.reshape(-1, 3))
+        if beyond(now):
+            band.set_positions(cut_back(last, now - last, beyond).reshape(-1, 3))
             return True
         last = now
         forces = band.get_forces().reshape(shape)

@@ -62,7 +62,7 @@ def _periodic_prior(prior, system, recentre):
     return made, reason
 
 
-def fit_observations(gp, prior, representation, numbers, arrays, current):
+def fit_observations(gp, prior, representation, numbers, arrays, current, near=None):
     """Fit ``gp`` to the observations with ``prior`` and the representation's metric.
 
     Parameters
@@ -77,6 +77,9 @@ def fit_observations(gp, prior, representation, numbers, arrays, current):
     arrays : (positions (m, n, 3), energies (m,), forces (m, n, 3))
     current : (int, metric) or None
         The metric of the last fit, kept while still valid.
+    near : sequence of int, optional
+        The observations near which the GP is asked next: its ``centre``
+        (:meth:`asebo.model.gp.EnergyForceGP.fit`).
 
     Returns
     -------
@@ -91,7 +94,7 @@ def fit_observations(gp, prior, representation, numbers, arrays, current):
     metric, notes = representation.metric(positions, numbers, centre, model, current)
     if metric is not None:
         gp.metric = metric[1]
-    gp.fit(positions, energies, forces)
+    gp.fit(positions, energies, forces, centre=near)
     return metric, notes
 
 
@@ -132,7 +135,7 @@ def default_surrogate(prior, kernel, system, periodic, gp_options=None):
     return representation, made, EnergyForceGP(**options), reason
 
 
-def refit(gp, prior, representation, numbers, observations, last):
+def refit(gp, prior, representation, numbers, observations, last, near=None):
     """Fit ``gp`` to ``observations`` (:class:`asebo.optimize.observations.Observations`)
     unless ``last`` counts them all; return the new ``last``.
 
@@ -149,5 +152,6 @@ def refit(gp, prior, representation, numbers, observations, last):
         numbers,
         observations.arrays(),
         None if last is None else last[1],
+        near,
     )
     return seen, metric

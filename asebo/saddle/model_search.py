@@ -13,8 +13,7 @@ still knows the surface.
 
 from asebo.neb.band import ModelCalculator
 from asebo.neb.relax import distance_to
-
-BISECTIONS = 30  # halvings of a step that crosses the trust radius
+from asebo.neb.trust_radius import cut_back
 
 
 def saddle_on_model(gp, atoms, known, trust_radius, fmax, steps):
@@ -47,24 +46,15 @@ def saddle_on_model(gp, atoms, known, trust_radius, fmax, steps):
     model.calc = ModelCalculator(gp)
     walk = Sella(model, internal=True, order=1, logfile=None, trajectory=None)
     last = model.positions.copy()  # (n, 3)
+
+    def beyond(positions):
+        return distance_to(known, positions) > trust_radius
+
     for converged in walk.irun(fmax=fmax, steps=steps):
         now = model.positions.copy()
-        if distance_to(known, now) > trust_radius:
-            return _boundary(known, last, now - last, trust_radius), "trust radius"
+        if beyond(now):
+            return cut_back(last, now - last, beyond), "trust radius"
         if converged:
             return now, "model saddle"
         last = now
     return last, "steps"
-
-
-def _boundary(known, inside, step, trust_radius):
-    """The point of the segment ``inside + t step``, t in [0, 1], at the trust radius
-    from ``known``, by bisection; ``inside`` (n, 3) lies within it."""
-    low, high = 0.0, 1.0
-    for _ in range(BISECTIONS):
-        middle = 0.5 * (low + high)
-        if distance_to(known, inside + middle * step) > trust_radius:
-            high = middle
-        else:
-            low = middle
-    return inside + low * step

@@ -8,11 +8,9 @@ reached: the GP-accelerated saddle search of A. Denzel and J. Kästner (J. Chem.
 Comput. 14, 5777 (2018)) with Sella (E. D. Hermes, K. Sargsyan, H. N. Najm and
 J. Zádor, J. Chem. Theory Comput. 18, 6974 (2022)) as the search on the model.
 
-The trust radius follows the model's error: where the largest atomic error of the
-predicted forces at the new point is below :data:`GOOD` times its largest force (or
-``fmax``) and the walk was stopped by the trust radius, the radius doubles (up to
-``max_trust_radius``); where the error exceeds that force, it halves (down to
-:data:`MIN_TRUST_RADIUS`). Convergence is ASE's: the largest computed force below
+The trust radius follows the model's force error at each new point
+(:func:`asebo.neb.trust_radius.adapted_radius`), from ``trust_radius`` up to
+``max_trust_radius``. Convergence is ASE's: the largest computed force below
 ``fmax``. :meth:`BOSaddle.model_order` counts the model's negative curvatures there.
 
 A calculator on a grid gives a molecule's forces a net force and torque (the egg-box
@@ -33,6 +31,7 @@ from ase.parallel import broadcast, world
 
 from asebo.model.prior_names import AUTO
 from asebo.neb.checks import positive
+from asebo.neb.trust_radius import adapted_radius, largest_norm
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
 from asebo.optimize.observations import (
     Observations,
@@ -48,9 +47,6 @@ from asebo.optimize.settings import SpecialCases, TrustSettings
 from asebo.optimize.stages import only_rigid_forces_left
 from asebo.optimize.surrogate_model import default_surrogate, refit
 from asebo.saddle.model_search import saddle_on_model
-
-GOOD = 0.3  # the model's force error, relative to the force, below which the radius grows
-MIN_TRUST_RADIUS = 0.02  # Å
 
 
 class BOSaddle(Optimizer):
@@ -209,7 +205,7 @@ class BOSaddle(Optimizer):
         index = self.observations.find(self.atoms.positions)
         if index is None:
             return False
-        if _largest(self._free_forces(index)) < fmax:
+        if largest_norm(self._free_forces(index)) < fmax:
             return True
         self.fmax = fmax
         self.step()
@@ -249,12 +245,9 @@ class BOSaddle(Optimizer):
         if self._predicted is None or not np.allclose(self._predicted[0], positions):
             return
         _, predicted, stopped = self._predicted
-        error = _largest(forces - predicted)
-        scale = max(_largest(forces), self.fmax or 0.0)
-        if error < GOOD * scale and stopped:
-            self.trust_radius = min(2 * self.trust_radius, self.max_trust_radius)
-        elif error > scale:
-            self.trust_radius = max(self.trust_radius / 2, MIN_TRUST_RADIUS)
+        self.trust_radius = adapted_radius(
+            self.trust_radius, forces, predicted, self.fmax or 0.0, stopped, self.max_trust_radius
+        )
 
     def _save(self, following):
         """Write the restart file with ``following`` (n, 3) the next to compute and the
@@ -400,8 +393,3 @@ def _checked_observations(observations, n):
     if not all(np.isfinite(a).all() for a in (positions, energies, forces)):
         raise ValueError("observations hold values that are not finite: leave those out")
     return positions, energies, forces
-
-
-def _largest(forces):
-    """The largest atomic norm of ``forces`` (n, 3)."""
-    return float(np.sqrt((np.asarray(forces) ** 2).sum(axis=1)).max())
