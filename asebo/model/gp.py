@@ -100,8 +100,8 @@ class EnergyForceGP:
         Largest covariance factorised densely. Up to it the posterior is exact; beyond
         it the mean conditions on every observation through conjugate gradients with
         the structured covariance where they converge, on the configurations nearest
-        the lowest-energy one (``selected_``) where they do not, and the variance on
-        ``selected_``.
+        the lowest-energy one or the ``centre`` given to :meth:`fit` (``selected_``)
+        where they do not, and the variance on ``selected_``.
     cg_tolerance : float
         Relative residual at which conjugate gradients stop; a solve that does not
         reach it falls back to the weights of ``selected_``.
@@ -145,7 +145,7 @@ class EnergyForceGP:
         relative to its mean diagonal (0 when none was needed).
     selected_ : tensor (m',)
         The configurations the variance conditions on: all of them up to ``max_size``
-        rows, else those nearest the lowest-energy one.
+        rows, else those nearest the lowest-energy one or :meth:`fit`'s ``centre``.
     solve_info_ : asebo.kernels.operators.SolveInfo or None
         How conjugate gradients solved over every observation (None: densely).
     hessians_ : dict

@@ -1,14 +1,14 @@
 """BONEB: a nudged elastic band relaxed on a GP of the energies and forces computed.
 
 One GP (:class:`asebo.model.gp.EnergyForceGP`) learns every image ever computed, the
-endpoints included, and takes its length scale from all of them (:data:`HYPER_WINDOW`).
-Each outer step relaxes a copy of the band on the GP's posterior
-mean with ASE's own NEB forces (tangent, springs, climbing image) and an ASE optimizer,
-within a trust radius of the configurations computed
-(:func:`asebo.neb.relax.relax_on_model`; the radius follows the model's force error at
-each call, :func:`asebo.neb.trust_radius.adapted_radius`), then computes ONE image: the
-one where the
-GP is least sure, or the climbing image once every image is sure enough (Koistinen,
+endpoints included, and takes its length scale from all of them (:data:`HYPER_WINDOW`);
+beyond its dense covariance it keeps the calls nearest each moving image's latest.
+Each outer step relaxes a copy of the band on the GP's posterior mean with ASE's own
+NEB forces (tangent, springs, climbing image) and an ASE optimizer, within a trust
+radius of the configurations computed (:func:`asebo.neb.relax.relax_on_model`; the
+radius follows the model's force error at each call,
+:func:`asebo.neb.trust_radius.adapted_radius`), then computes ONE image: the one where
+the GP is least sure, or the climbing image once every image is sure enough (Koistinen,
 Dagbjartsdóttir, Ásgeirsson, Vehtari and Jónsson, J. Chem. Phys. 147, 152720 (2017),
 the one-image-evaluated variant; Garrido Torres, Jennings, Hansen, Boes and Bligaard,
 Phys. Rev. Lett. 122, 156001 (2019), the uncertainty and the climbing image). Where
