@@ -386,3 +386,29 @@ def test_a_band_reaches_the_barrier_of_ase_neb_with_bfgs(name, prior, steps):
     )
     assert bfgs_converged and converged
     assert barrier == pytest.approx(bfgs_barrier, abs=2e-3)
+
+
+def test_a_net_force_the_model_cannot_see_is_moved_off_image_by_image(tmp_path):
+    """A closed-form egg-box on the images (GFN2-xTB plus a ripple of the centroid):
+    the rotation-invariant GP sees no net force, so the band comes to rest on the
+    model; images are then moved as a whole until ASE's NEB forces on the computed
+    values are below fmax."""
+    pytest.importorskip("tblite")
+    from test_saddle import CentroidRipple
+
+    from asebo.benchmarks.neb import REACTIONS, band, idpp_band, reaction
+
+    initial, final, moving = reaction(REACTIONS / "02_hcn.xyz")
+    positions = idpp_band(initial, final, moving)  # (7, 3, 3)
+    positions[..., 0] += 0.05 - positions[..., 0].mean()  # the band on the ripple's slope
+    # a net force of up to 0.052 eV/Å on each atom, about fmax, as GPAW's grid gives
+    neb = band(initial, final, positions, partial(CentroidRipple, amplitude=0.005))
+    log = tmp_path / "band.log"
+    optimizer = BONEB(neb, logfile=str(log), prior=get_calculator("gfn1"))
+    assert optimizer.run(fmax=0.05, steps=80)
+    assert "moved as a whole" in log.read_text()
+    forces = np.array([image.get_forces(apply_constraint=False) for image in neb.images])
+    energies = np.array([image.get_potential_energy() for image in neb.images])
+    positions = np.array([image.positions for image in neb.images])
+    computed, _ = band_forces(neb, positions, energies, forces)
+    assert np.linalg.norm(computed, axis=2).max() < 0.05

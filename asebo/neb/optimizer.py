@@ -26,6 +26,7 @@ from ase.optimize import FIRE
 from ase.optimize.optimize import DEFAULT_MAX_STEPS
 from ase.parallel import broadcast, world
 from ase.utils import IOContext
+from scipy.spatial.distance import pdist
 
 from asebo.model.prior_names import AUTO
 from asebo.model.priors import automatic_prior, resolve_prior
@@ -36,6 +37,9 @@ from asebo.neb.relax import model_band, relax_on_model
 from asebo.neb.trust_radius import adapted_radius
 from asebo.optimize.observed_atoms import ComputedResults
 from asebo.optimize.restart_lock import RestartLock
+from asebo.optimize.rigid import moved_rigidly, rigid_step
+from asebo.optimize.settings import SpecialCases, TrustSettings
+from asebo.optimize.stages import only_rigid_forces_left
 from asebo.optimize.surrogate_model import default_surrogate, refit
 
 MOLECULE_PRIOR = "max"
@@ -274,12 +278,14 @@ class BONEB(IOContext):
         """Relax the band on the GP unless its NEB forces are below ``fmax``; the moving
         image to compute next (0-based) and why, or None where every one is computed.
 
-        The images computed at their place whose NEB force is below ``fmax`` are held
-        while the others relax."""
+        The images computed at their place whose NEB force is below ``fmax``, or would
+        be but for its net force and torque (:meth:`_moved_as_a_whole`), are held while
+        the others relax."""
         positions = self.positions
         energies, forces, computed = self._values(positions)
         band, climbing = band_forces(self.neb, positions, energies, forces)
-        below = np.concatenate([[False], largest_forces(band) < self.fmax, [False]])
+        settled = (largest_forces(band) < self.fmax) | self._rigid_only(positions, band)
+        below = np.concatenate([[False], settled, [False]])
         how, self._stopped = "band kept", False
         if not below[1:-1].all():
             held = computed & below
@@ -302,7 +308,63 @@ class BONEB(IOContext):
             energies, forces, computed = self._values(positions)
             _, climbing = band_forces(self.neb, positions, energies, forces)
         gp, moving = self._fitted(), positions[1:-1]
-        return _pick(gp, moving, computed[1:-1], climbing, self.uncertainty, how)
+        choice = _pick(gp, moving, computed[1:-1], climbing, self.uncertainty, how)
+        if choice is None:
+            choice = self._moved_as_a_whole(positions, energies, forces, how)
+        return choice
+
+    def _moved_as_a_whole(self, positions, energies, forces, how):
+        """Where every moving image is computed at its place and the band rests on the
+        model: of the images that only their NEB force's net force and torque keep above
+        ``fmax``, the one of the largest force, moved as a whole along the net force and
+        torque of its computed forces, and why; None where there is none.
+
+        A calculator on a grid (GPAW) gives a molecule's forces a net force and torque
+        (the egg-box effect) that a rotation-invariant model cannot see, so no
+        relaxation on the model removes them: the image moves rigidly by ``force_step``
+        of :class:`asebo.optimize.settings.TrustSettings`, times ``rigid_shrink`` of
+        :class:`asebo.optimize.settings.SpecialCases` for every such move of that image
+        in a row before it, as :class:`asebo.BOOptimizer` and :class:`asebo.BOSaddle` do.
+        """
+        band, _ = band_forces(self.neb, positions, energies, forces)  # (i - 2, n, 3)
+        rigid_only = self._rigid_only(positions, band)
+        if not rigid_only.any():
+            return None
+        worst = int(np.argmax(np.where(rigid_only, largest_forces(band), -np.inf)))
+        where = positions[worst + 1]  # (n, 3)
+        moves = self._rigid_moves(worst + 1)
+        length = TrustSettings().force_step * SpecialCases().rigid_shrink ** moves
+        translation, rotation = rigid_step(where, forces[worst + 1], length)
+        self.images[worst + 1].positions = moved_rigidly(where, translation, rotation)
+        return worst, f"moved as a whole along its net force and torque; {how}"
+
+    def _rigid_only(self, positions, band):
+        """Which moving images (i - 2,) only their NEB force's net force and torque keep
+        above ``fmax`` (:func:`asebo.optimize.stages.only_rigid_forces_left`), for a
+        rotation-invariant model; ``positions`` (i, n, 3), ``band`` (i - 2, n, 3)."""
+        free = np.broadcast_to(self._free[:, None], positions.shape[1:])
+        invariant = self.representation.invariant(self.gp.metric)
+        return np.array(
+            [
+                only_rigid_forces_left(where, force, self.fmax, free, invariant)
+                for where, force in zip(positions[1:-1], band)
+            ]
+        )
+
+    def _rigid_moves(self, image):
+        """How many of the latest calls of ``image`` in a row were rigid moves of the
+        call before (every interatomic distance the same)."""
+        calls = [
+            positions
+            for positions, index in zip(self.record.observations.positions, self.record.image_of)
+            if index == image
+        ]
+        count = 0
+        for later, earlier in zip(calls[::-1], calls[-2::-1]):
+            if not np.allclose(pdist(later), pdist(earlier), rtol=0.0, atol=1e-9):
+                break
+            count += 1
+        return count
 
     def _compute(self, moving, reason):
         """Call the calculator of moving image ``moving`` (0-based) at its place."""
