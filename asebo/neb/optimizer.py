@@ -306,18 +306,20 @@ class BONEB(IOContext):
                 image.positions = moved.positions
             positions = self.positions
             energies, forces, computed = self._values(positions)
-            _, climbing = band_forces(self.neb, positions, energies, forces)
+            band, climbing = band_forces(self.neb, positions, energies, forces)
         gp, moving = self._fitted(), positions[1:-1]
         choice = _pick(gp, moving, computed[1:-1], climbing, self.uncertainty, how)
         if choice is None:
-            choice = self._moved_as_a_whole(positions, energies, forces, how)
+            choice = self._moved_as_a_whole(positions, forces, band, how)
         return choice
 
-    def _moved_as_a_whole(self, positions, energies, forces, how):
+    def _moved_as_a_whole(self, positions, forces, band, how):
         """Where every moving image is computed at its place and the band rests on the
         model: of the images that only their NEB force's net force and torque keep above
         ``fmax``, the one of the largest force, moved as a whole along the net force and
-        torque of its computed forces, and why; None where there is none.
+        torque of its computed forces, and why; None where there is none. ``positions``
+        and ``forces`` (i, n, 3) are every image's, ``band`` (i - 2, n, 3) their NEB
+        forces.
 
         A calculator on a grid (GPAW) gives a molecule's forces a net force and torque
         (the egg-box effect) that a rotation-invariant model cannot see, so no
@@ -326,7 +328,6 @@ class BONEB(IOContext):
         :class:`asebo.optimize.settings.SpecialCases` for every such move of that image
         in a row before it, as :class:`asebo.BOOptimizer` and :class:`asebo.BOSaddle` do.
         """
-        band, _ = band_forces(self.neb, positions, energies, forces)  # (i - 2, n, 3)
         rigid_only = self._rigid_only(positions, band)
         if not rigid_only.any():
             return None
