@@ -135,9 +135,12 @@ def _cell(result, lowest):
     if "error" in result:
         return f"{result['calls']}, {result['error']}"
     star = "" if result["converged"] else "*"
-    modes = "" if result["modes"] is None else ", ".join(f"{m:.0f}i" for m in result["modes"])
+    if result["modes"] is None:
+        modes = "not computed"
+    else:
+        modes = ", ".join(f"{m:.0f}i" for m in result["modes"]) or "-"
     above = 1000 * (result["energy"] - lowest)
-    return f"{result['calls']}{star} | {modes or '-'} | {above:.1f}"
+    return f"{result['calls']}{star} | {modes} | {above:.1f}"
 
 
 def run(args):
@@ -177,13 +180,14 @@ def run(args):
         done = [results[(n, optimizer)] for n in names]
         calls = sum(r["calls"] for r in done)
         converged = sum(r.get("converged", False) for r in done)
+        checked = all("error" in r or r["modes"] is not None for r in done)
         first = sum(_first_order(r) for r in done)
+        orders = f"{first} at a first-order saddle point" if checked else "orders not computed"
         seconds = [r["seconds"] / max(r["calls"], 1) for r in done if "seconds" in r]
         print(
             f"{optimizer}: {calls} calls in all, {converged} of {len(names)} converged, "
-            f"{first} at a first-order saddle point, "
-            f"{np.mean(seconds) if seconds else float('nan'):.2f} s per call outside the "
-            "calculator"
+            f"{orders}, {np.mean(seconds) if seconds else float('nan'):.2f} s per call "
+            "outside the calculator"
         )
-    if len(optimizers) == len(OPTIMIZERS):
+    if len(optimizers) == len(OPTIMIZERS) and not args.no_hessian:
         print(f"both at the same first-order saddle point (within {SAME * 1000:.0f} meV): {same}")
