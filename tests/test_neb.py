@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from ase import Atoms
 from ase.build import molecule
-from ase.calculators.calculator import CalculationFailed
+from ase.calculators.calculator import CalculationFailed, all_changes
 from ase.calculators.emt import EMT
 from ase.constraints import FixCartesian
 from ase.io import read
@@ -17,7 +17,7 @@ from ase.optimize import BFGS, FIRE
 
 from asebo import BONEB
 from asebo.benchmarks.neb import au_on_al100
-from asebo.model.priors import CalculatorPrior, HighestEnergyPrior
+from asebo.model.priors import CalculatorPrior, HighestEnergyPrior, PriorCalculationError
 from asebo.neb.band import band_forces
 from asebo.neb.relax import distance_to, relax_on_model
 from asebo.neb.trust_radius import MIN_TRUST_RADIUS, adapted_radius
@@ -209,12 +209,38 @@ def test_a_relaxation_stopped_by_the_trust_radius_ends_on_it():
     start = neb.get_positions().reshape(3, 1, 3).copy()
     known = np.array([neb.images[0].positions, neb.images[-1].positions])  # (2, 1, 3)
     held = np.zeros(5, dtype=bool)
-    assert relax_on_model(neb, known, 0.05, 0.01, 500, FIRE, held)
+    assert relax_on_model(neb, known, 0.05, 0.01, 500, FIRE, held) == "trust radius"
     ends = neb.get_positions().reshape(3, 1, 3)
     reach = [
         distance_to(np.concatenate([known, begin[None]]), end) for begin, end in zip(start, ends)
     ]
     assert max(reach) == pytest.approx(0.05, abs=1e-7)
+
+
+class _NoValueLeftOf(MullerBrown):
+    """The Müller-Brown surface without a value left of x = ``wall``, as a GP whose prior
+    calculator fails there (an SCF that does not converge)."""
+
+    def __init__(self, wall, **kwargs):
+        super().__init__(**kwargs)
+        self.wall = wall
+
+    def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        if atoms.positions[0, 0] < self.wall:
+            raise PriorCalculationError("the prior calculator failed")
+        super().calculate(atoms, properties, system_changes)
+
+
+def test_a_relaxation_stops_on_the_last_band_the_model_has_a_value_for():
+    # unbounded, the band moves to x = -0.85 (its first image); no value left of -0.6
+    neb = muller_brown_band(3, partial(_NoValueLeftOf, -0.6))
+    start = neb.get_positions().copy()
+    known = np.array([neb.images[0].positions, neb.images[-1].positions])  # (2, 1, 3)
+    held = np.zeros(5, dtype=bool)
+    assert relax_on_model(neb, known, 10.0, 0.01, 500, FIRE, held) == "prior failed"
+    ends = neb.get_positions()  # (3, 3)
+    assert ends[:, 0].min() >= -0.6 and np.abs(ends - start).max() > 0.1
+    assert np.isfinite(neb.get_forces()).all()  # a value for every image, no failure
 
 
 @pytest.mark.parametrize(
@@ -401,8 +427,8 @@ def test_a_net_force_the_model_cannot_see_is_moved_off_image_by_image(tmp_path):
     initial, final, moving = reaction(REACTIONS / "02_hcn.xyz")
     positions = idpp_band(initial, final, moving)  # (7, 3, 3)
     positions[..., 0] += 0.05 - positions[..., 0].mean()  # the band on the ripple's slope
-    # a net force of up to 0.052 eV/Å on each atom, about fmax, as GPAW's grid gives
-    neb = band(initial, final, positions, partial(CentroidRipple, amplitude=0.005))
+    # a net force of up to 0.10 eV/Å on each atom, twice fmax (GPAW's grid: about fmax)
+    neb = band(initial, final, positions, partial(CentroidRipple, amplitude=0.01))
     log = tmp_path / "band.log"
     optimizer = BONEB(neb, logfile=str(log), prior=get_calculator("gfn1"))
     assert optimizer.run(fmax=0.05, steps=80)

@@ -237,7 +237,9 @@ def test_a_walk_that_ends_on_a_configuration_computed_ends_the_run(tmp_path):
     assert "ends on a configuration already computed" in log.read_text()
 
 
-def test_the_default_prior_is_gfn2_under_another_calculator_and_lindh_under_tblite(tmp_path):
+def test_the_default_prior_is_gfn2_under_another_calculator_and_the_other_gfn_under_tblite(
+    tmp_path,
+):
     from asebo.model.priors import CalculatorPrior, HighestEnergyPrior, RecentredLindh
 
     log = tmp_path / "saddle.log"
@@ -251,6 +253,23 @@ def test_the_default_prior_is_gfn2_under_another_calculator_and_lindh_under_tbli
     energy, _ = search.prior.energy_and_forces(atoms.positions)
     assert energy == pytest.approx(reference.get_potential_energy(), abs=1e-8)
     assert "prior: GFN2-xTB (tblite) as the prior" in log.read_text()
-    atoms.calc = CountingCalculator(get_calculator("gfn2"))
-    assert isinstance(BOSaddle(atoms, logfile=None).prior, RecentredLindh)
+    for target, other in (("gfn2", "gfn1"), ("gfn1", "gfn2")):
+        atoms.calc = CountingCalculator(get_calculator(target))
+        search = BOSaddle(atoms, logfile=str(log))
+        search.close()
+        reference.calc = get_calculator(other)
+        energy, _ = search.prior.energy_and_forces(atoms.positions)
+        assert energy == pytest.approx(reference.get_potential_energy(), abs=1e-8)
+        assert f"{other.upper()}-xTB as the prior" in log.read_text()
+    anion = guess("16_h2po4_anion")  # charge -1 given to tblite, not in the atoms
+    anion.set_initial_charges(None)
+    anion.calc = get_calculator("gfn2", charge=-1)
+    search = BOSaddle(anion, logfile=None)
+    reference = anion.copy()
+    reference.calc = get_calculator("gfn1", charge=-1)
+    energy, _ = search.prior.energy_and_forces(anion.positions)
+    assert energy == pytest.approx(reference.get_potential_energy(), abs=1e-8)
+    heavy = Atoms("Fr2", positions=[[0, 0, 0], [0, 0, 4.0]])
+    heavy.calc = EMT()
+    assert isinstance(BOSaddle(heavy, logfile=None).prior, RecentredLindh)
     assert isinstance(BOSaddle(atoms, logfile=None, prior="max").prior, HighestEnergyPrior)

@@ -497,13 +497,18 @@ def wraps_calculator(calculator, name):
     """Whether ``calculator`` is one whose class or module names ``name`` (``'emt'``:
     ASE's or ASAP's EMT; ``'tblite'``), or wraps one: a call counter, say, that keeps
     the wrapped calculator as ``calc`` and computes with it."""
+    return wrapped_calculator(calculator, name) is not None
+
+
+def wrapped_calculator(calculator, name):
+    """The calculator :func:`wraps_calculator` finds in ``calculator``, or None."""
     for _ in range(8):  # wrappers of wrappers, never a cycle
         if calculator is None:
-            return False
+            return None
         if name in type(calculator).__name__.lower() or name in type(calculator).__module__:
-            return True
+            return calculator
         calculator = getattr(calculator, "calc", None)
-    return False
+    return None
 
 
 def automatic_prior(atoms):
@@ -538,6 +543,52 @@ def automatic_prior(atoms):
     if heavy:
         return "lindh", f"GFN2-xTB has no parameters for atomic numbers {heavy}"
     return "gfn2", "GFN2-xTB (tblite) as the prior; the GP learns the difference"
+
+
+def barrier_prior(atoms):
+    """The GFN-xTB prior of a band's or a saddle search's ``prior='auto'``, and why.
+
+    Where :func:`automatic_prior` takes GFN2-xTB (a target other than tblite), that.
+    Where the target is tblite itself, the other GFN-xTB method, with the target's
+    charge and multiplicity: GFN1-xTB under GFN2-xTB, GFN2-xTB under any other. A
+    barrier is where bonds break and form; a harmonic model around one configuration
+    (the Lindh model) is far off across it and softest along a torsion, not along the
+    reaction, and a second xTB method gives the GP the curvature of the bonds that
+    change, as a GFN-xTB prior does under a DFT target.
+
+    Parameters
+    ----------
+    atoms : ase.Atoms
+        A molecule, with the target calculator attached.
+
+    Returns
+    -------
+    prior : ase calculator or None
+        A tblite calculator; None where no xTB prior fits (a periodic cell, tblite not
+        installed, elements beyond Rn), where the caller takes its own.
+    reason : str
+        One line for the log.
+    """
+    choice, reason = automatic_prior(atoms)
+    if choice == "gfn2":
+        return resolve_prior(choice), reason
+    target = wrapped_calculator(getattr(atoms, "calc", None), "tblite")
+    if target is None or np.any(atoms.pbc):
+        return None, reason
+    heavy = sorted({int(z) for z in atoms.numbers if z > XTB_LAST_ELEMENT})
+    if heavy:
+        return None, f"GFN-xTB has no parameters for atomic numbers {heavy}"
+    from calculators import get_calculator
+
+    parameters = getattr(target, "parameters", {})
+    method = parameters.get("method", "GFN2-xTB")
+    other = "gfn1" if method == "GFN2-xTB" else "gfn2"
+    given = {key: parameters[key] for key in ("charge", "multiplicity") if parameters.get(key)}
+    reason = (
+        f"the target is tblite's {method}: {other.upper()}-xTB as the prior, the GP learns "
+        "the difference"
+    )
+    return get_calculator(other, **given), reason
 
 
 def constant_prior(prior):

@@ -37,7 +37,7 @@ from asebo.neb.relax import model_band, relax_on_model
 from asebo.neb.trust_radius import adapted_radius
 from asebo.optimize.observed_atoms import ComputedResults
 from asebo.optimize.restart_lock import RestartLock
-from asebo.optimize.rigid import moved_rigidly, rigid_step
+from asebo.optimize.rigid import calls_since_lowest, moved_rigidly, rigid_step
 from asebo.optimize.settings import SpecialCases, TrustSettings
 from asebo.optimize.stages import only_rigid_forces_left
 from asebo.optimize.surrogate_model import default_surrogate, refit
@@ -291,7 +291,7 @@ class BONEB(IOContext):
             held = computed & below
             values = list(zip(energies, forces))
             model = model_band(self.neb, positions, self._fitted(), values, held)
-            stopped = relax_on_model(
+            ended = relax_on_model(
                 model,
                 np.array(self.record.observations.positions),
                 self.trust_radius,
@@ -300,8 +300,8 @@ class BONEB(IOContext):
                 self.band_optimizer,
                 held,
             )
-            self._stopped = stopped
-            how = "band stopped at the trust radius" if stopped else "band relaxed on the model"
+            self._stopped = ended == "trust radius"
+            how = RELAXATION_ENDS[ended]
             for image, moved in zip(self.images[1:-1], model.images[1:-1]):
                 image.positions = moved.positions
             positions = self.positions
@@ -325,16 +325,17 @@ class BONEB(IOContext):
         (the egg-box effect) that a rotation-invariant model cannot see, so no
         relaxation on the model removes them: the image moves rigidly by ``force_step``
         of :class:`asebo.optimize.settings.TrustSettings`, times ``rigid_shrink`` of
-        :class:`asebo.optimize.settings.SpecialCases` for every such move of that image
-        in a row before it, as :class:`asebo.BOOptimizer` and :class:`asebo.BOSaddle` do.
+        :class:`asebo.optimize.settings.SpecialCases` for every call of its row of such
+        moves after the lowest energy in it (:meth:`_rigid_halvings`), as
+        :class:`asebo.BOOptimizer` and :class:`asebo.BOSaddle` do.
         """
         rigid_only = self._rigid_only(positions, band)
         if not rigid_only.any():
             return None
         worst = int(np.argmax(np.where(rigid_only, largest_forces(band), -np.inf)))
         where = positions[worst + 1]  # (n, 3)
-        moves = self._rigid_moves(worst + 1)
-        length = TrustSettings().force_step * SpecialCases().rigid_shrink ** moves
+        halvings = self._rigid_halvings(worst + 1)
+        length = TrustSettings().force_step * SpecialCases().rigid_shrink ** halvings
         translation, rotation = rigid_step(where, forces[worst + 1], length)
         self.images[worst + 1].positions = moved_rigidly(where, translation, rotation)
         return worst, f"moved as a whole along its net force and torque; {how}"
@@ -352,20 +353,20 @@ class BONEB(IOContext):
             ]
         )
 
-    def _rigid_moves(self, image):
-        """How many of the latest calls of ``image`` in a row were rigid moves of the
-        call before (every interatomic distance the same)."""
-        calls = [
-            positions
-            for positions, index in zip(self.record.observations.positions, self.record.image_of)
-            if index == image
-        ]
+    def _rigid_halvings(self, image):
+        """The halvings of the next rigid move of ``image``: of its latest calls in a row
+        that were rigid moves of the call before (every interatomic distance the same),
+        and the call they started from, those after the lowest energy
+        (:func:`asebo.optimize.rigid.calls_since_lowest`)."""
+        observations = self.record.observations
+        calls = [at for at, index in enumerate(self.record.image_of) if index == image]
         count = 0
         for later, earlier in zip(calls[::-1], calls[-2::-1]):
-            if not np.allclose(pdist(later), pdist(earlier), rtol=0.0, atol=1e-9):
+            moved, start = observations.positions[later], observations.positions[earlier]
+            if not np.allclose(pdist(moved), pdist(start), rtol=0.0, atol=1e-9):
                 break
             count += 1
-        return count
+        return calls_since_lowest([observations.energies[at] for at in calls[-count - 1 :]])
 
     def _compute(self, moving, reason):
         """Call the calculator of moving image ``moving`` (0-based) at its place."""
@@ -422,6 +423,15 @@ class BONEB(IOContext):
         """A line in the log."""
         if self.logfile is not None:
             self.logfile.write(f"BONEB: {note}\n")
+
+
+RELAXATION_ENDS = {
+    "model fmax": "band relaxed on the model",
+    "steps": "band relaxed on the model",
+    "trust radius": "band stopped at the trust radius",
+    "prior failed": "band stopped where the prior calculator failed",
+}
+"""The log's words for each end of :func:`asebo.neb.relax.relax_on_model`."""
 
 
 def molecule_band_prior(prior, moving):

@@ -7,13 +7,16 @@ GP-accelerated NEB of Koistinen et al. (J. Chem. Phys. 147, 152720 (2017)), each
 image may stray only a trust radius from the configurations computed (or from where
 the relaxation found it): the first step that takes one further is cut back to the
 boundary (:func:`asebo.neb.trust_radius.cut_back`) and the relaxation stops there, so
-that the next call is made where the GP still knows the surface.
+that the next call is made where the GP still knows the surface. Where the GP's prior
+calculator fails (an xTB SCF that does not converge on a strained image), the model has
+no value: the relaxation stops at the last band it had one for.
 """
 
 import numpy as np
 from ase.calculators.singlepoint import SinglePointCalculator
 from ase.constraints import FixAtoms
 
+from asebo.model.priors import PriorCalculationError
 from asebo.neb.band import ModelCalculator, band_copies, largest_forces, like
 from asebo.neb.trust_radius import cut_back
 
@@ -66,8 +69,9 @@ def relax_on_model(band, known, trust_radius, fmax, steps, optimizer, held):
 
     Returns
     -------
-    stopped : bool
-        Whether the trust radius stopped the relaxation.
+    reason : str
+        Why the relaxation ended: ``'model fmax'``, ``'trust radius'``, ``'steps'``,
+        or ``'prior failed'`` (the band is then the last one the model had forces for).
     """
     shape = (band.nimages - 2, band.natoms, 3)
     start = band.get_positions().reshape(shape)
@@ -81,13 +85,18 @@ def relax_on_model(band, known, trust_radius, fmax, steps, optimizer, held):
         )
 
     dynamics = optimizer(band, logfile=None)
-    for _ in dynamics.irun(fmax=0.0, steps=steps):  # the test below ends it
-        now = band.get_positions().reshape(shape)  # (i - 2, n, 3)
-        if beyond(now):
-            band.set_positions(cut_back(last, now - last, beyond).reshape(-1, 3))
-            return True
-        last = now
-        forces = band.get_forces().reshape(shape)
-        if largest_forces(forces[free]).max() < fmax:
-            return False
-    return False
+    try:
+        for _ in dynamics.irun(fmax=0.0, steps=steps):  # the test below ends it
+            now = band.get_positions().reshape(shape)  # (i - 2, n, 3)
+            if beyond(now):
+                band.set_positions(cut_back(last, now - last, beyond).reshape(-1, 3))
+                band.get_forces()  # the model has a value there
+                return "trust radius"
+            forces = band.get_forces().reshape(shape)
+            last = now
+            if largest_forces(forces[free]).max() < fmax:
+                return "model fmax"
+    except PriorCalculationError:
+        band.set_positions(last.reshape(-1, 3))
+        return "prior failed"
+    return "steps"

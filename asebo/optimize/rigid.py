@@ -121,3 +121,10 @@ def moved_rigidly(positions, translation, rotation):
     positions = np.asarray(positions, dtype=np.float64)
     centroid = positions.mean(axis=0)
     return centroid + translation + Rotation.from_rotvec(rotation).apply(positions - centroid)
+
+
+def calls_since_lowest(energies):
+    """How many of ``energies`` (k,), in the order computed, came after the lowest: the
+    halvings of a rigid move after a row of them. While each move lowers the energy the
+    step keeps its length; a move that overshoots a grid's ripple halves it."""
+    return len(energies) - 1 - int(np.argmin(energies))

@@ -8,9 +8,11 @@ lowest mode and its steps maximise the energy along it and minimise it along the
 others. The walk may stray only a trust radius from the configurations computed, as
 the band's relaxation in :mod:`asebo.neb.relax`; the first step beyond is cut back to
 the boundary and the walk stops there, so that the next call is made where the GP
-still knows the surface.
+still knows the surface. Where the GP's prior calculator fails (an xTB SCF that does not
+converge), the walk stops at the last configuration the model had a value for.
 """
 
+from asebo.model.priors import PriorCalculationError
 from asebo.neb.band import ModelCalculator
 from asebo.neb.relax import distance_to
 from asebo.neb.trust_radius import cut_back
@@ -38,7 +40,7 @@ def saddle_on_model(gp, atoms, known, trust_radius, fmax, steps):
     -------
     positions : array (n, 3)
     reason : str
-        ``'model saddle'``, ``'trust radius'`` or ``'steps'``.
+        ``'model saddle'``, ``'trust radius'``, ``'steps'`` or ``'prior failed'``.
     """
     from sella import Sella  # asebo[sella]
 
@@ -50,11 +52,16 @@ def saddle_on_model(gp, atoms, known, trust_radius, fmax, steps):
     def beyond(positions):
         return distance_to(known, positions) > trust_radius
 
-    for converged in walk.irun(fmax=fmax, steps=steps):
-        now = model.positions.copy()
-        if beyond(now):
-            return cut_back(last, now - last, beyond), "trust radius"
-        if converged:
-            return now, "model saddle"
-        last = now
+    try:
+        for converged in walk.irun(fmax=fmax, steps=steps):
+            now = model.positions.copy()
+            if beyond(now):
+                model.positions = cut_back(last, now - last, beyond)
+                model.get_forces()  # the model has a value there
+                return model.positions.copy(), "trust radius"
+            if converged:
+                return now, "model saddle"
+            last = now
+    except PriorCalculationError:
+        return last, "prior failed"
     return last, "steps"

@@ -19,8 +19,10 @@ configuration computed from converging
 (:func:`asebo.optimize.stages.only_rigid_forces_left`), the walk's end is also moved as
 a whole along them, as :class:`asebo.BOOptimizer` does, by the default ``force_step``
 of :class:`asebo.optimize.settings.TrustSettings`, times its ``rigid_shrink`` for every
-such call before it in a row. A walk that ends on a configuration already computed
-would repeat it: the search then ends there, not converged, with a line in the log.
+call of that row after the lowest energy in it
+(:func:`asebo.optimize.rigid.calls_since_lowest`). A walk that ends on a configuration
+already computed would repeat it: the search then ends there, not converged, with a
+line in the log.
 """
 
 import numpy as np
@@ -42,7 +44,7 @@ from asebo.optimize.observations import (
 )
 from asebo.optimize.observed_atoms import ComputedResults
 from asebo.optimize.restart_lock import RestartLock
-from asebo.optimize.rigid import moved_rigidly, rigid_step
+from asebo.optimize.rigid import calls_since_lowest, moved_rigidly, rigid_step
 from asebo.optimize.settings import SpecialCases, TrustSettings
 from asebo.optimize.stages import only_rigid_forces_left
 from asebo.optimize.surrogate_model import default_surrogate, refit
@@ -67,10 +69,11 @@ class BOSaddle(Optimizer):
     prior, kernel : optional
         The GP's prior mean and representation, as for
         :class:`asebo.optimize.optimizer.BOOptimizer`. The default prior is
-        ``'auto'`` (:func:`asebo.model.priors.automatic_prior`): GFN2-xTB where the
-        target is another calculator and GFN2-xTB describes the molecule, the Lindh
-        model elsewhere (a tblite target among them); its choice is the log's first
-        line. The default kernel: internal coordinates.
+        ``'auto'`` (:func:`asebo.model.priors.barrier_prior`): GFN2-xTB where the
+        target is another calculator, the other GFN-xTB method where the target is
+        tblite (GFN1-xTB under GFN2-xTB), the Lindh model where no GFN-xTB method
+        describes the molecule; its choice is the log's first line. The default
+        kernel: internal coordinates.
     trust_radius : float
         Å, the first trust radius: the walk on the model goes no further than this
         from the configurations computed.
@@ -116,8 +119,9 @@ class BOSaddle(Optimizer):
         self.model_fmax = None if model_fmax is None else positive("model_fmax", model_fmax)
         self.model_steps = int(positive("model_steps", model_steps))
         check_restart(restart)
-        self.representation, self.prior, self.gp, why = default_surrogate(
-            AUTO if prior is None else prior, kernel, atoms, False, gp_options
+        prior, why = saddle_prior(prior, atoms)
+        self.representation, self.prior, self.gp, _ = default_surrogate(
+            prior, kernel, atoms, False, gp_options
         )
         self.identity = calculator_identity(atoms.calc)
         self._fit = None  # (observations counted, metric) of the last fit
@@ -323,7 +327,8 @@ class BOSaddle(Optimizer):
         rigid = 0 if index != len(self.observations.energies) - 1 else self._rigid_calls()
         if rigid == 0:
             return following
-        length = TrustSettings().force_step * SpecialCases().rigid_shrink ** (rigid - 1)
+        halvings = calls_since_lowest(self.observations.energies[-rigid:])
+        length = TrustSettings().force_step * SpecialCases().rigid_shrink ** halvings
         translation, rotation = rigid_step(
             self.atoms.positions, self.observations.forces[index], length
         )
@@ -375,6 +380,21 @@ def check_saddle_system(atoms):
         raise ImportError(
             "BOSaddle walks on its model with Sella: pip install 'asebo[sella]'"
         ) from error
+
+
+def saddle_prior(prior, atoms):
+    """BOSaddle's ``prior`` argument for ``atoms`` and why (None unless chosen here):
+    None and ``'auto'`` take :func:`asebo.model.priors.barrier_prior`'s GFN-xTB
+    calculator, or the Lindh model where it has none; anything else is returned as it
+    is."""
+    if prior is not None and not (isinstance(prior, str) and prior == AUTO):
+        return prior, None
+    from asebo.model.priors import barrier_prior
+
+    calculator, reason = barrier_prior(atoms)
+    if calculator is None:
+        return "lindh", f"the Lindh model ({reason})"
+    return calculator, reason
 
 
 def _checked_observations(observations, n):
