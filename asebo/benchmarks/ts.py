@@ -13,12 +13,11 @@ calls in all, the runs ending at a first-order saddle point, and those where bot
 at one with energies within 10 meV (the same saddle). A run that raises is a row
 that says so. ``--optimizers`` runs one of the two only.
 
-``--prior gfn1`` gives BOSaddle GFN1-xTB as its prior (the GP learns the difference to
-it; the prior's calls are not counted): its Hessian at the guess is then close to the
-target's, where the Lindh model, BOSaddle's default under tblite, is softest along
-torsions. What a GFN-xTB prior does for a saddle search with an expensive method.
-``--prior`` takes a model prior's name too (``lindh``, ``max``); BOSaddle's default
-is ``auto``: GFN2-xTB under any calculator but tblite.
+BOSaddle's default prior (``auto``) is GFN2-xTB under any calculator but tblite and
+GFN1-xTB under tblite's GFN2-xTB (the GP learns the difference; the prior's calls are
+not counted, their time is outside the calculator's). ``--prior`` gives it another: a
+calculator preset (``gfn2``, say) or a model prior's name (``lindh``, the Lindh
+model, softest along torsions at a guess; ``max``).
 
 ``--calculator`` runs every search and Hessian with another calculator preset
 (``gpaw:mode=lcao,basis=dzp,h=0.2,vacuum=4``, say; a guess of odd electron count
