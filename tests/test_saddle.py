@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from ase import Atoms
 from ase.build import bulk, molecule
-from ase.calculators.calculator import Calculator, all_changes
+from ase.calculators.calculator import CalculationFailed, Calculator, all_changes
 from ase.calculators.emt import EMT
 from ase.constraints import FixAtoms, FixBondLength
 
@@ -226,6 +226,43 @@ def test_a_net_force_the_model_cannot_see_is_walked_off_as_a_whole():
     reference, _ = sella_saddle("01_hcn")
     ripple = CentroidRipple().amplitude
     assert atoms.get_potential_energy() < reference.get_potential_energy() - ripple + 0.01
+
+
+class NoValueBelow(Calculator):
+    """GFN1-xTB without a value where atoms 0 and 2 are closer than ``distance`` (Å): a
+    prior whose SCF fails there."""
+
+    implemented_properties = ("energy", "free_energy", "forces")
+
+    def __init__(self, distance):
+        super().__init__()
+        self.calc, self.distance = get_calculator("gfn1"), distance
+
+    def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        super().calculate(atoms, properties, system_changes)
+        if self.atoms.get_distance(0, 2) < self.distance:
+            raise CalculationFailed("SCF not converged")
+        energy = self.calc.get_potential_energy(self.atoms)
+        forces = self.calc.get_forces(self.atoms)
+        self.results = {"energy": energy, "free_energy": energy, "forces": forces}
+
+
+def test_a_walk_stops_on_the_last_configuration_its_prior_has_a_value_for():
+    atoms = guess("01_hcn")  # C, N, H; C-H 1.96 Å
+    atoms.calc = get_calculator("gfn2")
+    search = BOSaddle(atoms, logfile=None, prior=NoValueBelow(1.6))
+    search.run(fmax=0.05, steps=1)
+    gp = search._fitted()
+    known = np.array(search.observations.positions)  # (m, 3, 3)
+    start = atoms.get_distance(0, 2)
+    # unbounded, the walk on this model ends with C-H at 1.14 Å
+    end, reason = saddle_on_model(gp, atoms, known, 10.0, 0.01, 300)
+    assert reason == "prior failed"
+    reached = atoms.copy()
+    reached.positions = end
+    assert 1.6 <= reached.get_distance(0, 2) < start - 0.05
+    energy, gradient = gp.predict(end[None], return_gradient=True)  # a value there
+    assert np.isfinite(energy).all() and np.isfinite(gradient).all()
 
 
 def test_a_walk_that_ends_on_a_configuration_computed_ends_the_run(tmp_path):
