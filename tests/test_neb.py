@@ -129,6 +129,19 @@ def test_muller_brown_saddle_in_fewer_calls_than_fire(muller_brown_run):
     assert energies[top] / SCALE == pytest.approx(-40.665, abs=0.05)
 
 
+def test_a_band_whose_model_smooths_over_its_calls_steps_along_the_computed_forces(tmp_path):
+    # a GP noise of 1 eV and 1 eV/Å, 500 times the default: the model's band comes to
+    # rest with every image computed while the computed NEB forces are still above fmax
+    neb = muller_brown_band()
+    log = tmp_path / "band.log"
+    smooth = {"energy_noise": 1.0, "gradient_noise": 1.0}
+    assert BONEB(neb, logfile=str(log), gp_options=smooth).run(fmax=0.05, steps=100)
+    assert "along its computed NEB force, the model's band at rest" in log.read_text()
+    energies = [image.get_potential_energy() for image in neb.images]
+    top = int(np.argmax(energies))
+    assert np.linalg.norm(neb.images[top].positions[0, :2] - SADDLE_AB) < 0.01
+
+
 def test_no_geometry_computed_twice(muller_brown_run):
     _, _, calls = muller_brown_run
     calls = np.array(calls)  # (c, 1, 3)

@@ -39,7 +39,7 @@ from asebo.optimize.observed_atoms import ComputedResults
 from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.rigid import calls_since_lowest, moved_rigidly, rigid_step
 from asebo.optimize.settings import SpecialCases, TrustSettings
-from asebo.optimize.stages import only_rigid_forces_left
+from asebo.optimize.stages import newton_length, only_rigid_forces_left
 from asebo.optimize.surrogate_model import default_surrogate, refit
 
 MOLECULE_PRIOR = "max"
@@ -193,11 +193,7 @@ class BONEB(IOContext):
         while not self.converged():
             if done >= steps:
                 return False
-            choice = self._choose()
-            if choice is None:
-                self._note("every image computed, the model's band at rest: stopped")
-                return False
-            self._compute(*choice)
+            self._compute(*self._choose())
             done += 1
         return True
 
@@ -276,11 +272,13 @@ class BONEB(IOContext):
 
     def _choice(self):
         """Relax the band on the GP unless its NEB forces are below ``fmax``; the moving
-        image to compute next (0-based) and why, or None where every one is computed.
+        image to compute next (0-based) and why.
 
         The images computed at their place whose NEB force is below ``fmax``, or would
         be but for its net force and torque (:meth:`_moved_as_a_whole`), are held while
-        the others relax."""
+        the others relax. Where every image is computed at its place after that, an
+        image is moved before its call (:meth:`_moved_as_a_whole`, else
+        :meth:`_stepped_along_band_force`): the band has not converged."""
         positions = self.positions
         energies, forces, computed = self._values(positions)
         band, climbing = band_forces(self.neb, positions, energies, forces)
@@ -311,7 +309,34 @@ class BONEB(IOContext):
         choice = _pick(gp, moving, computed[1:-1], climbing, self.uncertainty, how)
         if choice is None:
             choice = self._moved_as_a_whole(positions, forces, band, how)
+        if choice is None:
+            choice = self._stepped_along_band_force(positions, band, how)
         return choice
+
+    def _stepped_along_band_force(self, positions, band, how):
+        """Where every moving image is computed at its place and the band rests on the
+        model with computed NEB forces above ``fmax``: the image of the largest one,
+        moved along it, and why; None where every NEB force is below ``fmax``. Its largest
+        atomic move is the trust radius, or less where the model's curvature along the
+        force puts the minimum along it nearer
+        (:func:`asebo.optimize.stages.newton_length`). ``positions`` (i, n, 3) are every image's,
+        ``band`` (i - 2, n, 3) their computed NEB forces.
+
+        The model's band rests where the model's NEB forces vanish; where the computed
+        ones do not, the model smooths over what the calls show (a GP whose noise takes
+        up a calculator's grid error, say), and no relaxation on it moves the band. A
+        step along the computed force, as a plain NEB takes, adds the call the model
+        lacks there; the trust radius then follows the model's error at it."""
+        largest = largest_forces(band)  # (i - 2,)
+        worst = int(np.argmax(largest))
+        if largest[worst] < self.fmax:
+            return None
+        where = positions[worst + 1]  # (n, 3)
+        length = min(self.trust_radius, newton_length(self._fitted(), where, band[worst]))
+        self.images[worst + 1].positions = where + length * band[worst] / largest[worst]
+        return worst, (
+            f"stepped {length:.3g} Å along its computed NEB force, the model's band at rest; {how}"
+        )
 
     def _moved_as_a_whole(self, positions, forces, band, how):
         """Where every moving image is computed at its place and the band rests on the
