@@ -4,7 +4,7 @@ import numbers
 
 from ase.calculators.calculator import Calculator, PropertyNotImplementedError, all_changes
 
-from .box import MoleculeBoxCalculator
+from .box import MoleculeBoxCalculator, checked_box
 from .cells import check_periodic_cell
 from .kpoints import check_kpts, kpoint_grid, kpoint_size
 
@@ -64,6 +64,9 @@ class CellAwareGPAW(Calculator):
     align : bool
         Molecules only: rotate each configuration onto the first one
         (:class:`MoleculeBoxCalculator`).
+    box : array (3,), optional
+        Molecules only: Å, the first box (:class:`MoleculeBoxCalculator`); give a
+        band's images one (:func:`calculators.box.band_box`).
     **kw
         Passed to ``gpaw.GPAW`` over the parameters above and ``txt=None``.
 
@@ -104,6 +107,7 @@ class CellAwareGPAW(Calculator):
         width=None,
         vacuum=4.0,
         align=False,
+        box=None,
         **kw,
     ):
         super().__init__()
@@ -126,6 +130,7 @@ class CellAwareGPAW(Calculator):
             "width": width,
             "vacuum": float(vacuum),
             "align": bool(align),
+            "box": None if box is None else tuple(float(x) for x in checked_box(box)),
         }
         self.extra_parameters = kw
         self.kpts_ = None
@@ -179,6 +184,8 @@ class CellAwareGPAW(Calculator):
             return
         if self.options["align"]:
             raise ValueError("align=True is for molecules in a box; periodic atoms keep their cell")
+        if self.options["box"] is not None:
+            raise ValueError("box is for molecules in a box; periodic atoms keep their cell")
         check_periodic_cell(self.atoms)
         pbc = tuple(bool(p) for p in self.atoms.pbc)
         if self.gpaw_ is None or self._pbc != pbc:
@@ -198,6 +205,7 @@ class CellAwareGPAW(Calculator):
                 self._gpaw(self.gpaw_parameters_for(self.atoms)),
                 vacuum=self.options["vacuum"],
                 align=self.options["align"],
+                box=self.options["box"],
             )
         self.gpaw_, self._pbc = self._box.calc, (False, False, False)
         energy = self._box.get_property("energy", self.atoms)

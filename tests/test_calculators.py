@@ -249,6 +249,28 @@ def test_box_keeps_vacuum_and_grows_when_an_atom_moves_out():
     assert (wrapped.box_ - boxed.positions).min() >= 3.0 - 1e-12
 
 
+def test_a_band_box_holds_every_image_with_its_vacuum():
+    from calculators.box import band_box
+
+    water = molecule("H2O")
+    stretched = water.copy()
+    stretched.positions[1] += [0.0, 1.5, 0.3]  # one O-H bond broken
+    box = band_box([water.positions, stretched.positions], vacuum=3.0)  # (3,)
+    for image in (water, stretched):
+        # each image alone gets the box band_box gives for it
+        alone = MoleculeBoxCalculator(EMT(), vacuum=3.0)
+        alone.boxed(image)
+        np.testing.assert_allclose(alone.box_, band_box([image.positions], vacuum=3.0))
+        assert (alone.box_ <= box + 1e-12).all()
+        shared = MoleculeBoxCalculator(EMT(), vacuum=3.0, box=box)
+        boxed = shared.boxed(image)
+        np.testing.assert_allclose(shared.box_, box)  # kept: every atom 3 Å from the walls
+        assert boxed.positions.min() >= 3.0 - 1e-12
+        assert (box - boxed.positions).min() >= 3.0 - 1e-12
+    with pytest.raises(ValueError, match="three positive lengths"):
+        MoleculeBoxCalculator(EMT(), box=[8.0, -1.0, 8.0])
+
+
 def test_box_energy_and_forces_are_invariant_under_translation():
     wrapped = MoleculeBoxCalculator(EMT(), vacuum=3.0)
     atoms = perturbed_water()

@@ -260,16 +260,37 @@ def test_boneb_reaches_the_bfgs_barrier_of_a_gpaw_hop_in_fewer_calls():
 MOLECULE_GPAW = "gpaw:mode=lcao,basis=dzp,h=0.2,vacuum=4"
 
 
+def test_one_box_gives_the_images_of_a_band_one_energy_surface():
+    from ase.io import read
+
+    from asebo.benchmarks.neb import REACTIONS
+    from calculators.box import band_box
+
+    frames = read(REACTIONS / "02_hcn.xyz", index=":")  # HCN, the guess, HNC
+    target = frames[1]
+    box = band_box([frame.positions for frame in frames])  # (3,)
+    by_own_box, by_band_box = [], []
+    for first in frames:  # a calculator per image, first called at its own image
+        for energies, options in ((by_own_box, {}), (by_band_box, {"box": box})):
+            calculator = get_calculator(MOLECULE_GPAW, **options)
+            calculator.get_potential_energy(first)
+            energies.append(calculator.get_potential_energy(target))
+    assert np.ptp(by_own_box) > 0.01  # eV: each box its own surface
+    assert np.ptp(by_band_box) < 1e-4  # eV: one box, one surface (SCF tolerance)
+
+
 @pytest.mark.slow
 def test_a_gpaw_molecule_band_takes_a_gfn2_prior_and_reaches_the_bfgs_barrier_in_fewer_calls():
     pytest.importorskip("tblite")
     from asebo import BONEB
     from asebo.benchmarks.neb import REACTIONS, band, idpp_band, reaction
     from asebo.model.priors import CalculatorPrior
+    from calculators.box import band_box
 
-    make = partial(get_calculator, MOLECULE_GPAW)
-    initial, final, moving = reaction(REACTIONS / "11_h2co.xyz", make)  # H2CO -> H2 + CO
+    relax = partial(get_calculator, MOLECULE_GPAW)
+    initial, final, moving = reaction(REACTIONS / "11_h2co.xyz", relax)  # H2CO -> H2 + CO
     positions = idpp_band(initial, final, moving)  # (moving + 2, 4, 3)
+    make = partial(get_calculator, MOLECULE_GPAW, box=band_box(positions))  # one box
     reference = band(initial, final, positions, make)
     assert BFGS(reference, logfile=None).run(fmax=BAND_FMAX, steps=100)
     bfgs_calls = sum(image.calc.calls for image in reference.images[1:-1])

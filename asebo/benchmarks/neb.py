@@ -27,7 +27,10 @@ hops.
 
 ``--calculator`` runs the reactions' bands and end states with another calculator
 preset (``gpaw:mode=lcao,basis=dzp,h=0.2,vacuum=4``, say); under any calculator but
-tblite BONEB's default prior of a molecule's band is GFN2-xTB.
+tblite BONEB's default prior of a molecule's band is GFN2-xTB. GPAW puts each image in
+a box; every image of a band, its endpoints included, takes the one box that holds
+the whole IDPP band with the preset's vacuum (:func:`one_box`), and the endpoints,
+relaxed each in its own box, are computed again in it.
 
 ``--optimizers`` runs some of BONEB, FIRE, BFGS and MDMin only, in the table's order
 (default: all four). ``--prior gfn1`` gives BONEB GFN1-xTB as its prior (the GP learns
@@ -240,6 +243,20 @@ def band(initial, final, positions, make=EMT):
     return NEB(images, climb=True, method="improvedtangent")
 
 
+def one_box(make, positions):
+    """``make``, or where it makes a calculator that puts a molecule in a box of its own
+    (GPAW's preset: :class:`calculators.box.MoleculeBoxCalculator`), ``make`` with one box
+    for every image of the band at ``positions`` (i, n, 3)
+    (:func:`calculators.box.band_box`): each image's own box would be its own energy
+    surface."""
+    options = getattr(make(), "options", None)
+    if not isinstance(options, dict) or "box" not in options:
+        return make
+    from calculators.box import band_box
+
+    return partial(make, box=band_box(positions, options["vacuum"]))
+
+
 def gfn2():
     from calculators import get_calculator
 
@@ -312,9 +329,10 @@ def run(args):
     optimizers = list(dict.fromkeys(args.optimizers))
     rows = []
     calls, seconds = dict.fromkeys(optimizers, 0), dict.fromkeys(optimizers, 0.0)
-    for name, build, make in _cases(args):
+    for name, build, relax in _cases(args):
         initial, final, moving = build()
         positions = idpp_band(initial, final, moving)
+        make = one_box(relax, positions) if args.set == "reactions" else relax
         cells = []
         for optimizer in optimizers:
             start = time.perf_counter()
