@@ -37,8 +37,7 @@ from asebo.neb.relax import model_band, relax_on_model
 from asebo.neb.trust_radius import adapted_radius
 from asebo.optimize.observed_atoms import ComputedResults
 from asebo.optimize.restart_lock import RestartLock
-from asebo.optimize.rigid import calls_since_lowest, moved_rigidly, rigid_step
-from asebo.optimize.settings import SpecialCases, TrustSettings
+from asebo.optimize.rigid import moved_rigidly, rigid_move_length, rigid_step
 from asebo.optimize.stages import newton_length, only_rigid_forces_left
 from asebo.optimize.surrogate_model import default_surrogate, refit
 
@@ -319,8 +318,8 @@ class BONEB(IOContext):
         moved along it, and why; None where every NEB force is below ``fmax``. Its largest
         atomic move is the trust radius, or less where the model's curvature along the
         force puts the minimum along it nearer
-        (:func:`asebo.optimize.stages.newton_length`). ``positions`` (i, n, 3) are every image's,
-        ``band`` (i - 2, n, 3) their computed NEB forces.
+        (:func:`asebo.optimize.stages.newton_length`). ``positions`` (i, n, 3) are every
+        image's, ``band`` (i - 2, n, 3) their computed NEB forces.
 
         The model's band rests where the model's NEB forces vanish; where the computed
         ones do not, the model smooths over what the calls show (a GP whose noise takes
@@ -351,7 +350,7 @@ class BONEB(IOContext):
         relaxation on the model removes them: the image moves rigidly by ``force_step``
         of :class:`asebo.optimize.settings.TrustSettings`, times ``rigid_shrink`` of
         :class:`asebo.optimize.settings.SpecialCases` for every call of its row of such
-        moves after the lowest energy in it (:meth:`_rigid_halvings`), as
+        moves after the lowest energy in it (:meth:`_rigid_row_energies`), as
         :class:`asebo.BOOptimizer` and :class:`asebo.BOSaddle` do.
         """
         rigid_only = self._rigid_only(positions, band)
@@ -359,8 +358,7 @@ class BONEB(IOContext):
             return None
         worst = int(np.argmax(np.where(rigid_only, largest_forces(band), -np.inf)))
         where = positions[worst + 1]  # (n, 3)
-        halvings = self._rigid_halvings(worst + 1)
-        length = TrustSettings().force_step * SpecialCases().rigid_shrink ** halvings
+        length = rigid_move_length(self._rigid_row_energies(worst + 1))
         translation, rotation = rigid_step(where, forces[worst + 1], length)
         self.images[worst + 1].positions = moved_rigidly(where, translation, rotation)
         return worst, f"moved as a whole along its net force and torque; {how}"
@@ -378,11 +376,10 @@ class BONEB(IOContext):
             ]
         )
 
-    def _rigid_halvings(self, image):
-        """The halvings of the next rigid move of ``image``: of its latest calls in a row
-        that were rigid moves of the call before (every interatomic distance the same),
-        and the call they started from, those after the lowest energy
-        (:func:`asebo.optimize.rigid.calls_since_lowest`)."""
+    def _rigid_row_energies(self, image):
+        """The energies of ``image``'s latest calls in a row that were rigid moves of the
+        call before (every interatomic distance the same), and of the call they started
+        from, in the order computed (:func:`asebo.optimize.rigid.rigid_move_length`)."""
         observations = self.record.observations
         calls = [at for at, index in enumerate(self.record.image_of) if index == image]
         count = 0
@@ -391,7 +388,7 @@ class BONEB(IOContext):
             if not np.allclose(pdist(moved), pdist(start), rtol=0.0, atol=1e-9):
                 break
             count += 1
-        return calls_since_lowest([observations.energies[at] for at in calls[-count - 1 :]])
+        return [observations.energies[at] for at in calls[-count - 1 :]]
 
     def _compute(self, moving, reason):
         """Call the calculator of moving image ``moving`` (0-based) at its place."""

@@ -13,6 +13,8 @@ without changing the molecule's shape.
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from asebo.optimize.settings import SpecialCases, TrustSettings
+
 RCOND = 1e-10  # relative singular value below which a rigid mode is dropped (one atom)
 NEGLIGIBLE = 1e-12  # a rigid part this small relative to the forces is round-off
 LINEAR = 1e-2
@@ -123,8 +125,12 @@ def moved_rigidly(positions, translation, rotation):
     return centroid + translation + Rotation.from_rotvec(rotation).apply(positions - centroid)
 
 
-def calls_since_lowest(energies):
-    """How many of ``energies`` (k,), in the order computed, came after the lowest: the
-    halvings of a rigid move after a row of them. While each move lowers the energy the
-    step keeps its length; a move that overshoots a grid's ripple halves it."""
-    return len(energies) - 1 - int(np.argmin(energies))
+def rigid_move_length(energies):
+    """Å, the largest atomic move of a rigid move after a row of calls whose
+    ``energies`` (k,) are given in the order computed: the default ``force_step`` of
+    :class:`asebo.optimize.settings.TrustSettings`, times ``rigid_shrink`` of
+    :class:`asebo.optimize.settings.SpecialCases` for every call after the lowest.
+    While each move lowers the energy the step keeps its length; a move that overshoots
+    a grid's ripple halves it."""
+    halvings = len(energies) - 1 - int(np.argmin(energies))
+    return TrustSettings().force_step * SpecialCases().rigid_shrink ** halvings

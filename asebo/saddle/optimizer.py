@@ -20,7 +20,7 @@ configuration computed from converging
 a whole along them, as :class:`asebo.BOOptimizer` does, by the default ``force_step``
 of :class:`asebo.optimize.settings.TrustSettings`, times its ``rigid_shrink`` for every
 call of that row after the lowest energy in it
-(:func:`asebo.optimize.rigid.calls_since_lowest`). A walk that ends on a configuration
+(:func:`asebo.optimize.rigid.rigid_move_length`). A walk that ends on a configuration
 already computed would repeat it: the search then ends there, not converged, with a
 line in the log.
 """
@@ -44,8 +44,7 @@ from asebo.optimize.observations import (
 )
 from asebo.optimize.observed_atoms import ComputedResults
 from asebo.optimize.restart_lock import RestartLock
-from asebo.optimize.rigid import calls_since_lowest, moved_rigidly, rigid_step
-from asebo.optimize.settings import SpecialCases, TrustSettings
+from asebo.optimize.rigid import moved_rigidly, rigid_move_length, rigid_step
 from asebo.optimize.stages import only_rigid_forces_left
 from asebo.optimize.surrogate_model import default_surrogate, refit
 from asebo.saddle.model_search import saddle_on_model
@@ -327,8 +326,7 @@ class BOSaddle(Optimizer):
         rigid = 0 if index != len(self.observations.energies) - 1 else self._rigid_calls()
         if rigid == 0:
             return following
-        halvings = calls_since_lowest(self.observations.energies[-rigid:])
-        length = TrustSettings().force_step * SpecialCases().rigid_shrink ** halvings
+        length = rigid_move_length(self.observations.energies[-rigid:])
         translation, rotation = rigid_step(
             self.atoms.positions, self.observations.forces[index], length
         )
