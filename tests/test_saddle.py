@@ -1,6 +1,7 @@
 """BOSaddle: the saddle points of HCN and H2CO's guesses reached as Sella reaches them,
-one imaginary mode there, in fewer calls; a walk on the model that stays within its trust
-radius; a resumed search that repeats no call; bad input refused before any call."""
+one imaginary mode there, in fewer calls; a second-order saddle point stepped off; a
+walk on the model that stays within its trust radius; a resumed search that repeats no
+call; bad input refused before any call."""
 
 import os
 
@@ -50,6 +51,25 @@ def test_the_saddle_point_is_sellas_with_one_imaginary_mode_in_fewer_calls(name)
     assert len(imaginary_modes(atoms, get_calculator("gfn2"))) == 1
     assert search.model_order() == 1
     assert atoms.calc.ncalls <= reference_calls
+
+
+def test_a_second_order_saddle_point_its_forces_converge_on_is_stepped_off(tmp_path):
+    # from this guess the walk's forces converge after five calls where GFN2-xTB has two
+    # imaginary modes (844i and 95i cm-1), the model two negative curvatures
+    atoms = counted("20_hconh3_cation")
+    restart, log = tmp_path / "saddle.json", tmp_path / "saddle.log"
+    first = BOSaddle(atoms, restart=str(restart), logfile=str(log))
+    assert not first.run(fmax=0.05, steps=4)
+    assert atoms.calc.ncalls == 5
+    assert np.sqrt((atoms.get_forces() ** 2).sum(axis=1)).max() < 0.05
+    assert first.model_order() == 2
+    first.close()
+    search = BOSaddle(atoms, restart=str(restart), logfile=str(log))
+    assert search.run(fmax=0.05, steps=30)
+    assert "the model has 2 negative curvatures here" in log.read_text()
+    assert atoms.calc.ncalls == len(search.observations.energies)  # none repeated
+    assert search.model_order() == 1
+    assert len(imaginary_modes(atoms, get_calculator("gfn2"))) == 1
 
 
 def test_the_walk_on_the_model_stays_within_the_trust_radius():

@@ -13,6 +13,11 @@ calls in all, the runs ending at a first-order saddle point, and those where bot
 at one with energies within 10 meV (the same saddle). A run that raises is a row
 that says so. ``--optimizers`` runs one of the two only.
 
+``--set reactions`` takes instead the approximate transition state of each reaction of
+Birkholz and Schlegel's path test set (A. B. Birkholz and H. B. Schlegel, Theor. Chem.
+Acc. 135, 84 (2016); ``asebo/data/reactions``, the middle frame of each file, every one
+neutral and closed-shell): guesses none of BOSaddle's choices were made on.
+
 BOSaddle's default prior (``auto``) is GFN2-xTB under any calculator but tblite and
 GFN1-xTB under tblite's GFN2-xTB (the GP learns the difference; the prior's calls are
 not counted, their time is outside the calculator's). ``--prior`` gives it another: a
@@ -33,7 +38,8 @@ from ase.io import read
 
 from asebo.benchmarks._options import refuse_unknown
 
-FOLDER = Path(__file__).resolve().parent.parent / "data" / "baker_ts"
+DATA = Path(__file__).resolve().parent.parent / "data"
+SETS = {"baker_ts": DATA / "baker_ts", "reactions": DATA / "reactions"}
 CHARGES = {"16_h2po4_anion": -1, "20_hconh3_cation": 1}
 OPTIMIZERS = ("BOSaddle", "Sella")
 SAME = 0.01  # eV: two first-order endpoints this close are the same saddle point
@@ -41,7 +47,14 @@ SAME = 0.01  # eV: two first-order endpoints this close are the same saddle poin
 
 def add_arguments(parser):
     parser.add_argument(
-        "--guesses", nargs="+", default=None, help="file stems or substrings (default: all 25)"
+        "--set",
+        choices=sorted(SETS),
+        default="baker_ts",
+        help="the 25 guesses of Baker and Chan (default) or the approximate transition "
+        "states of the reactions of Birkholz and Schlegel",
+    )
+    parser.add_argument(
+        "--guesses", nargs="+", default=None, help="file stems or substrings (default: all)"
     )
     parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å")
     parser.add_argument("--steps", type=int, default=1000)
@@ -68,17 +81,21 @@ def add_arguments(parser):
     )
 
 
-def guesses(wanted=None):
-    """The guesses' names (file stems), those matching ``wanted`` (all: None)."""
-    names = sorted(path.stem for path in FOLDER.glob("*.xyz"))
+def guesses(wanted=None, folder="baker_ts"):
+    """The guesses' names (file stems) in set ``folder`` (a key of :data:`SETS`), those
+    matching ``wanted`` (all: None)."""
+    names = sorted(path.stem for path in SETS[folder].glob("*.xyz"))
     if wanted:
         names = [name for name in names if any(w in name for w in wanted)]
     return names
 
 
-def guess(name):
-    """The atoms of guess ``name``, with its charge and spin as tblite reads them."""
-    atoms = read(FOLDER / f"{name}.xyz")
+def guess(name, folder="baker_ts"):
+    """The atoms of guess ``name`` of set ``folder`` (a key of :data:`SETS`; of a
+    reaction, the middle of its three frames), with its charge and spin as tblite reads
+    them."""
+    frames = read(SETS[folder] / f"{name}.xyz", index=":")
+    atoms = frames[len(frames) // 2]
     charge = CHARGES.get(name, 0)
     charges = np.zeros(len(atoms))
     charges[0] = charge
@@ -92,12 +109,12 @@ def guess(name):
 
 def search(task):
     """Run one optimizer from one guess: a dict of the result."""
-    name, optimizer, fmax, steps, skip_modes, prior, preset = task
+    name, folder, optimizer, fmax, steps, skip_modes, prior, preset = task
     from asebo.benchmarks._endpoint_audit import imaginary_modes
     from asebo.model.priors import resolve_prior
     from calculators import CountingCalculator, get_calculator
 
-    atoms = guess(name)
+    atoms = guess(name, folder)
     counter = CountingCalculator(get_calculator(preset))
     atoms.calc = counter
     start = time.perf_counter()
@@ -150,18 +167,18 @@ def run(args):
         "asebo bench ts",
         [("--prior", resolve_prior, args.prior), ("--calculator", get_calculator, args.calculator)],
     )
-    names = guesses(args.guesses)
+    names = guesses(args.guesses, args.set)
     optimizers = [o for o in OPTIMIZERS if o in args.optimizers]
     tasks = [
-        (n, o, args.fmax, args.steps, args.no_hessian, args.prior, args.calculator)
+        (n, args.set, o, args.fmax, args.steps, args.no_hessian, args.prior, args.calculator)
         for n in names
         for o in optimizers
     ]
     results = {}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for task, result in zip(tasks, pool.map(search, tasks)):
-            results[task[:2]] = result
-            print(f"{task[0]} {task[1]}: {_cell(result, result.get('energy', 0.0))}", flush=True)
+            results[task[0], task[2]] = result
+            print(f"{task[0]} {task[2]}: {_cell(result, result.get('energy', 0.0))}", flush=True)
     print()
     header = " | ".join(f"{o} calls | {o} imaginary (cm⁻¹) | {o} above (meV)" for o in optimizers)
     print(f"| guess | {header} |")

@@ -10,8 +10,11 @@ J. Zádor, J. Chem. Theory Comput. 18, 6974 (2022)) as the search on the model.
 
 The trust radius follows the model's force error at each new point
 (:func:`asebo.neb.trust_radius.adapted_radius`), from ``trust_radius`` up to
-``max_trust_radius``. Convergence is ASE's: the largest computed force below
-``fmax``. :meth:`BOSaddle.model_order` counts the model's negative curvatures there.
+``max_trust_radius``. Convergence is ASE's test, the largest computed force below
+``fmax``, at a configuration the model puts at a first-order saddle point: where a
+second negative curvature of the model is supported by the prior calculator or the
+calls, the search steps along it (:mod:`asebo.saddle.order`).
+:meth:`BOSaddle.model_order` counts the model's negative curvatures.
 
 A calculator on a grid gives a molecule's forces a net force and torque (the egg-box
 effect) that the rotation-invariant model cannot see. Where only they keep the last
@@ -48,6 +51,7 @@ from asebo.optimize.rigid import moved_rigidly, rigid_move_length, rigid_step
 from asebo.optimize.stages import only_rigid_forces_left
 from asebo.optimize.surrogate_model import default_surrogate, refit
 from asebo.saddle.model_search import saddle_on_model
+from asebo.saddle.order import ORDER_STEPS, order_step
 
 
 class BOSaddle(Optimizer):
@@ -72,7 +76,8 @@ class BOSaddle(Optimizer):
         target is another calculator, the other GFN-xTB method where the target is
         tblite (GFN1-xTB under GFN2-xTB), the Lindh model where no GFN-xTB method
         describes the molecule; its choice is the log's first line. The default
-        kernel: internal coordinates.
+        kernel: internal coordinates where they describe the guess, aligned positions
+        elsewhere (:func:`asebo.optimize.representations.make_representation`).
     trust_radius : float
         Å, the first trust radius: the walk on the model goes no further than this
         from the configurations computed.
@@ -117,14 +122,14 @@ class BOSaddle(Optimizer):
         self.max_trust_radius = positive("max_trust_radius", max_trust_radius)
         self.model_fmax = None if model_fmax is None else positive("model_fmax", model_fmax)
         self.model_steps = int(positive("model_steps", model_steps))
-        check_restart(restart)
         prior, why = saddle_prior(prior, atoms)
         self.representation, self.prior, self.gp, _ = default_surrogate(
-            prior, kernel, atoms, False, gp_options
+            prior, kernel, _start(atoms, check_restart(restart)), False, gp_options
         )
         self.identity = calculator_identity(atoms.calc)
         self._fit = None  # (observations counted, metric) of the last fit
         self._predicted = None  # (positions (n, 3), forces (n, 3), stopped) of the last walk
+        self._order = None  # (key, OrderStep or None) of the last configuration judged
         super().__init__(
             atoms,
             restart=restart,
@@ -164,7 +169,7 @@ class BOSaddle(Optimizer):
     def initialize(self):
         """A new record of the configurations computed."""
         self.observations = Observations(self.atoms.numbers, self.restart, self.comm)
-        self.observations.state["calculator"] = self.identity
+        self.observations.state.update(calculator=self.identity, start=self.atoms.positions.copy())
         for positions, energy, forces in zip(*self._given):
             self.observations.append(positions, energy, forces)
 
@@ -208,11 +213,41 @@ class BOSaddle(Optimizer):
         index = self.observations.find(self.atoms.positions)
         if index is None:
             return False
-        if largest_norm(self._free_forces(index)) < fmax:
-            return True
         self.fmax = fmax
+        if largest_norm(self._free_forces(index)) < fmax and self._order_step() is None:
+            return True
         self.step()
         return False
+
+    def gradient_converged(self, gradient):
+        """ASE's test of the forces, at a configuration the model puts at a first-order
+        saddle point (:meth:`_order_step`)."""
+        return super().gradient_converged(gradient) and self._order_step() is None
+
+    def _order_step(self):
+        """The :class:`asebo.saddle.order.OrderStep` off the atoms' positions where they
+        were computed, their forces are below ``fmax`` and the model puts them at a
+        saddle point of order two or more, at most :data:`asebo.saddle.order.ORDER_STEPS`
+        times a search; else None. Rank 0 decides, once per configuration and record."""
+        positions = self.atoms.positions.copy()  # (n, 3)
+        key = (len(self.observations.energies), positions.tobytes())
+        if self._order is not None and self._order[0] == key:
+            return self._order[1]
+        index = self.observations.find(positions)
+        taken = int(self.observations.state.get("order_steps", 0))
+        found = None
+        if (
+            index is not None
+            and taken < ORDER_STEPS
+            and largest_norm(self._free_forces(index)) < self.fmax
+            and self.comm.rank == 0
+        ):
+            found = order_step(
+                self._fitted(), self.observations, positions, self._free(), self.trust_radius
+            )
+        found = broadcast(found, root=0, comm=self.comm)
+        self._order = (key, found)
+        return found
 
     def _free_forces(self, index):
         """The forces (n, 3) of observation ``index`` with the constraints applied."""
@@ -273,13 +308,32 @@ class BOSaddle(Optimizer):
         return self.gp
 
     def step(self):
-        """Walk on the model from the configuration last computed, move the atoms to
-        where the walk ends: rank 0 walks and broadcasts where to."""
+        """Walk on the model from the configuration last computed, or step off it where
+        its forces are converged at a saddle point of higher order
+        (:meth:`_order_step`); move the atoms to where the walk or step ends: rank 0
+        walks and broadcasts where to."""
+        stepped = self._order_step()
+        if stepped is not None:
+            self._step_off(stepped)
+            return
         walked = self._walk() if self.comm.rank == 0 else None
         self._predicted = broadcast(walked, root=0, comm=self.comm)
         following = self._predicted[0]
         if self.observations.find(following) is not None:
             self._end_without_call()
+        self._save(following)
+        self.atoms.positions = following
+
+    def _step_off(self, stepped):
+        """Move the atoms to the :class:`asebo.saddle.order.OrderStep` ``stepped``, with
+        the model's forces there as the prediction the trust radius is judged by."""
+        if self.logfile is not None:
+            self.logfile.write(stepped.note())
+        following = stepped.positions  # (n, 3)
+        _, gradient = self._fitted().predict(following[None], return_gradient=True)
+        self._predicted = (following, -np.asarray(gradient)[0], False)
+        taken = int(self.observations.state.get("order_steps", 0))
+        self.observations.state["order_steps"] = taken + 1
         self._save(following)
         self.atoms.positions = following
 
@@ -393,6 +447,18 @@ def saddle_prior(prior, atoms):
     if calculator is None:
         return "lindh", f"the Lindh model ({reason})"
     return calculator, reason
+
+
+def _start(atoms, stored):
+    """The guess a search began from: ``atoms`` at the restart file's ``start`` where its
+    content ``stored`` has one, else ``atoms``. The default kernel is chosen on it, so
+    that a resumed search fits the model of the search it resumes."""
+    positions = None if stored is None else stored.get("start")
+    if positions is None or np.shape(positions) != atoms.positions.shape:
+        return atoms  # other atoms' file: refused when it is read
+    start = atoms.copy()
+    start.positions = np.asarray(positions, dtype=float)
+    return start
 
 
 def _checked_observations(observations, n):

@@ -1,0 +1,87 @@
+"""The order of a saddle search's endpoint by the model, and the step where it is not one.
+
+A walk that maximises along one mode and minimises along the others has zero gradient
+at a saddle point of any order: at a second-order one its step vanishes, and the
+forces alone end the search there. Where the forces are converged, the GP's Hessian
+at the configuration (:func:`asebo.optimize.model_hessian.curvature_with_evidence`)
+tells the order: a second negative curvature along which the prior calculator's own
+curvature or a configuration computed also says the energy falls
+(:func:`asebo.optimize.model_hessian.evidence_of_descent`) keeps the search going,
+with a step along it to the model's lowest energy within the trust radius, both signs
+tried (:func:`asebo.optimize.model_hessian.descent_along`), as
+:class:`asebo.BOOptimizer` steps off a saddle point its forces converged on
+(:func:`asebo.optimize.endpoint.descend_negative_curvature`). Unlike there, the
+curvature need not be negative beyond the model's doubt: the order is what a saddle
+search is asked for, and the evidence keeps the step from the GP's interpolation
+alone. The walk on the model from the configuration computed there minimises along
+that mode.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from asebo.optimize.model_hessian import curvature_with_evidence, descent_along
+from asebo.optimize.settings import SpecialCases
+
+ORDER_STEPS = SpecialCases().curvature_steps
+"""Steps along a second negative curvature a search takes at most, as many as
+:class:`asebo.BOOptimizer` takes along a first."""
+
+
+@dataclass(frozen=True)
+class OrderStep:
+    """A step off an endpoint of converged forces that the model puts at a saddle point
+    of order two or more.
+
+    Attributes
+    ----------
+    positions : array (n, 3)
+        Where to compute next.
+    curvature : float
+        eV/Å², the model's curvature along the mode followed.
+    order : int
+        The model's negative curvatures at the endpoint.
+    """
+
+    positions: np.ndarray
+    curvature: float
+    order: int
+
+    def note(self):
+        """The log's line."""
+        return (
+            f"BOSaddle: the forces are converged, but the model has {self.order} negative "
+            f"curvatures here and the second ({self.curvature:.3g} eV/Å²) is not the "
+            "interpolation's alone: a step along it\n"
+        )
+
+
+def order_step(gp, observations, positions, free, radius):
+    """The :class:`OrderStep` off ``positions`` where the model's mean curves down along
+    a mode beyond the lowest and the evidence supports it; None where the model puts
+    the configuration at a first-order saddle point (or at none).
+
+    Parameters
+    ----------
+    gp : asebo.model.gp.EnergyForceGP
+        Fitted to every one of ``observations``.
+    observations : asebo.optimize.observations.Observations
+        ``positions`` among them.
+    positions : array (n, 3)
+    free : bool array (n, 3)
+        The coordinates no constraint holds; rotations are rigid motions where all are.
+    radius : float
+        Å: the step's largest atomic move.
+    """
+    rotations = bool(np.all(free))
+    _, curvature = curvature_with_evidence(
+        gp, observations, positions, free, rotations, gp.prior.is_calculator, False
+    )
+    downward = curvature.downward  # ascending: the first is the mode maximised
+    supported = [index for index in downward[1:] if curvature.evidence[index]]
+    if not supported:
+        return None
+    index = supported[0]
+    step = descent_along(gp, positions, curvature.modes[index], radius)
+    return OrderStep(step, float(curvature.curvatures[index]), len(downward))
