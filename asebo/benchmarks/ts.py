@@ -14,9 +14,11 @@ at one with energies within 10 meV (the same saddle). A run that raises is a row
 that says so. ``--optimizers`` runs one of the two only.
 
 ``--set reactions`` takes instead the approximate transition state of each reaction of
-Birkholz and Schlegel's path test set (A. B. Birkholz and H. B. Schlegel, Theor. Chem.
-Acc. 135, 84 (2016); ``asebo/data/reactions``, the middle frame of each file, every one
-neutral and closed-shell): guesses none of BOSaddle's choices were made on.
+Birkholz and Schlegel's path test set (from A. B. Birkholz and H. B. Schlegel's work on
+reaction-path optimization, as the pysisyphus geometry library collects it;
+``asebo/data/reactions``, the middle frame of each file;
+``18_sn2`` has charge -1, ``15_oxirane`` an odd electron count, a doublet): guesses none
+of BOSaddle's choices were made on.
 
 BOSaddle's default prior (``auto``) is GFN2-xTB under any calculator but tblite and
 GFN1-xTB under tblite's GFN2-xTB (the GP learns the difference; the prior's calls are
@@ -40,7 +42,7 @@ from asebo.benchmarks._options import refuse_unknown
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SETS = {"baker_ts": DATA / "baker_ts", "reactions": DATA / "reactions"}
-CHARGES = {"16_h2po4_anion": -1, "20_hconh3_cation": 1}
+CHARGES = {"16_h2po4_anion": -1, "20_hconh3_cation": 1, "18_sn2": -1}
 OPTIMIZERS = ("BOSaddle", "Sella")
 SAME = 0.01  # eV: two first-order endpoints this close are the same saddle point
 
