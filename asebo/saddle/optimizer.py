@@ -51,7 +51,7 @@ from asebo.optimize.rigid import moved_rigidly, rigid_move_length, rigid_step
 from asebo.optimize.stages import only_rigid_forces_left
 from asebo.optimize.surrogate_model import default_surrogate, refit
 from asebo.saddle.model_search import saddle_on_model
-from asebo.saddle.order import ORDER_STEPS, order_step
+from asebo.saddle.order import ORDER_STEPS, judge_order
 
 
 class BOSaddle(Optimizer):
@@ -129,7 +129,8 @@ class BOSaddle(Optimizer):
         self.identity = calculator_identity(atoms.calc)
         self._fit = None  # (observations counted, metric) of the last fit
         self._predicted = None  # (positions (n, 3), forces (n, 3), stopped) of the last walk
-        self._order = None  # (key, OrderStep or None) of the last configuration judged
+        self._order = None  # (key, OrderVerdict or None) of the last configuration judged
+        self._order_noted = None  # the key whose verdict the log has
         super().__init__(
             atoms,
             restart=restart,
@@ -215,39 +216,61 @@ class BOSaddle(Optimizer):
             return False
         self.fmax = fmax
         if largest_norm(self._free_forces(index)) < fmax and self._order_step() is None:
+            self._note_order()
             return True
         self.step()
         return False
 
     def gradient_converged(self, gradient):
         """ASE's test of the forces, at a configuration the model puts at a first-order
-        saddle point (:meth:`_order_step`)."""
-        return super().gradient_converged(gradient) and self._order_step() is None
+        saddle point (:meth:`_order_step`); where it holds, the model's order there goes
+        to the log."""
+        if not super().gradient_converged(gradient) or self._order_step() is not None:
+            return False
+        self._note_order()
+        return True
 
     def _order_step(self):
-        """The :class:`asebo.saddle.order.OrderStep` off the atoms' positions where they
-        were computed, their forces are below ``fmax`` and the model puts them at a
-        saddle point of order two or more, at most :data:`asebo.saddle.order.ORDER_STEPS`
-        times a search; else None. Rank 0 decides, once per configuration and record."""
+        """The :class:`asebo.saddle.order.OrderStep` of :meth:`_order_verdict`, or None."""
+        verdict = self._order_verdict()
+        return None if verdict is None else verdict.step
+
+    def _order_verdict(self):
+        """The :class:`asebo.saddle.order.OrderVerdict` at the atoms' positions where
+        they were computed and their forces are below ``fmax`` (its step at most
+        :data:`asebo.saddle.order.ORDER_STEPS` times a search); else None. Rank 0
+        decides, once per configuration and record."""
         positions = self.atoms.positions.copy()  # (n, 3)
         key = (len(self.observations.energies), positions.tobytes())
         if self._order is not None and self._order[0] == key:
             return self._order[1]
         index = self.observations.find(positions)
-        taken = int(self.observations.state.get("order_steps", 0))
-        found = None
+        verdict = None
         if (
             index is not None
-            and taken < ORDER_STEPS
             and largest_norm(self._free_forces(index)) < self.fmax
             and self.comm.rank == 0
         ):
-            found = order_step(
-                self._fitted(), self.observations, positions, self._free(), self.trust_radius
+            steps_left = ORDER_STEPS - int(self.observations.state.get("order_steps", 0))
+            verdict = judge_order(
+                self._fitted(),
+                self.observations,
+                positions,
+                self._free(),
+                self.trust_radius,
+                steps_left,
             )
-        found = broadcast(found, root=0, comm=self.comm)
-        self._order = (key, found)
-        return found
+        verdict = broadcast(verdict, root=0, comm=self.comm)
+        self._order = (key, verdict)
+        return verdict
+
+    def _note_order(self):
+        """The model's order where the search ends, in the log once."""
+        verdict = self._order_verdict()
+        if verdict is None or self.logfile is None or self._order_noted == self._order[0]:
+            return
+        self.logfile.write(verdict.note())
+        self._order_noted = self._order[0]
 
     def _free_forces(self, index):
         """The forces (n, 3) of observation ``index`` with the constraints applied."""

@@ -14,7 +14,8 @@ tried (:func:`asebo.optimize.model_hessian.descent_along`), as
 curvature need not be negative beyond the model's doubt: the order is what a saddle
 search is asked for, and the evidence keeps the step from the GP's interpolation
 alone. The walk on the model from the configuration computed there minimises along
-that mode.
+that mode. Where the search ends, the log says how many negative curvatures the model
+has there (:meth:`OrderVerdict.note`).
 """
 
 from dataclasses import dataclass
@@ -57,10 +58,52 @@ class OrderStep:
         )
 
 
-def order_step(gp, observations, positions, free, radius):
-    """The :class:`OrderStep` off ``positions`` where the model's mean curves down along
-    a mode beyond the lowest and the evidence supports it; None where the model puts
-    the configuration at a first-order saddle point (or at none).
+@dataclass(frozen=True)
+class OrderVerdict:
+    """The model's order at an endpoint of converged forces, and the step off it.
+
+    Attributes
+    ----------
+    curvatures : array (k,)
+        The model's negative curvatures there, ascending, eV/Å².
+    supported : int
+        How many of them beyond the lowest the prior calculator or the calls support.
+    step : OrderStep or None
+        The step off the endpoint; None where the search ends there.
+    """
+
+    curvatures: np.ndarray
+    supported: int
+    step: OrderStep | None
+
+    def note(self):
+        """The log's line where the search ends at the endpoint."""
+        values = ", ".join(f"{value:.3g}" for value in self.curvatures)
+        if len(self.curvatures) == 1:
+            return (
+                f"BOSaddle: converged where the model has one negative curvature ({values} "
+                "eV/Å²): a first-order saddle point by the model\n"
+            )
+        if not len(self.curvatures):
+            return (
+                "BOSaddle: converged where the model has no negative curvature: not a "
+                "saddle point by the model; check the endpoint's modes\n"
+            )
+        why = (
+            f"no more than {ORDER_STEPS} steps off a search's endpoints"
+            if self.supported
+            else "the second is the interpolation's alone"
+        )
+        return (
+            f"BOSaddle: converged where the model has {len(self.curvatures)} negative "
+            f"curvatures ({values} eV/Å²; {why}): check the endpoint's modes\n"
+        )
+
+
+def judge_order(gp, observations, positions, free, radius, steps_left):
+    """The :class:`OrderVerdict` at ``positions``, whose forces are converged: a step
+    along the lowest negative curvature of the model beyond the lowest that the evidence
+    supports, where ``steps_left`` allows one.
 
     Parameters
     ----------
@@ -73,6 +116,8 @@ def order_step(gp, observations, positions, free, radius):
         The coordinates no constraint holds; rotations are rigid motions where all are.
     radius : float
         Å: the step's largest atomic move.
+    steps_left : int
+        The steps off an endpoint the search may still take.
     """
     rotations = bool(np.all(free))
     _, curvature = curvature_with_evidence(
@@ -80,8 +125,9 @@ def order_step(gp, observations, positions, free, radius):
     )
     downward = curvature.downward  # ascending: the first is the mode maximised
     supported = [index for index in downward[1:] if curvature.evidence[index]]
-    if not supported:
-        return None
-    index = supported[0]
-    step = descent_along(gp, positions, curvature.modes[index], radius)
-    return OrderStep(step, float(curvature.curvatures[index]), len(downward))
+    step = None
+    if supported and steps_left > 0:
+        index = supported[0]
+        moved = descent_along(gp, positions, curvature.modes[index], radius)
+        step = OrderStep(moved, float(curvature.curvatures[index]), len(downward))
+    return OrderVerdict(curvature.curvatures[downward], len(supported), step)
