@@ -210,3 +210,20 @@ def test_relaxation_tables_refuse_unknown_optimizers_and_empty_selections():
         main(["bench", "baker", "--optimizers", "newton"])
     with pytest.raises(SystemExit, match="no xyz file in .* matches nothing-like-this"):
         main(["bench", "druglike", "--molecules", "nothing-like-this"])
+
+
+def test_the_saddle_guesses_of_the_reactions_are_their_middle_frames_with_their_charge():
+    from asebo.benchmarks import neb, ts
+
+    names = ts.guesses(folder="reactions")
+    assert names == sorted(path.stem for path in neb.REACTIONS.glob("*.xyz"))
+    for name in names:
+        frames = read(neb.REACTIONS / f"{name}.xyz", index=":")
+        atoms = ts.guess(name, "reactions")
+        assert np.allclose(atoms.positions, frames[1].positions)
+        charge = atoms.get_initial_charges().sum()
+        electrons = atoms.numbers.sum() - charge
+        assert atoms.get_initial_magnetic_moments().sum() == electrons % 2
+    anion = ts.guess("18_sn2", "reactions")  # F- + CH3Cl: 36 electrons, a singlet
+    assert anion.get_initial_charges().sum() == -1
+    assert anion.get_initial_magnetic_moments().sum() == 0

@@ -193,3 +193,10 @@ def test_barrier_benchmarks_refuse_an_unknown_preset_before_any_run(
     ):
         main(["bench", command, *case, option, "nonsense"])
     assert optimizer not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("folder, present", [("baker_ts", "01_hcn"), ("reactions", "18_sn2")])
+def test_the_saddle_benchmark_names_a_sets_guesses_where_none_matches(folder, present, capsys):
+    with pytest.raises(SystemExit, match=f"no guess of --set {folder} matches nothere.*{present}"):
+        main(["bench", "ts", "--set", folder, "--guesses", "nothere"])
+    assert "BOSaddle" not in capsys.readouterr().out

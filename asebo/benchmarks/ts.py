@@ -170,6 +170,11 @@ def run(args):
         [("--prior", resolve_prior, args.prior), ("--calculator", get_calculator, args.calculator)],
     )
     names = guesses(args.guesses, args.set)
+    if not names:
+        raise SystemExit(
+            f"asebo bench ts: no guess of --set {args.set} matches {' '.join(args.guesses)}; "
+            f"its guesses: {' '.join(guesses(None, args.set))}"
+        )
     optimizers = [o for o in OPTIMIZERS if o in args.optimizers]
     tasks = [
         (n, args.set, o, args.fmax, args.steps, args.no_hessian, args.prior, args.calculator)
