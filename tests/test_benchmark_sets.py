@@ -227,3 +227,35 @@ def test_the_saddle_guesses_of_the_reactions_are_their_middle_frames_with_their_
     anion = ts.guess("18_sn2", "reactions")  # F- + CH3Cl: 36 electrons, a singlet
     assert anion.get_initial_charges().sum() == -1
     assert anion.get_initial_magnetic_moments().sum() == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "charge", "multiplicity"), [("18_sn2", -1, 1), ("15_oxirane", 0, 2)]
+)
+def test_the_reactions_bands_are_computed_with_their_charge_and_spin(name, charge, multiplicity):
+    from tblite.ase import TBLite
+
+    from asebo.benchmarks import neb
+
+    initial, final, _ = neb.reaction(neb.REACTIONS / f"{name}.xyz")
+    for end in (initial, final):
+        probe = end.copy()
+        probe.set_initial_charges(np.zeros(len(probe)))
+        probe.set_initial_magnetic_moments(np.zeros(len(probe)))
+        probe.calc = TBLite(charge=charge, multiplicity=multiplicity, verbosity=0)
+        assert end.get_potential_energy() == pytest.approx(probe.get_potential_energy(), abs=1e-6)
+
+
+def test_end_states_apart_by_a_rigid_motion_alone_are_one_state():
+    from ase.build import molecule
+
+    from asebo.benchmarks.neb import SAME_STATE, end_state_rmsd
+
+    water = molecule("H2O")
+    turned = water.copy()
+    turned.rotate(70, "z")
+    turned.translate((1.0, -2.0, 0.5))
+    assert end_state_rmsd(water, turned) < 1e-8
+    bent = water.copy()
+    bent.positions[1] += (0.0, 0.3, 0.0)
+    assert end_state_rmsd(water, bent) > SAME_STATE

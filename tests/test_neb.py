@@ -451,3 +451,30 @@ def test_a_net_force_the_model_cannot_see_is_moved_off_image_by_image(tmp_path):
     positions = np.array([image.positions for image in neb.images])
     computed, _ = band_forces(neb, positions, energies, forces)
     assert np.linalg.norm(computed, axis=2).max() < 0.05
+
+
+@pytest.mark.parametrize("calculator_torque, moved", [(0.0, False), (0.02, True)])
+def test_only_a_net_force_and_torque_of_the_calculator_moves_an_image_as_a_whole(
+    calculator_torque, moved
+):
+    """An image whose NEB force meets fmax but for a torque (0.06 eV/Å on an atom,
+    fmax 0.05) is moved as a whole only where its computed forces carry a torque of
+    their own as large as the excess (a grid's egg-box): a torque from the band's
+    tangent and springs alone would survive every such move."""
+    pytest.importorskip("tblite")
+    water = molecule("H2O")
+    images = [water.copy() for _ in range(3)]
+    images[1].positions[0] += 0.1
+    for image in images:
+        image.calc = get_calculator("gfn2")
+    optimizer = BONEB(NEB(images), logfile=None)
+    optimizer.run(fmax=0.05, steps=0)  # the endpoints computed, no moving image
+    optimizer._fitted()  # the GP on the inverse distances: blind to rigid motions
+    positions = np.array([image.positions for image in images])  # (3, 3, 3)
+    centred = positions[1] - positions[1].mean(axis=0)
+    turn = np.cross([0.0, 0.0, 1.0], centred)  # (3, 3): a rotation about z
+    turn /= np.linalg.norm(turn, axis=1).max()
+    band = 0.06 * turn[None]  # (1, 3, 3): the NEB force of the moving image
+    forces = np.zeros_like(positions)
+    forces[1] = calculator_torque * turn
+    assert optimizer._rigid_only(positions, forces, band)[0] == moved

@@ -12,9 +12,10 @@ endpoint).
 
 ``--set reactions``: reactions of Birkholz and Schlegel's path test set with GFN2-xTB
 (tblite), shipped in ``asebo/data/reactions`` or read from ``--reactions-dir`` (each
-file: reactant, approximate transition state, product), neutral singlets (a reaction
-of odd electron count is refused); the end states are relaxed with BFGS to 0.01 eV/Å
-and the band has 5 moving images by IDPP, as for the EMT hops.
+file: reactant, approximate transition state, product), each with its charge (``18_sn2``
+an anion) and a doublet where its electrons are odd (``15_oxirane``); the end states are
+relaxed with BFGS to 0.01 eV/Å (where they relax to one minimum, the command says so:
+that band is no reaction) and the band has 5 moving images by IDPP, as for the EMT hops.
 
 ``--set gpaw``: one surface hop with GPAW in LCAO mode (PBE): an Al adatom on Al(100),
 a 2x2 surface cell of two layers held at the bulk positions (the adatom alone moves),
@@ -44,7 +45,7 @@ from functools import partial
 from pathlib import Path
 
 import numpy as np
-from ase.build import add_adsorbate, bulk, fcc100, fcc111
+from ase.build import add_adsorbate, bulk, fcc100, fcc111, minimize_rotation_and_translation
 from ase.calculators.calculator import Calculator, all_changes
 from ase.calculators.emt import EMT
 from ase.constraints import FixAtoms
@@ -52,12 +53,15 @@ from ase.io import read
 from ase.mep import NEB
 from ase.optimize import BFGS, FIRE, MDMin
 
+from asebo.benchmarks._charges import with_charge
 from asebo.benchmarks._options import refuse_unknown
 
 OPTIMIZERS = ("BONEB", "FIRE", "BFGS", "MDMin")
 GPAW_PRESET = "gpaw:basis=sz(dzp),h=0.25"
 """GPAW in LCAO mode, single-zeta basis, grid spacing 0.25 Å (the test suite's preset)."""
 GPAW_KPTS = (3, 3, 1)
+SAME_STATE = 0.05
+"""Å: end states this close (RMSD) are one minimum, and their band no reaction."""
 """The k-points of the GPAW hop's 2x2 surface cell."""
 REACTIONS = Path(__file__).resolve().parent.parent / "data" / "reactions"
 """The reactions of Birkholz and Schlegel's path test set shipped with asebo."""
@@ -231,6 +235,15 @@ def idpp_band(initial, final, moving):
     return np.array([image.positions for image in images])
 
 
+def end_state_rmsd(initial, final):
+    """Root-mean-square distance (Å) of ``final`` to ``initial``, aligned by rotation and
+    translation where neither is periodic."""
+    moved = final.copy()
+    if not (initial.pbc.any() or final.pbc.any()):
+        minimize_rotation_and_translation(initial, moved)
+    return float(np.sqrt(((moved.positions - initial.positions) ** 2).sum(axis=1).mean()))
+
+
 def band(initial, final, positions, make=EMT):
     """A climbing-image NEB at ``positions``, ``make()`` on every image (counted on the
     moving ones)."""
@@ -264,11 +277,13 @@ def gfn2():
 
 
 def reaction(path, make=gfn2):
-    """The end states of a reaction file relaxed with ``make()``: (initial, final, moving)."""
-    frames = read(path, index=":")
-    electrons = int(frames[0].numbers.sum())
-    if electrons % 2:
-        raise SystemExit(f"{path}: {electrons} electrons; give its charge and multiplicity")
+    """The end states of a reaction file relaxed with ``make()``: (initial, final, moving).
+
+    A reaction of :data:`asebo.benchmarks._charges.CHARGES` takes its charge, and one of
+    an odd number of electrons is a doublet (:func:`asebo.benchmarks._charges.with_charge`).
+    """
+    path = Path(path)
+    frames = [with_charge(frame, path.stem) for frame in read(path, index=":")]
     return _relaxed(frames[0], make), _relaxed(frames[-1], make), 5
 
 
@@ -331,6 +346,9 @@ def run(args):
     calls, seconds = dict.fromkeys(optimizers, 0), dict.fromkeys(optimizers, 0.0)
     for name, build, relax in _cases(args):
         initial, final, moving = build()
+        apart = end_state_rmsd(initial, final)
+        if apart < SAME_STATE:
+            print(f"{name}: its end states relax to one minimum (RMSD {apart:.3f} Å)")
         positions = idpp_band(initial, final, moving)
         make = one_box(relax, positions) if args.set == "reactions" else relax
         cells = []

@@ -38,11 +38,11 @@ from pathlib import Path
 import numpy as np
 from ase.io import read
 
+from asebo.benchmarks._charges import with_charge
 from asebo.benchmarks._options import refuse_unknown
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SETS = {"baker_ts": DATA / "baker_ts", "reactions": DATA / "reactions"}
-CHARGES = {"16_h2po4_anion": -1, "20_hconh3_cation": 1, "18_sn2": -1}
 OPTIMIZERS = ("BOSaddle", "Sella")
 SAME = 0.01  # eV: two first-order endpoints this close are the same saddle point
 
@@ -97,16 +97,7 @@ def guess(name, folder="baker_ts"):
     reaction, the middle of its three frames), with its charge and spin as tblite reads
     them."""
     frames = read(SETS[folder] / f"{name}.xyz", index=":")
-    atoms = frames[len(frames) // 2]
-    charge = CHARGES.get(name, 0)
-    charges = np.zeros(len(atoms))
-    charges[0] = charge
-    atoms.set_initial_charges(charges)
-    if (atoms.numbers.sum() - charge) % 2:
-        moments = np.zeros(len(atoms))
-        moments[0] = 1.0
-        atoms.set_initial_magnetic_moments(moments)
-    return atoms
+    return with_charge(frames[len(frames) // 2], name)
 
 
 def search(task):

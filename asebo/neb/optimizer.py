@@ -34,10 +34,10 @@ from asebo.neb.band import band_forces, largest_forces
 from asebo.neb.checks import check_band, positive
 from asebo.neb.record import BandRecord
 from asebo.neb.relax import model_band, relax_on_model
-from asebo.neb.trust_radius import adapted_radius
+from asebo.neb.trust_radius import adapted_radius, largest_norm
 from asebo.optimize.observed_atoms import ComputedResults
 from asebo.optimize.restart_lock import RestartLock
-from asebo.optimize.rigid import moved_rigidly, rigid_move_length, rigid_step
+from asebo.optimize.rigid import moved_rigidly, rigid_move_length, rigid_part, rigid_step
 from asebo.optimize.stages import newton_length, only_rigid_forces_left
 from asebo.optimize.surrogate_model import default_surrogate, refit
 
@@ -281,7 +281,7 @@ class BONEB(IOContext):
         positions = self.positions
         energies, forces, computed = self._values(positions)
         band, climbing = band_forces(self.neb, positions, energies, forces)
-        settled = (largest_forces(band) < self.fmax) | self._rigid_only(positions, band)
+        settled = (largest_forces(band) < self.fmax) | self._rigid_only(positions, forces, band)
         below = np.concatenate([[False], settled, [False]])
         how, self._stopped = "band kept", False
         if not below[1:-1].all():
@@ -353,7 +353,7 @@ class BONEB(IOContext):
         moves after the lowest energy in it (:meth:`_rigid_row_energies`), as
         :class:`asebo.BOOptimizer` and :class:`asebo.BOSaddle` do.
         """
-        rigid_only = self._rigid_only(positions, band)
+        rigid_only = self._rigid_only(positions, forces, band)
         if not rigid_only.any():
             return None
         worst = int(np.argmax(np.where(rigid_only, largest_forces(band), -np.inf)))
@@ -363,16 +363,29 @@ class BONEB(IOContext):
         self.images[worst + 1].positions = moved_rigidly(where, translation, rotation)
         return worst, f"moved as a whole along its net force and torque; {how}"
 
-    def _rigid_only(self, positions, band):
-        """Which moving images (i - 2,) only their NEB force's net force and torque keep
-        above ``fmax`` (:func:`asebo.optimize.stages.only_rigid_forces_left`), for a
-        rotation-invariant model; ``positions`` (i, n, 3), ``band`` (i - 2, n, 3)."""
+    def _rigid_only(self, positions, forces, band):
+        """Which moving images (i - 2,) only their calculator's net force and torque keep
+        above ``fmax``: their NEB force meets ``fmax`` once its net force and torque are
+        taken off, but not with them
+        (:func:`asebo.optimize.stages.only_rigid_forces_left`, for a rotation-invariant
+        model), and the net force and torque of their forces (the computed ones where
+        computed at their place, the model's, which have none, elsewhere) are as large
+        as what the NEB force exceeds ``fmax`` by. ``positions``, ``forces`` (i, n, 3),
+        ``band`` (i - 2, n, 3).
+
+        The second test leaves out a net force and torque of the NEB force that comes
+        from the band, not the calculator: ASE's tangent and springs where an image is
+        turned against its neighbours. A move along the calculator's net force and
+        torque does not change that one, and the image would be moved again and again.
+        """
         free = np.broadcast_to(self._free[:, None], positions.shape[1:])
         invariant = self.representation.invariant(self.gp.metric)
+        excess = largest_forces(band) - self.fmax  # (i - 2,)
         return np.array(
             [
                 only_rigid_forces_left(where, force, self.fmax, free, invariant)
-                for where, force in zip(positions[1:-1], band)
+                and largest_norm(rigid_part(where, computed)) >= over
+                for where, computed, force, over in zip(positions[1:-1], forces[1:-1], band, excess)
             ]
         )
 
