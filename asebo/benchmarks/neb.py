@@ -60,9 +60,9 @@ OPTIMIZERS = ("BONEB", "FIRE", "BFGS", "MDMin")
 GPAW_PRESET = "gpaw:basis=sz(dzp),h=0.25"
 """GPAW in LCAO mode, single-zeta basis, grid spacing 0.25 Å (the test suite's preset)."""
 GPAW_KPTS = (3, 3, 1)
+"""The k-points of the GPAW hop's 2x2 surface cell."""
 SAME_STATE = 0.05
 """Å: end states this close (RMSD) are one minimum, and their band no reaction."""
-"""The k-points of the GPAW hop's 2x2 surface cell."""
 REACTIONS = Path(__file__).resolve().parent.parent / "data" / "reactions"
 """The reactions of Birkholz and Schlegel's path test set shipped with asebo."""
 

@@ -14,22 +14,22 @@ not converge, handed to the saddle search".
 import argparse
 
 import numpy as np
-from ase.build import minimize_rotation_and_translation
 from ase.optimize import BFGS
 from ase.vibrations import Vibrations
 
-from asebo.benchmarks.neb import REACTIONS, band, gfn2, idpp_band, one_box, reaction
+from asebo.benchmarks.neb import (
+    REACTIONS,
+    band,
+    end_state_rmsd,
+    gfn2,
+    idpp_band,
+    one_box,
+    reaction,
+)
 from asebo.neb import BONEB
 from asebo.saddle import BOSaddle
 
 DISPLACEMENT = 0.1  # Å, the largest atomic move off the saddle point along its mode
-
-
-def rmsd(atoms, reference):
-    """Root-mean-square distance (Å) of ``atoms`` to ``reference`` after alignment."""
-    moved = atoms.copy()
-    minimize_rotation_and_translation(reference, moved)
-    return float(np.sqrt(((moved.positions - reference.positions) ** 2).sum(axis=1).mean()))
 
 
 def lowest_mode(atoms, name):
@@ -76,8 +76,8 @@ def main():
         BFGS(down, logfile=None).run(fmax=0.02, steps=1000)
         print(
             f"down {'+' if sign > 0 else '-'}: {down.get_potential_energy() - reactant:.3f} eV "
-            f"above the reactant, RMSD {rmsd(down, initial):.3f} Å to the reactant and "
-            f"{rmsd(down, final):.3f} Å to the product"
+            f"above the reactant, RMSD {end_state_rmsd(initial, down):.3f} Å to the reactant and "
+            f"{end_state_rmsd(final, down):.3f} Å to the product"
         )
     print(f"the product: {final.get_potential_energy() - reactant:.3f} eV above the reactant")
 
