@@ -8,7 +8,11 @@ import numpy as np
 import pytest
 from ase import Atoms
 from ase.build import molecule
-from ase.calculators.calculator import CalculationFailed, all_changes
+from ase.calculators.calculator import (
+    CalculationFailed,
+    PropertyNotImplementedError,
+    all_changes,
+)
 from ase.calculators.emt import EMT
 from ase.constraints import FixCartesian
 from ase.io import read
@@ -17,8 +21,9 @@ from ase.optimize import BFGS, FIRE
 
 from asebo import BONEB
 from asebo.benchmarks.neb import au_on_al100
+from asebo.model.gp import EnergyForceGP
 from asebo.model.priors import CalculatorPrior, HighestEnergyPrior, PriorCalculationError
-from asebo.neb.band import band_forces
+from asebo.neb.band import ComputedValues, ModelCalculator, band_forces
 from asebo.neb.relax import distance_to, relax_on_model
 from asebo.neb.trust_radius import MIN_TRUST_RADIUS, adapted_radius
 from calculators import get_calculator
@@ -228,6 +233,42 @@ def test_a_relaxation_stopped_by_the_trust_radius_ends_on_it():
         distance_to(np.concatenate([known, begin[None]]), end) for begin, end in zip(start, ends)
     ]
     assert max(reach) == pytest.approx(0.05, abs=1e-7)
+
+
+def test_the_model_band_calculators_follow_every_change_of_configuration():
+    water = molecule("H2O")
+    water.calc = EMT()
+    configurations = [water.positions + 0.05 * k * np.eye(3)[k % 3] for k in range(4)]
+    values = []
+    for positions in configurations:
+        water.positions = positions
+        values.append((water.get_potential_energy(), water.get_forces()))
+    gp = EnergyForceGP(kernel="cartesian", prior="mean").fit(
+        np.array(configurations), np.array([e for e, _ in values]), np.array([f for _, f in values])
+    )
+    model = water.copy()
+    model.calc = ModelCalculator(gp)
+    for shift in (0.0, 1e-9, 0.02):  # a shift of 1e-9 Å is a new configuration too
+        model.positions = configurations[0] + shift
+        energy, gradient = gp.predict(model.positions, return_gradient=True)
+        assert model.get_potential_energy() == pytest.approx(float(energy), abs=1e-12)
+        np.testing.assert_allclose(model.get_forces(), -np.asarray(gradient), atol=1e-12)
+    computed = water.copy()
+    computed.calc = ComputedValues(computed, *values[-1])
+    assert computed.get_potential_energy() == values[-1][0]
+    for change in ("positions", "numbers", "cell", "pbc"):
+        changed = computed.copy()
+        changed.calc = computed.calc
+        if change == "positions":
+            changed.positions[0, 0] += 1e-9
+        elif change == "numbers":
+            changed.numbers[0] = 9
+        elif change == "cell":
+            changed.cell = 10.0 * np.eye(3)
+        else:
+            changed.pbc = True
+        with pytest.raises(PropertyNotImplementedError):
+            changed.get_forces()
 
 
 class _NoValueLeftOf(MullerBrown):

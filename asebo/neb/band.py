@@ -14,6 +14,21 @@ from ase.mep import NEB
 PRECONDITIONED = ("spline", "string")
 """The NEB methods that take a preconditioner (ASE sets one for the others itself)."""
 
+CONFIGURATION = ("positions", "numbers", "cell", "pbc")
+
+
+def configuration_changes(held, atoms):
+    """The parts of ``CONFIGURATION`` in which ``atoms`` differ from ``held`` (the atoms
+    a calculator holds, or None): every part where ``held`` is None. The values a model
+    of the energy or an image's computed values depend on, compared exactly."""
+    if held is None:
+        return list(all_changes)
+    return [
+        name
+        for name in CONFIGURATION
+        if not np.array_equal(getattr(held, name), getattr(atoms, name))
+    ]
+
 
 class ModelCalculator(Calculator):
     """The posterior mean energy and forces of a fitted GP, as an ASE calculator.
@@ -30,6 +45,9 @@ class ModelCalculator(Calculator):
         super().__init__(**kwargs)
         self.gp = gp
 
+    def check_state(self, atoms, tol=1e-15):
+        return configuration_changes(self.atoms, atoms)
+
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
         super().calculate(atoms, properties, system_changes)
         energy, gradient = self.gp.predict(self.atoms.positions, return_gradient=True)
@@ -38,6 +56,27 @@ class ModelCalculator(Calculator):
             "free_energy": float(energy),
             "forces": -np.asarray(gradient),  # (n, 3)
         }
+
+
+class ComputedValues(SinglePointCalculator):
+    """An image's computed energy and forces, as ASE's ``SinglePointCalculator``.
+
+    Parameters
+    ----------
+    atoms : ase.Atoms
+        The image, at the configuration computed.
+    energy : float
+        eV.
+    forces : array (n, 3)
+        eV/Å.
+    """
+
+    def __init__(self, atoms, energy, forces):
+        energy = float(energy)
+        super().__init__(atoms, energy=energy, free_energy=energy, forces=np.array(forces))
+
+    def check_state(self, atoms, tol=1e-15):
+        return configuration_changes(self.atoms, atoms)
 
 
 def like(neb, images):
@@ -87,9 +126,7 @@ def band_forces(neb, positions, energies, forces):
     """
     images = band_copies(neb, positions)
     for image, energy, force in zip(images, energies, forces):
-        image.calc = SinglePointCalculator(
-            image, energy=float(energy), free_energy=float(energy), forces=np.array(force)
-        )
+        image.calc = ComputedValues(image, energy, force)
     band = like(neb, images)
     result = band.get_forces().reshape(len(images) - 2, len(images[0]), 3)
     return result, (band.imax - 1) if neb.climb else None

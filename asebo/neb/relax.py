@@ -13,11 +13,10 @@ no value: the relaxation stops at the last band it had one for.
 """
 
 import numpy as np
-from ase.calculators.singlepoint import SinglePointCalculator
 from ase.constraints import FixAtoms
 
 from asebo.model.priors import PriorCalculationError
-from asebo.neb.band import ModelCalculator, band_copies, largest_forces, like
+from asebo.neb.band import ComputedValues, ModelCalculator, band_copies, largest_forces, like
 from asebo.neb.trust_radius import cut_back
 
 
@@ -39,9 +38,7 @@ def model_band(neb, positions, gp, computed, held):
     for index, image in enumerate(images):
         if index in (0, last) or held[index]:
             energy, forces = computed[index]
-            image.calc = SinglePointCalculator(
-                image, energy=float(energy), free_energy=float(energy), forces=np.array(forces)
-            )
+            image.calc = ComputedValues(image, energy, forces)
         else:
             image.calc = ModelCalculator(gp)
         if held[index]:
