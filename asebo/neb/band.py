@@ -3,7 +3,12 @@
 :func:`band_forces` evaluates ASE's own projection (:class:`ase.mep.NEB`: tangent,
 springs, climbing image) on images whose energies and forces are given, so that the
 forces of a band on the GP and on the computed values are ASE's to the last bit.
-:class:`ModelCalculator` is the GP's posterior mean as an ASE calculator.
+:class:`ModelCalculator` is the GP's posterior mean as an ASE calculator and
+:class:`ComputedValues` an image's computed energy and forces; both compare a
+configuration with the one they hold by its positions, numbers, cell and periodicity
+alone (:class:`ExactConfigurationCheck`), where ASE's calculators compare every array of
+the atoms with a tolerance, at each of the many asks of ASE's NEB (every image's energy
+and forces at each of its force evaluations).
 """
 
 import numpy as np
@@ -17,20 +22,21 @@ PRECONDITIONED = ("spline", "string")
 CONFIGURATION = ("positions", "numbers", "cell", "pbc")
 
 
-def configuration_changes(held, atoms):
-    """The parts of ``CONFIGURATION`` in which ``atoms`` differ from ``held`` (the atoms
-    a calculator holds, or None): every part where ``held`` is None. The values a model
-    of the energy or an image's computed values depend on, compared exactly."""
-    if held is None:
-        return list(all_changes)
-    return [
-        name
-        for name in CONFIGURATION
-        if not np.array_equal(getattr(held, name), getattr(atoms, name))
-    ]
+class ExactConfigurationCheck:
+    """A calculator mixin whose ``check_state`` compares ``CONFIGURATION`` exactly: the
+    values a model of the energy or an image's computed values depend on."""
+
+    def check_state(self, atoms, tol=1e-15):
+        if self.atoms is None:
+            return list(all_changes)
+        return [
+            name
+            for name in CONFIGURATION
+            if not np.array_equal(getattr(self.atoms, name), getattr(atoms, name))
+        ]
 
 
-class ModelCalculator(Calculator):
+class ModelCalculator(ExactConfigurationCheck, Calculator):
     """The posterior mean energy and forces of a fitted GP, as an ASE calculator.
 
     Parameters
@@ -45,9 +51,6 @@ class ModelCalculator(Calculator):
         super().__init__(**kwargs)
         self.gp = gp
 
-    def check_state(self, atoms, tol=1e-15):
-        return configuration_changes(self.atoms, atoms)
-
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
         super().calculate(atoms, properties, system_changes)
         energy, gradient = self.gp.predict(self.atoms.positions, return_gradient=True)
@@ -58,7 +61,7 @@ class ModelCalculator(Calculator):
         }
 
 
-class ComputedValues(SinglePointCalculator):
+class ComputedValues(ExactConfigurationCheck, SinglePointCalculator):
     """An image's computed energy and forces, as ASE's ``SinglePointCalculator``.
 
     Parameters
@@ -74,9 +77,6 @@ class ComputedValues(SinglePointCalculator):
     def __init__(self, atoms, energy, forces):
         energy = float(energy)
         super().__init__(atoms, energy=energy, free_energy=energy, forces=np.array(forces))
-
-    def check_state(self, atoms, tol=1e-15):
-        return configuration_changes(self.atoms, atoms)
 
 
 def like(neb, images):
