@@ -31,6 +31,8 @@ mean, variance and their gradients are structured cross products, ``O(m n)`` per
 configuration after the solve (docs/theory.md, "The GP at scale").
 """
 
+import copy
+
 import numpy as np
 import torch
 from scipy.optimize import minimize_scalar
@@ -382,7 +384,7 @@ class EnergyForceGP:
         """Indices of the configurations to condition on: all of them, or, when their
         covariance would exceed ``max_size`` rows, those nearest to any of the
         configurations ``centre`` (indices; default the lowest-energy one)."""
-        m = len(energies)
+        m = len(self._structure)
         count = max(2, self.max_size // self._rows_per_configuration(n_atoms))
         if m <= count:
             return torch.arange(m)
@@ -432,17 +434,40 @@ class EnergyForceGP:
         gamma = self._fit_gamma(y, m, n) if self.fit_gamma else float(self.gamma)
         select = self._select(energies, n, centre)
         gamma, factor, jitter = self._factorize_shortening(gamma, select, n)
-        self.gamma_, self.jitter_ = gamma, jitter
+        self.gamma_ = gamma
+        self._y, self._feature_rows = y, n  # for conditioned_near
+        self._condition(select, factor, jitter)
+        return self
+
+    def _condition(self, select, factor, jitter):
+        """The weights and output scale of the observations ``y`` on ``select`` (m',),
+        the Cholesky factor (N', N') of ``K + Lambda / s^2`` on them."""
+        self.jitter_ = jitter
         self.selected_ = select  # (m',): the configurations the variance conditions on
-        self._factor = factor  # (N', N'): Cholesky factor of K + Lambda / s^2 on them
-        self._alpha_observed = self._solve(y, gamma, select, factor, n)  # like y
+        self._factor = factor  # (N', N')
+        y, n = self._y, self._feature_rows
+        self._alpha_observed = self._solve(y, self.gamma_, select, factor, n)  # like y
         self._alpha = self._alpha_observed  # (m (3n+1),): the weights of the features
         if self._directions is not None:
             self._alpha = self._directions.expand(self._alpha_observed)[:, 0]
-        count = self._count(torch.arange(m))
+        count = self._count(torch.arange(len(self._structure)))
         self.outputscale_ = max(float(y @ self._alpha_observed) / count, 1e-12)
         self.hessians_ = {}
-        return self
+
+    def conditioned_near(self, centre):
+        """A copy of this fitted GP that conditions on the configurations nearest to the
+        observations ``centre`` (indices) alone, up to ``max_size`` rows, without
+        conjugate gradients: a local GP (R. B. Gramacy and D. W. Apley, "Local Gaussian
+        process approximation for large computer experiments", J. Comput. Graph. Stat.
+        24, 561 (2015)) with this GP's prior, length scale and features. This GP is left
+        as it is; the observations' features and gradients are shared, not computed
+        again."""
+        local = copy.copy(self)
+        local.cg_max_iter = 0
+        select = self._select(None, self._feature_rows, centre)
+        factor, jitter = local._factorize(self.gamma_, select, self._feature_rows)
+        local._condition(select, factor, jitter)
+        return local
 
     def _solve(self, y, gamma, select, factor, n_atoms):
         """Weights ``(K + Lambda / s^2)^{-1} y`` of every observation.

@@ -108,17 +108,27 @@ class ObservedDirections:
 
     def reduce(self, v, select=None):
         """``T v`` (m' (R+1), t) of ``v`` (m' (D+1), t) over ``select`` (all by default)."""
-        transform = self._transform(self._all(select))
-        m, rows, columns = transform.shape
-        out = torch.einsum("aij,ajt->ait", transform, v.reshape(m, columns, -1))
-        return out.reshape(m * rows, -1)
+        bases = self._bases_of(select)  # (m', D, R)
+        m, D, R = bases.shape
+        v = v.reshape(m, D + 1, -1)
+        out = v.new_empty(m, R + 1, v.shape[2])
+        out[:, 0] = v[:, 0]  # the energies
+        out[:, 1:] = torch.einsum("adi,adt->ait", bases, v[:, 1:])
+        return out.reshape(m * (R + 1), -1)
 
     def expand(self, v, select=None):
         """``T^T v`` (m' (D+1), t) of ``v`` (m' (R+1), t) over ``select`` (all by default)."""
-        transform = self._transform(self._all(select))
-        m, rows, columns = transform.shape
-        out = torch.einsum("aij,ait->ajt", transform, v.reshape(m, rows, -1))
-        return out.reshape(m * columns, -1)
+        bases = self._bases_of(select)  # (m', D, R)
+        m, D, R = bases.shape
+        v = v.reshape(m, R + 1, -1)
+        out = v.new_empty(m, D + 1, v.shape[2])
+        out[:, 0] = v[:, 0]  # the energies
+        out[:, 1:] = torch.einsum("adi,ait->adt", bases, v[:, 1:])
+        return out.reshape(m * (D + 1), -1)
+
+    def _bases_of(self, select):
+        """The bases (m', D, R) of ``select``, every configuration's without a copy."""
+        return self.bases if select is None else self.bases[select]
 
     def noise(self, select, energy_variance, gradient_variance):
         """Noise variances (m' (R+1),) of the observations of ``select``: one where a
@@ -139,9 +149,6 @@ class ObservedDirections:
         """Observations of ``select`` (m',) the likelihood counts: each energy and the
         rank of each gradient's ``B``."""
         return int(len(select) + self.observed[select].sum())
-
-    def _all(self, select):
-        return torch.arange(len(self.bases)) if select is None else select
 
 
 class ProjectedOperator:

@@ -2,7 +2,8 @@
 
 One GP (:class:`asebo.model.gp.EnergyForceGP`) learns every image ever computed, the
 endpoints included, and takes its length scale from all of them (:data:`HYPER_WINDOW`);
-beyond its dense covariance it keeps the calls nearest each moving image's latest.
+beyond its dense covariance each moving image takes a GP of the calls nearest its own
+latest (:class:`asebo.neb.image_models.ImageModels`).
 Each outer step relaxes a copy of the band on the GP's posterior mean with ASE's own
 NEB forces (tangent, springs, climbing image) and an ASE optimizer, within a trust
 radius of the configurations computed (:func:`asebo.neb.relax.relax_on_model`; the
@@ -32,6 +33,7 @@ from asebo.model.prior_names import AUTO
 from asebo.model.priors import automatic_prior, resolve_prior
 from asebo.neb.band import band_forces, largest_forces
 from asebo.neb.checks import check_band, positive
+from asebo.neb.image_models import ImageModels
 from asebo.neb.record import BandRecord
 from asebo.neb.relax import model_band, relax_on_model
 from asebo.neb.trust_radius import adapted_radius, largest_norm
@@ -105,7 +107,10 @@ class BONEB(IOContext):
         What relaxes the band on the GP (FIRE, BFGS...).
     gp_options : dict, optional
         Passed to :class:`asebo.model.gp.EnergyForceGP`, over ``hyper_window``
-        :data:`HYPER_WINDOW`.
+        :data:`HYPER_WINDOW` and ``cg_max_iter`` 0: beyond the GP's dense covariance
+        each image takes the GP of the calls nearest its own latest
+        (:class:`asebo.neb.image_models.ImageModels`), not conjugate gradients over
+        every call, which seldom converge there and take most of the time.
     comm : communicator
         Ranks that run the band together (GPAW's): rank 0 relaxes it on the GP and
         chooses the image, every rank computes that image; rank 0 alone writes.
@@ -137,10 +142,11 @@ class BONEB(IOContext):
             prior, self.prior_choice = molecule_band_prior(prior, moving)
             if kernel is None:
                 kernel = MOLECULE_KERNEL if len(moving) >= 3 else "cartesian"
-        gp_options = {"hyper_window": HYPER_WINDOW, **(gp_options or {})}
-        self.representation, self.prior, self.gp, _ = default_surrogate(
+        gp_options = {"hyper_window": HYPER_WINDOW, "cg_max_iter": 0, **(gp_options or {})}
+        self.representation, self.prior, gp, _ = default_surrogate(
             prior, kernel, moving, periodic, gp_options
         )
+        self.models = ImageModels(gp, len(self.images))
         self.trust_radius = positive("trust_radius", trust_radius)
         self.max_trust_radius = positive("max_trust_radius", max_trust_radius)
         self.uncertainty = positive("uncertainty", uncertainty)
@@ -220,35 +226,40 @@ class BONEB(IOContext):
                 self._log(index, energy, None, "endpoint")
 
     def _fitted(self):
-        """The GP fitted to every image computed (fitted again only after a new one),
-        centred on the band: beyond the GP's ``max_size`` rows it conditions on the
-        configurations nearest to each moving image's latest call."""
+        """The GP of each image fitted to every image computed (fitted again only after
+        a new one): beyond the GP's ``max_size`` rows, each moving image's conditions on
+        the configurations nearest to its own latest call."""
+        observations = self.record.observations
+        if self._fit is not None and self._fit[0] == len(observations):
+            return self.models
+        latest = self._latest_of_images()
         self._fit = refit(
-            self.gp,
+            self.models.pooled,
             self.prior,
             self.representation,
             self.numbers,
-            self.record.observations,
+            observations,
             self._fit,
-            self._latest_of_images() or None,
+            sorted(latest.values()) or None,
         )
-        return self.gp
+        self.models.condition(len(observations), latest)
+        return self.models
 
     def _latest_of_images(self):
-        """The observation of each moving image's latest call (indices; none for an image
-        not yet computed)."""
+        """Each computed moving image's latest call: image -> observation index."""
         last = len(self.images) - 1
         latest = {image: at for at, image in enumerate(self.record.image_of)}
-        return [at for image, at in sorted(latest.items()) if image not in (0, last)]
+        return {image: at for image, at in sorted(latest.items()) if image not in (0, last)}
 
     def _values(self, positions):
         """Energies (i,), forces (i, n, 3) of the images at ``positions`` (i, n, 3): the
         computed ones where an image was computed there, the GP's elsewhere; and which
         were computed (i,)."""
-        gp, observations = self._fitted(), self.record.observations
+        models, observations = self._fitted(), self.record.observations
         found = [self.record.find(where) for where in positions]
         computed = np.array([index is not None for index in found])
-        energies, gradients = gp.predict(positions, return_gradient=True)  # (i,), (i, n, 3)
+        images = range(len(positions))
+        energies, gradients = models.predict(positions, images, return_gradient=True)
         forces = -np.asarray(gradients)
         energies = np.array(energies, dtype=float)
         for image, index in enumerate(found):
@@ -304,8 +315,11 @@ class BONEB(IOContext):
             positions = self.positions
             energies, forces, computed = self._values(positions)
             band, climbing = band_forces(self.neb, positions, energies, forces)
-        gp, moving = self._fitted(), positions[1:-1]
-        choice = _pick(gp, moving, computed[1:-1], climbing, self.uncertainty, how)
+        choice = None
+        if not computed[1:-1].all():
+            moving = range(1, len(positions) - 1)
+            _, std = self._fitted().predict(positions[1:-1], moving, return_std=True)
+            choice = _pick(std, computed[1:-1], climbing, self.uncertainty, how)
         if choice is None:
             choice = self._moved_as_a_whole(positions, forces, band, how)
         if choice is None:
@@ -331,7 +345,8 @@ class BONEB(IOContext):
         if largest[worst] < self.fmax:
             return None
         where = positions[worst + 1]  # (n, 3)
-        length = min(self.trust_radius, newton_length(self._fitted(), where, band[worst]))
+        gp = self._fitted().of(worst + 1)
+        length = min(self.trust_radius, newton_length(gp, where, band[worst]))
         self.images[worst + 1].positions = where + length * band[worst] / largest[worst]
         return worst, (
             f"stepped {length:.3g} Å along its computed NEB force, the model's band at rest; {how}"
@@ -379,7 +394,7 @@ class BONEB(IOContext):
         torque does not change that one, and the image would be moved again and again.
         """
         free = np.broadcast_to(self._free[:, None], positions.shape[1:])
-        invariant = self.representation.invariant(self.gp.metric)
+        invariant = self.representation.invariant(self.models.metric)
         excess = largest_forces(band) - self.fmax  # (i - 2,)
         return np.array(
             [
@@ -406,7 +421,8 @@ class BONEB(IOContext):
     def _compute(self, moving, reason):
         """Call the calculator of moving image ``moving`` (0-based) at its place."""
         image = self.images[moving + 1]
-        _, gradient = self._fitted().predict(image.positions[None], return_gradient=True)
+        gp = self._fitted().of(moving + 1)
+        _, gradient = gp.predict(image.positions[None], return_gradient=True)
         predicted = -np.asarray(gradient)[0]  # (n, 3)
         try:
             energy, forces = self._computed.results(image)  # (), (n, 3)
@@ -498,16 +514,14 @@ def molecule_band_prior(prior, moving):
     return MOLECULE_PRIOR, f"prior: the highest energy computed ({reason})"
 
 
-def _pick(gp, moving, computed, climbing, uncertainty, how):
-    """The moving image to compute (0-based) and why, or None where all are computed.
+def _pick(std, computed, climbing, uncertainty, how):
+    """The moving image to compute (0-based) and why, of those not ``computed`` (i - 2,)
+    at their place (at least one).
 
-    The image not computed at its place where the GP's standard deviation is largest,
-    where that exceeds ``uncertainty`` (eV); else the climbing image if it is not
-    computed there; else the least sure of those not computed.
+    The image not computed at its place where the GP's standard deviation ``std``
+    (i - 2,) is largest, where that exceeds ``uncertainty`` (eV); else the climbing image
+    if it is not computed there; else the least sure of those not computed.
     """
-    if computed.all():
-        return None
-    _, std = gp.predict(moving, return_std=True)  # (i - 2,)
     std = np.where(computed, -np.inf, std)
     least_sure = int(np.argmax(std))
     if std[least_sure] > uncertainty:

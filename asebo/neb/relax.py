@@ -26,8 +26,9 @@ def distance_to(known, positions):
     return float(np.sqrt(((known - positions) ** 2).sum(axis=2)).max(axis=1).min())
 
 
-def model_band(neb, positions, gp, computed, held):
-    """An NEB like ``neb`` at ``positions`` (i, n, 3), its images on the GP.
+def model_band(neb, positions, models, computed, held):
+    """An NEB like ``neb`` at ``positions`` (i, n, 3), each image on its GP in ``models``
+    (:class:`asebo.neb.image_models.ImageModels`).
 
     ``computed`` gives the computed (energy, forces (n, 3)) of each image or None: the
     endpoints and the ``held`` images (a boolean mask (i,)) take theirs, and the held
@@ -40,7 +41,7 @@ def model_band(neb, positions, gp, computed, held):
             energy, forces = computed[index]
             image.calc = ComputedValues(image, energy, forces)
         else:
-            image.calc = ModelCalculator(gp)
+            image.calc = ModelCalculator(models.of(index))
         if held[index]:
             image.set_constraint(FixAtoms(indices=range(len(image))))
     return like(neb, images)
