@@ -108,23 +108,23 @@ class ObservedDirections:
 
     def reduce(self, v, select=None):
         """``T v`` (m' (R+1), t) of ``v`` (m' (D+1), t) over ``select`` (all by default)."""
-        bases = self._bases_of(select)  # (m', D, R)
-        m, D, R = bases.shape
-        v = v.reshape(m, D + 1, -1)
-        out = v.new_empty(m, R + 1, v.shape[2])
-        out[:, 0] = v[:, 0]  # the energies
-        out[:, 1:] = torch.einsum("adi,adt->ait", bases, v[:, 1:])
-        return out.reshape(m * (R + 1), -1)
+        return self._apply(v, select, "adi,adt->ait")
 
     def expand(self, v, select=None):
         """``T^T v`` (m' (D+1), t) of ``v`` (m' (R+1), t) over ``select`` (all by default)."""
+        return self._apply(v, select, "adi,ait->adt")
+
+    def _apply(self, v, select, gradients):
+        """``T v`` or ``T^T v``: each configuration's energy row kept, its gradient rows
+        mapped by its basis with the einsum ``gradients`` (to ``R`` rows or to ``D``)."""
         bases = self._bases_of(select)  # (m', D, R)
         m, D, R = bases.shape
-        v = v.reshape(m, R + 1, -1)
-        out = v.new_empty(m, D + 1, v.shape[2])
+        rows_in, rows_out = (D + 1, R + 1) if gradients.endswith("ait") else (R + 1, D + 1)
+        v = v.reshape(m, rows_in, -1)
+        out = v.new_empty(m, rows_out, v.shape[2])
         out[:, 0] = v[:, 0]  # the energies
-        out[:, 1:] = torch.einsum("adi,ait->adt", bases, v[:, 1:])
-        return out.reshape(m * (D + 1), -1)
+        out[:, 1:] = torch.einsum(gradients, bases, v[:, 1:])
+        return out.reshape(m * rows_out, -1)
 
     def _bases_of(self, select):
         """The bases (m', D, R) of ``select``, every configuration's without a copy."""
