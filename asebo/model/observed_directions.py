@@ -108,22 +108,25 @@ class ObservedDirections:
 
     def reduce(self, v, select=None):
         """``T v`` (m' (R+1), t) of ``v`` (m' (D+1), t) over ``select`` (all by default)."""
-        return self._apply(v, select, "adi,adt->ait")
+        return self._apply(v, select, to_bases=True)
 
     def expand(self, v, select=None):
         """``T^T v`` (m' (D+1), t) of ``v`` (m' (R+1), t) over ``select`` (all by default)."""
-        return self._apply(v, select, "adi,ait->adt")
+        return self._apply(v, select, to_bases=False)
 
-    def _apply(self, v, select, gradients):
-        """``T v`` or ``T^T v``: each configuration's energy row kept, its gradient rows
-        mapped by its basis with the einsum ``gradients`` (to ``R`` rows or to ``D``)."""
+    def _apply(self, v, select, to_bases):
+        """``T v`` (``to_bases``) or ``T^T v``: each configuration's energy row kept, its
+        gradient rows taken to its basis (``D`` rows to ``R``) or back."""
         bases = self._bases_of(select)  # (m', D, R)
         m, D, R = bases.shape
-        rows_in, rows_out = (D + 1, R + 1) if gradients.endswith("ait") else (R + 1, D + 1)
+        if to_bases:
+            rows_in, rows_out, equation = D + 1, R + 1, "adi,adt->ait"
+        else:
+            rows_in, rows_out, equation = R + 1, D + 1, "adi,ait->adt"
         v = v.reshape(m, rows_in, -1)
         out = v.new_empty(m, rows_out, v.shape[2])
         out[:, 0] = v[:, 0]  # the energies
-        out[:, 1:] = torch.einsum(gradients, bases, v[:, 1:])
+        out[:, 1:] = torch.einsum(equation, bases, v[:, 1:])
         return out.reshape(m * rows_out, -1)
 
     def _bases_of(self, select):
