@@ -10,6 +10,7 @@ from test_metric import ethanol_observations, random_rotation, rattled
 
 from asebo.model.gp import EnergyForceGP
 from asebo.model.inverse_distances import InverseDistanceMetric
+from asebo.model.observed_directions import ObservedDirections
 from asebo.optimize.representations import InverseDistancePositions, make_representation
 
 RADII = {6: 0.76, 8: 0.66, 1: 0.31}  # Å, ase.data.covalent_radii
@@ -225,3 +226,40 @@ def test_gp_on_inverse_distances_solves_beyond_max_size_as_densely(trend):
     mean_cg, gradient_cg = iterative.predict(x, return_gradient=True)
     assert mean_cg == pytest.approx(mean, abs=1e-5)
     np.testing.assert_allclose(gradient_cg, gradient, atol=1e-4)
+
+
+def test_covariances_of_a_later_fit_take_over_products_and_equal_those_formed_anew():
+    """The products ``U_a^T U_b`` an earlier fit formed serve a later fit on more
+    configurations (whose first bases are the earlier ones) and give its covariances as
+    formed anew; an earlier fit on other configurations serves nothing."""
+    rattle = rattled("CH3CH2OH", scale=0.05, seed=5, m=9)
+    metric = InverseDistanceMetric(molecule("CH3CH2OH").numbers)
+    bases = metric.observation_bases(rattle)  # (9, D, R)
+    features = metric.features(rattle).reshape(len(rattle), -1)  # (9, D)
+    rng = np.random.default_rng(0)
+
+    def covariance(directions, select):
+        select = torch.as_tensor(select)
+        values = [torch.as_tensor(rng.uniform(0.5, 1.0, (len(select),) * 2)) for _ in "kac"]
+        values = [v + v.T for v in values]  # symmetric, as a kernel's profile
+        return directions.joint_dense(features[select], values, select), values
+
+    def fresh(select, values):
+        select = torch.as_tensor(select)
+        return ObservedDirections(bases).joint_dense(features[select], values, select)
+
+    earlier = ObservedDirections(bases[:6])
+    for select in ([0, 1, 2, 3], [2, 3, 4, 5]):
+        covariance(earlier, select)
+    later = ObservedDirections(bases, earlier)
+    for select in ([1, 2, 3, 6], [2, 4, 5, 7, 8], [0, 8]):  # partly, mostly, barely shared
+        K, values = covariance(later, select)
+        np.testing.assert_allclose(K, fresh(select, values), rtol=1e-13, atol=1e-15)
+    # bases[3:] do not begin with the earlier bases[:6]: their products are not taken
+    other = ObservedDirections(bases[3:], earlier)
+    select = torch.tensor([0, 1, 2])
+    values = [torch.as_tensor(rng.uniform(0.5, 1.0, (3, 3))) for _ in "kac"]
+    values = [v + v.T for v in values]
+    K = other.joint_dense(features[3:6], values, select)
+    expected = ObservedDirections(bases[3:]).joint_dense(features[3:6], values, select)
+    np.testing.assert_allclose(K, expected, rtol=1e-13, atol=1e-15)

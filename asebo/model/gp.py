@@ -415,9 +415,10 @@ class EnergyForceGP:
         m, n, _ = positions.shape
         prior_e, prior_g = self._prior_at_observations(positions, energies)
         gradients = -forces
-        self._directions = None
+        earlier, self._directions = self._directions, None
         if hasattr(self.metric, "observation_bases"):
-            self._directions = ObservedDirections(self.metric.observation_bases(positions))
+            bases = self.metric.observation_bases(positions)
+            self._directions = ObservedDirections(bases, earlier)
         if self.metric is not None:
             prior_g = self.metric.feature_gradients(positions, prior_g).numpy()
             gradients = self.metric.feature_gradients(positions, gradients).numpy()

@@ -35,13 +35,20 @@ class ObservedDirections:
         Orthonormal columns (or columns of zeros, beyond a configuration's rank)
         spanning the directions each configuration's features move in, in the GP's
         ``D = 3k`` feature components.
+    earlier : ObservedDirections, optional
+        Those of an earlier fit. Where its bases are the first of ``bases``, the
+        products ``U_a^T U_b`` it formed for the configurations it conditioned on are
+        taken over, each for one subset of configurations this one conditions on.
     """
 
-    def __init__(self, bases):
+    def __init__(self, bases, earlier=None):
         self.bases = bases  # (m, D, R)
         self.observed = bases.norm(dim=1) > 0.5  # (m, R): the columns that are directions
         self.rows_per_configuration = bases.shape[2] + 1
         self._products = {}  # selected configurations -> _pair_products
+        self._earlier = {}  # configurations -> U_a^T U_b (m', m', R, R) of an earlier fit
+        if earlier is not None and _extends(bases, earlier.bases):
+            self._earlier = {key: gram for key, (gram, _) in earlier._products.items()}
 
     def _transform(self, select):
         """``T`` of the configurations ``select`` (m',): (m', R + 1, D + 1)."""
@@ -76,25 +83,51 @@ class ObservedDirections:
         blocks[:, 0, :, 0] = k
         blocks[:, 0, :, 1:] = -a[..., None] * seen_from_column
         blocks[:, 1:, :, 0] = (-a[..., None] * seen_from_row).permute(0, 2, 1)
-        gradients = a[..., None, None] * gram + c[..., None, None] * (
-            seen_from_row[..., :, None] * seen_from_column[..., None, :]
-        )  # (m', m', R, R)
-        blocks[:, 1:, :, 1:] = gradients.permute(0, 2, 1, 3)
+        # a U_a^T U_b - c U_a^T d (U_b^T d)^T, written into the blocks in place: at a
+        # thousand rows and more, temporaries of the whole covariance cost as much as
+        # the products themselves
+        gradients = blocks[:, 1:, :, 1:].permute(0, 2, 1, 3)  # (m', m', R, R), a view
+        torch.mul(a[..., None, None], gram, out=gradients)
+        outer = seen_from_row[..., :, None] * seen_from_column[..., None, :]  # (m', m', R, R)
+        gradients.add_(outer.mul_(c[..., None, None]))
         return blocks.reshape(m * (R + 1), m * (R + 1))
 
     def _pair_products(self, features, select):
         """``U_a^T U_b`` (m', m', R, R) and ``U_a^T p_b`` (m', m', R) of ``select``,
-        kept for the two latest subsets (a search over ``gamma`` asks for one again and
-        again)."""
+        kept for every subset of this fit (a search over ``gamma`` asks for one again
+        and again, and the next fit takes the products over)."""
         key = tuple(select.tolist())
         if key not in self._products:
-            if len(self._products) == 2:
-                self._products.pop(next(iter(self._products)))
             bases = self.bases[select]  # (m', D, R)
-            gram = torch.einsum("adi,bdj->abij", bases, bases)
             projected = torch.einsum("adi,bd->abi", bases, features)
-            self._products[key] = gram, projected
+            self._products[key] = self._gram(key, bases), projected
         return self._products[key]
+
+    def _gram(self, key, bases):
+        """``U_a^T U_b`` (m', m', R, R) of the configurations ``key`` (m',) of
+        ``bases`` (m', D, R): the pairs an earlier fit formed taken from the subset that
+        shares the most configurations with ``key``, the others formed here."""
+        shared = {old: set(old) & set(key) for old in self._earlier}
+        if not shared or not max(map(len, shared.values())):
+            return torch.einsum("adi,bdj->abij", bases, bases)
+        old = max(shared, key=lambda old: len(shared[old]))
+        earlier = self._earlier.pop(old)
+        m, _, R = bases.shape
+        gram = bases.new_empty(m, R, m, R).permute(0, 2, 1, 3)  # laid out as the blocks
+        runs = _common_runs(key, old)
+        for at, was, length in runs:
+            for column_at, column_was, width in runs:
+                gram[at : at + length, column_at : column_at + width] = earlier[
+                    was : was + length, column_was : column_was + width
+                ]
+        new = torch.tensor(
+            [at for at, configuration in enumerate(key) if configuration not in shared[old]]
+        )
+        if len(new):
+            rows = torch.einsum("adi,bdj->abij", bases[new], bases)  # (new, m', R, R)
+            gram[new] = rows
+            gram[:, new] = rows.permute(1, 0, 3, 2)
+        return gram
 
     def covariance(self, K, select):
         """``T K T^T`` (m' (R+1), m' (R+1)) of a joint covariance ``K`` (m' (D+1),
@@ -152,6 +185,31 @@ class ObservedDirections:
         """Observations of ``select`` (m',) the likelihood counts: each energy and the
         rank of each gradient's ``B``."""
         return int(len(select) + self.observed[select].sum())
+
+
+def _common_runs(key, old):
+    """The configurations of ``key`` also in ``old`` (both sorted), as runs that are
+    consecutive in both: (start in ``key``, start in ``old``, length) each."""
+    place = {configuration: at for at, configuration in enumerate(old)}
+    runs = []
+    for at, configuration in enumerate(key):
+        was = place.get(configuration)
+        if was is None:
+            continue
+        if runs and runs[-1][0] + runs[-1][2] == at and runs[-1][1] + runs[-1][2] == was:
+            runs[-1][2] += 1
+        else:
+            runs.append([at, was, 1])
+    return runs
+
+
+def _extends(bases, earlier):
+    """Whether ``earlier`` (m0, D, R) are the first ``m0`` of ``bases`` (m, D, R)."""
+    return (
+        earlier.shape[1:] == bases.shape[1:]
+        and len(earlier) <= len(bases)
+        and torch.equal(earlier, bases[: len(earlier)])
+    )
 
 
 class ProjectedOperator:
