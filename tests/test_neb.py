@@ -23,7 +23,7 @@ from asebo import BONEB
 from asebo.benchmarks.neb import au_on_al100
 from asebo.model.gp import EnergyForceGP
 from asebo.model.priors import CalculatorPrior, HighestEnergyPrior, PriorCalculationError
-from asebo.neb.band import ComputedValues, ModelCalculator, band_forces
+from asebo.neb.band import ComputedValues, ModelCalculator, OnceAtEachBand, band_forces, like
 from asebo.neb.relax import distance_to, relax_on_model
 from asebo.neb.trust_radius import MIN_TRUST_RADIUS, adapted_radius
 from calculators import get_calculator
@@ -233,6 +233,34 @@ def test_a_relaxation_stopped_by_the_trust_radius_ends_on_it():
         distance_to(np.concatenate([known, begin[None]]), end) for begin, end in zip(start, ends)
     ]
     assert max(reach) == pytest.approx(0.05, abs=1e-7)
+
+
+@pytest.mark.parametrize("aligned", [False, True])
+def test_a_band_evaluated_once_at_each_configuration_moves_as_ase_neb(au_al, aligned):
+    """The model band answers an optimizer's repeated asks at one configuration with
+    the first's forces: the same steps as ASE's NEB, with at most half its asks of the
+    images; where removing rotations moves the images at each evaluation, the same
+    steps with every ask."""
+    asks = []
+
+    class Asked(EMT):
+        def get_property(self, name, atoms=None, allow_calculation=True):
+            asks.append(name)
+            return super().get_property(name, atoms, allow_calculation)
+
+    runs = []
+    for kind in (NEB, OnceAtEachBand):
+        neb = au_al_band(au_al, Asked)
+        neb.remove_rotation_and_translation = aligned
+        band = like(neb, neb.images, kind=kind)
+        asks.clear()
+        FIRE(band, logfile=None).run(fmax=0.01, steps=6)
+        runs.append((band, len(asks)))
+    (plain, plain_asks), (once, once_asks) = runs
+    np.testing.assert_array_equal(once.get_positions(), plain.get_positions())
+    np.testing.assert_array_equal(once.get_forces(), plain.get_forces())
+    assert once.emax == plain.emax and once.imax == plain.imax
+    assert once_asks <= plain_asks / 2 or aligned
 
 
 def test_the_model_band_calculators_follow_every_change_of_configuration():

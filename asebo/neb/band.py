@@ -8,7 +8,9 @@ forces of a band on the GP and on the computed values are ASE's to the last bit.
 configuration with the one they hold by its positions, numbers, cell and periodicity
 alone (:class:`ExactConfigurationCheck`), where ASE's calculators compare every array of
 the atoms with a tolerance, at each of the many asks of ASE's NEB (every image's energy
-and forces at each of its force evaluations).
+and forces at each of its force evaluations). The band on the model is an
+:class:`OnceAtEachBand`, an NEB that evaluates each of its configurations once however
+often an optimizer asks.
 """
 
 import numpy as np
@@ -24,16 +26,19 @@ CONFIGURATION = ("positions", "numbers", "cell", "pbc")
 
 class ExactConfigurationCheck:
     """A calculator mixin whose ``check_state`` compares ``CONFIGURATION`` exactly: the
-    values a model of the energy or an image's computed values depend on."""
+    values a model of the energy or an image's computed values depend on, bit for bit
+    (ASE's NEB asks each moving image three times per force evaluation of the band)."""
 
     def check_state(self, atoms, tol=1e-15):
         if self.atoms is None:
             return list(all_changes)
-        return [
-            name
-            for name in CONFIGURATION
-            if not np.array_equal(getattr(self.atoms, name), getattr(atoms, name))
-        ]
+        return [name for name in CONFIGURATION if _bits(self.atoms, name) != _bits(atoms, name)]
+
+
+def _bits(atoms, name):
+    """The bytes of the array ``name`` of ``CONFIGURATION`` of ``atoms``."""
+    values = atoms.cell.array if name == "cell" else getattr(atoms, name)
+    return np.ascontiguousarray(values).tobytes()
 
 
 class ModelCalculator(ExactConfigurationCheck, Calculator):
@@ -79,10 +84,35 @@ class ComputedValues(ExactConfigurationCheck, SinglePointCalculator):
         super().__init__(atoms, energy=energy, free_energy=energy, forces=np.array(forces))
 
 
-def like(neb, images):
+class OnceAtEachBand(NEB):
+    """ASE's NEB, whose forces are evaluated once for each configuration of the band.
+
+    ASE's optimizers ask for a band's forces three times at each step (the step, the log
+    line, the convergence test), and each ask evaluates every image and tangent again.
+    Here a repeated ask at the same positions returns the forces of the first, and
+    leaves the NEB's state (energies, highest image) as that ask left it. Where the
+    evaluation itself moves the images (``remove_rotation_and_translation``), nothing is
+    kept.
+    """
+
+    _evaluated_at = _forces = None  # (i - 2) n x 3 positions, and their forces
+
+    def get_forces(self):
+        positions = self.get_positions()
+        if self._evaluated_at is not None and np.array_equal(positions, self._evaluated_at):
+            return self._forces.copy()
+        forces = super().get_forces()
+        self._evaluated_at = self._forces = None
+        if np.array_equal(self.get_positions(), positions):
+            self._evaluated_at, self._forces = positions, forces.copy()
+        return forces
+
+
+def like(neb, images, kind=NEB):
     """An NEB of ``images`` with the parameters of ``neb`` (spring constants, climbing
-    image, method, preconditioner, removal of rotations and translations)."""
-    return NEB(
+    image, method, preconditioner, removal of rotations and translations), of class
+    ``kind`` (:class:`ase.mep.NEB` or a subclass)."""
+    return kind(
         images,
         k=list(neb.k),
         climb=neb.climb,

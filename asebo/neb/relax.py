@@ -16,7 +16,14 @@ import numpy as np
 from ase.constraints import FixAtoms
 
 from asebo.model.priors import PriorCalculationError
-from asebo.neb.band import ComputedValues, ModelCalculator, band_copies, largest_forces, like
+from asebo.neb.band import (
+    ComputedValues,
+    ModelCalculator,
+    OnceAtEachBand,
+    band_copies,
+    largest_forces,
+    like,
+)
 from asebo.neb.trust_radius import cut_back
 
 
@@ -44,7 +51,7 @@ def model_band(neb, positions, models, computed, held):
             image.calc = ModelCalculator(models.of(index))
         if held[index]:
             image.set_constraint(FixAtoms(indices=range(len(image))))
-    return like(neb, images)
+    return like(neb, images, kind=OnceAtEachBand)
 
 
 def relax_on_model(band, known, trust_radius, fmax, steps, optimizer, held):

@@ -2,10 +2,11 @@
 
 A reaction of Birkholz and Schlegel's set shipped with asebo (its end states relaxed
 with BFGS to 0.01 eV/Å), ``--images`` moving images by IDPP, climbing image,
-``improvedtangent``; BONEB with its defaults runs ``--calls`` calls of the moving images
-(fmax 0.05 eV/Å). Printed: the atoms, the calls, the wall time, the time inside the
-calculator, and the mean time per call outside it (the GP's fit, the band relaxed on
-it, the choice of the image).
+``improvedtangent``; BONEB with its defaults runs until the band converges (fmax 0.05
+eV/Å) or for ``--calls`` calls of the moving images. Printed: the atoms, the calls and
+whether the band converged, the wall time, the time inside the calculator, and the
+mean time per call outside it (the GP's fit, the band relaxed on it, the choice of the
+image).
 
     OMP_NUM_THREADS=1 python docs/notes/neb_steptime.py --reaction 06_dacp2 --calls 100
 """
@@ -54,11 +55,12 @@ def main():
         images.append(image)
     optimizer = BONEB(NEB(images, climb=True, method="improvedtangent"), logfile=None)
     start = time.perf_counter()
-    optimizer.run(fmax=0.05, steps=args.calls)
+    converged = optimizer.run(fmax=0.05, steps=args.calls)
     wall = time.perf_counter() - start
     print(
         f"{args.reaction}: {len(initial)} atoms, {args.images} moving images, "
-        f"{optimizer.nsteps} calls, {wall:.1f} s, {spent[0]:.1f} s in the calculator, "
+        f"{optimizer.nsteps} calls ({'converged' if converged else 'not converged'}), "
+        f"{wall:.1f} s, {spent[0]:.1f} s in the calculator, "
         f"{(wall - spent[0]) / optimizer.nsteps:.2f} s per call outside it"
     )
 
