@@ -38,7 +38,7 @@ class ExactConfigurationCheck:
 def _bits(atoms, name):
     """The bytes of the array ``name`` of ``CONFIGURATION`` of ``atoms``."""
     values = atoms.cell.array if name == "cell" else getattr(atoms, name)
-    return np.ascontiguousarray(values).tobytes()
+    return values.tobytes()  # C order, whatever the array's layout
 
 
 class ModelCalculator(ExactConfigurationCheck, Calculator):
