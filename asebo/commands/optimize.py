@@ -15,6 +15,7 @@ cannot read, no atoms, an unusable restart file, an ``--fmax``, ``--steps`` or
 ``--threads`` that cannot be, an existing output without ``--force``, a ``--hessian``
 suffix other than ``.json`` or ``.npy``, an output name whose format ASE cannot tell,
 an output, Hessian, log, trajectory or restart file that cannot be written there,
+two of these files (or ``--observations``) that are one file,
 ``--observations`` that cannot be read, are not of this molecule or hold no
 forces); 3 a run stopped by its calculator (an element it does not know, say) or by
 a file it could not write (a full disk); 130 interrupted by Ctrl-C. Each stop prints
@@ -111,6 +112,7 @@ def _refuse(message):
 
 def _check_options(args, output):
     """Refuse a threshold, step count or file the run could not use, before any call."""
+    _check_distinct(args, output)
     if not (math.isfinite(args.fmax) and args.fmax > 0):
         raise _refuse(f"--fmax must be a positive force in eV/Å, got {args.fmax}")
     if args.steps < 0:
@@ -138,6 +140,25 @@ def _check_options(args, output):
         if problem is not None:
             raise _refuse(f"{option} {path}: {problem}")
     _check_output_format(output)
+
+
+def _check_distinct(args, output):
+    """Refuse two of the files the command reads or writes that are one file
+    (:func:`asebo.optimize.system_checks.check_distinct_files`)."""
+    from asebo.optimize.system_checks import check_distinct_files
+
+    files = {
+        "--output": output,
+        "--restart": args.restart,
+        "--trajectory": args.trajectory,
+        "--logfile": args.logfile,
+        "--hessian": args.hessian,
+        "--observations": args.observations,
+    }
+    try:
+        check_distinct_files(**files)
+    except ValueError as error:
+        raise _refuse(_one_line(error)) from error
 
 
 def _why_unwritable(path):

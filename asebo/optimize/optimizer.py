@@ -55,6 +55,7 @@ from asebo.optimize.settings import TrustSettings
 from asebo.optimize.stages import NoProgressError
 from asebo.optimize.step_log import LoggedSteps
 from asebo.optimize.system_checks import (
+    check_distinct_files,
     check_system,
     check_writable,
     periodic_note,
@@ -87,7 +88,10 @@ class BOOptimizer(ModelResults, RunViews, LoggedSteps, WarmStart, Optimizer):
         ``'-'`` for standard output: ASE's step lines with the model's predicted energy
         and each step's reason (:data:`asebo.optimize.proposal.REASONS`), notes ``# ``.
     trajectory : str, optional
-        ASE trajectory of every configuration computed, each written once.
+        ASE trajectory of every configuration computed, each written once. Two of the
+        files named (restart, logfile, trajectory, observations) that are one file are
+        refused before any call
+        (:func:`asebo.optimize.system_checks.check_distinct_files`).
     append_trajectory : bool, optional
         Keep the frames in ``trajectory``; default: where a restart file is read.
     prior : ase calculator, 'lindh', 'springs', 'max', 'mean', 'auto', float or Prior
@@ -161,6 +165,9 @@ class BOOptimizer(ModelResults, RunViews, LoggedSteps, WarmStart, Optimizer):
         **kwargs,
     ):
         self.threads = optimizer_threads(threads)
+        check_distinct_files(
+            restart=restart, logfile=logfile, trajectory=trajectory, observations=observations
+        )
         self.coordinates = _checked_coordinates(atoms, restart, trajectory)
         coordinates = engine_coordinates(self.coordinates)
         self.numbers, self.subspace = coordinates["numbers"], coordinates["subspace"]

@@ -33,6 +33,47 @@ def check_writable(name, path):
         )
 
 
+def check_distinct_files(**named_paths):
+    """Refuse two of a run's files that are one file, before any call.
+
+    Parameters
+    ----------
+    **named_paths : str, os.PathLike, None or open file
+        Each file of the run by the name the user gave it (``restart``, ``logfile``,
+        ``trajectory``; ``--output`` in a command). None, an open file and ``'-'``
+        (standard output) name no file and are passed over.
+
+    Raises
+    ------
+    ValueError
+        Naming the first two arguments that are the same file: the same path once
+        resolved (links, ``..``, a relative and an absolute name), or one file under
+        two names (a hard link).
+    """
+    named = [
+        (name, os.fspath(path))
+        for name, path in named_paths.items()
+        if isinstance(path, (str, os.PathLike)) and os.fspath(path) != "-"
+    ]
+    for k, (first, first_path) in enumerate(named):
+        for second, second_path in named[k + 1 :]:
+            if _same_file(first_path, second_path):
+                raise ValueError(
+                    f"{first} {first_path!r} and {second} {second_path!r} are the same file: "
+                    "give each its own name"
+                )
+
+
+def _same_file(first, second):
+    """Whether the paths ``first`` and ``second`` name one file, existing or not."""
+    if os.path.realpath(first) == os.path.realpath(second):
+        return True
+    try:
+        return os.path.samefile(first, second)
+    except OSError:  # one of them does not exist yet
+        return False
+
+
 def periodic_note(coordinates, representation, prior):
     """The log line that says how a periodic system is modelled."""
     what = (
