@@ -1,7 +1,9 @@
-"""The files of a run: no two of them one file."""
+"""The files of a run: no two of them one file, and a restart file that keeps its
+permissions."""
 
 import os
 import re
+import stat
 
 import pytest
 from ase import Atoms
@@ -100,3 +102,20 @@ def test_the_command_given_one_file_twice_is_refused_before_any_call(tmp_path, f
     assert str(raised.value) == f"{both} are the same file: give each its own name"
     assert (shared.read_bytes() if shared.exists() else None) == saved
     assert not (tmp_path / "argon_relaxed.xyz").exists()
+
+
+# ---- permissions of the restart file ---------------------------------------------------
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o664])
+def test_the_restart_file_keeps_the_mode_given_to_it(tmp_path, mode):
+    restart = str(tmp_path / "bo.json")
+    old = os.umask(0o022)
+    try:
+        BOOptimizer(argon(), restart=restart, logfile=None).run(fmax=0.01, steps=1)
+        assert stat.S_IMODE(os.stat(restart).st_mode) == 0o644
+        saved = len(check_restart(restart)["energies"])
+        os.chmod(restart, mode)
+        BOOptimizer(argon(), restart=restart, logfile=None).run(fmax=0.01, steps=2)
+    finally:
+        os.umask(old)
+    assert len(check_restart(restart)["energies"]) > saved
+    assert stat.S_IMODE(os.stat(restart).st_mode) == mode

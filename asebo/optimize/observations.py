@@ -10,6 +10,7 @@ exactly once, however many times the run is resumed.
 
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -72,7 +73,7 @@ class Observations:
         self.stresses = []
         self.results = []
         self.state = {}
-        self._file_mode = None  # the restart file's permissions, from the umask
+        self._new_file_mode = None  # a new restart file's permissions, from the umask
 
     def __len__(self):
         return len(self.energies)
@@ -144,8 +145,9 @@ class Observations:
         """Update the optimizer's state and write everything to the restart file.
 
         The file is written to a temporary file unique to this process in the same
-        folder, given the permissions a new file gets under the process's umask,
-        flushed to disk, then renamed over the restart file.
+        folder, given the permissions of the restart file it replaces (those a new file
+        gets under the process's umask where there is none yet), flushed to disk, then
+        renamed over the restart file.
         """
         self.state.update(state)
         if self.path is None or self.comm.rank != 0:
@@ -162,12 +164,11 @@ class Observations:
             content["stresses"] = np.array(self.stresses)
         if any(results is not None for results in self.results):
             content["results"] = self.results
-        if self._file_mode is None:
-            self._file_mode = 0o666 & ~_umask()
+        mode = self._file_mode()
         folder, name = os.path.split(os.path.abspath(self.path))
         descriptor, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
         try:
-            os.fchmod(descriptor, self._file_mode)  # mkstemp makes it 0600
+            os.fchmod(descriptor, mode)  # mkstemp makes it 0600
             with os.fdopen(descriptor, "w") as fd:
                 fd.write(encode(content))
                 fd.flush()
@@ -176,6 +177,17 @@ class Observations:
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
+
+    def _file_mode(self):
+        """The permissions of the restart file, where it exists; else those of a new
+        file under the process's umask, read once."""
+        try:
+            return stat.S_IMODE(os.stat(self.path).st_mode)
+        except FileNotFoundError:
+            pass
+        if self._new_file_mode is None:
+            self._new_file_mode = 0o666 & ~_umask()
+        return self._new_file_mode
 
 
 class TrajectoryFrames:
