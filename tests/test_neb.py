@@ -18,12 +18,14 @@ from ase.constraints import FixCartesian
 from ase.io import read
 from ase.mep import NEB
 from ase.optimize import BFGS, FIRE
+from scipy.spatial.transform import Rotation
 
 from asebo import BONEB
 from asebo.benchmarks.neb import au_on_al100
 from asebo.model.gp import EnergyForceGP
 from asebo.model.priors import CalculatorPrior, HighestEnergyPrior, PriorCalculationError
 from asebo.neb.band import ComputedValues, ModelCalculator, OnceAtEachBand, band_forces, like
+from asebo.neb.choice import STEPPED
 from asebo.neb.relax import distance_to, relax_on_model
 from asebo.neb.trust_radius import MIN_TRUST_RADIUS, adapted_radius
 from calculators import get_calculator
@@ -138,10 +140,10 @@ def test_a_band_whose_model_smooths_over_its_calls_steps_along_the_computed_forc
     # a GP noise of 1 eV and 1 eV/Å, 500 times the default: the model's band comes to
     # rest with every image computed while the computed NEB forces are still above fmax
     neb = muller_brown_band()
-    log = tmp_path / "band.log"
     smooth = {"energy_noise": 1.0, "gradient_noise": 1.0}
-    assert BONEB(neb, logfile=str(log), gp_options=smooth).run(fmax=0.05, steps=100)
-    assert "along its computed NEB force, the model's band at rest" in log.read_text()
+    optimizer = BONEB(neb, logfile=None, gp_options=smooth)
+    assert optimizer.run(fmax=0.05, steps=100)
+    assert STEPPED in [choice["reason"] for choice in optimizer.choices]
     energies = [image.get_potential_energy() for image in neb.images]
     top = int(np.argmax(energies))
     assert np.linalg.norm(neb.images[top].positions[0, :2] - SADDLE_AB) < 0.01
@@ -207,18 +209,27 @@ def test_a_failed_call_says_how_to_go_on_and_the_band_resumes_without_a_repeat(
 def test_au_al_barrier_of_bfgs_in_at_most_15_calls(au_al, tmp_path):
     counted = Counted(EMT)
     neb = au_al_band(au_al, counted.make)
-    trajectory = tmp_path / "band.traj"
-    optimizer = BONEB(neb, trajectory=str(trajectory), logfile=str(tmp_path / "log"))
+    trajectory, calls = tmp_path / "band.traj", tmp_path / "calls.traj"
+    optimizer = BONEB(
+        neb, trajectory=str(trajectory), calls_trajectory=str(calls), logfile=str(tmp_path / "log")
+    )
     assert optimizer.run(fmax=0.05, steps=40)
     moving = len(counted.calls) - 2
+    assert optimizer.nsteps == optimizer.calls == moving
     reference_counted = Counted(EMT)
     reference = au_al_band(au_al, reference_counted.make)
     assert BFGS(reference, logfile=None).run(fmax=0.05, steps=500)
     assert moving <= 15 < len(reference_counted.calls) - 2
     assert barrier(neb) == pytest.approx(barrier(reference), abs=0.02)
     lines = (tmp_path / "log").read_text().splitlines()
-    assert len(lines) == 1 + len(counted.calls)  # the header, then a line per call
-    assert len(read(trajectory, index=":")) == len(counted.calls)
+    assert len(lines) == 1 + 1 + moving  # the header, the band before any call, a line per call
+    assert len(read(calls, index=":")) == len(counted.calls)
+    bands = read(trajectory, index=":")  # a band per step, the first before any call
+    assert len(bands) == (optimizer.nsteps + 1) * len(neb.images)
+    last = bands[-len(neb.images) :]
+    for frame, image in zip(last, neb.images):
+        np.testing.assert_array_equal(frame.positions, image.positions)
+        assert frame.get_potential_energy() == pytest.approx(image.get_potential_energy(), abs=1e-9)
 
 
 def test_a_relaxation_stopped_by_the_trust_radius_ends_on_it():
@@ -263,6 +274,20 @@ def test_a_band_evaluated_once_at_each_configuration_moves_as_ase_neb(au_al, ali
     assert once_asks <= plain_asks / 2 or aligned
 
 
+def test_computed_values_follow_their_configuration_moved_as_a_whole():
+    water = molecule("H2O")
+    forces = np.array([[0.1, -0.2, 0.3], [0.0, 0.4, -0.1], [-0.1, -0.2, -0.2]])
+    water.calc = ComputedValues(water, -1.5, forces)
+    turn = Rotation.from_rotvec([0.3, -0.2, 0.5])
+    centre = water.positions.mean(axis=0)
+    water.positions = turn.apply(water.positions - centre) + centre + [1.0, -2.0, 0.5]
+    assert water.get_potential_energy() == -1.5
+    np.testing.assert_allclose(water.get_forces(), turn.apply(forces), atol=1e-12)
+    water.positions[1, 0] += 1e-6  # no longer a rigid motion: no value
+    with pytest.raises(PropertyNotImplementedError):
+        water.get_forces()
+
+
 def test_the_model_band_calculators_follow_every_change_of_configuration():
     water = molecule("H2O")
     water.calc = EMT()
@@ -287,8 +312,8 @@ def test_the_model_band_calculators_follow_every_change_of_configuration():
     for change in ("positions", "numbers", "cell", "pbc"):
         changed = computed.copy()
         changed.calc = computed.calc
-        if change == "positions":
-            changed.positions[0, 0] += 1e-9
+        if change == "positions":  # the O-H bonds stretched by 1e-9 Å
+            changed.positions[0, 2] += 1e-9
         elif change == "numbers":
             changed.numbers[0] = 9
         elif change == "cell":

@@ -14,9 +14,9 @@ often an optimizer asks.
 """
 
 import numpy as np
-from ase.calculators.calculator import Calculator, all_changes
-from ase.calculators.singlepoint import SinglePointCalculator
+from ase.calculators.calculator import Calculator, PropertyNotImplementedError, all_changes
 from ase.mep import NEB
+from scipy.spatial.transform import Rotation
 
 PRECONDITIONED = ("spline", "string")
 """The NEB methods that take a preconditioner (ASE sets one for the others itself)."""
@@ -66,8 +66,14 @@ class ModelCalculator(ExactConfigurationCheck, Calculator):
         }
 
 
-class ComputedValues(ExactConfigurationCheck, SinglePointCalculator):
-    """An image's computed energy and forces, as ASE's ``SinglePointCalculator``.
+class ComputedValues(ExactConfigurationCheck, Calculator):
+    """An image's computed energy and forces, as an ASE calculator that never calls one.
+
+    At the configuration computed it returns the values computed; at that configuration
+    moved as a whole (ASE's NEB turns and shifts its images onto their neighbours where
+    ``remove_rotation_and_translation`` is set) the same energy and the forces turned
+    with it; elsewhere it raises ``PropertyNotImplementedError``, as ASE's
+    ``SinglePointCalculator`` does.
 
     Parameters
     ----------
@@ -79,9 +85,44 @@ class ComputedValues(ExactConfigurationCheck, SinglePointCalculator):
         eV/Å.
     """
 
+    implemented_properties = ("energy", "free_energy", "forces")
+
     def __init__(self, atoms, energy, forces):
-        energy = float(energy)
-        super().__init__(atoms, energy=energy, free_energy=energy, forces=np.array(forces))
+        super().__init__()
+        self.atoms = atoms.copy()
+        self.computed_at = atoms.positions.copy()  # (n, 3)
+        self.computed = float(energy), np.array(forces, dtype=float)  # (), (n, 3)
+        self.results = _values(*self.computed)
+
+    def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        if set(system_changes) - {"positions"}:
+            raise PropertyNotImplementedError("the image's computed values are of other atoms")
+        rotation = rigid_rotation(self.computed_at, atoms.positions)
+        if rotation is None:
+            raise PropertyNotImplementedError(
+                "the image has moved from its computed configuration: no values there"
+            )
+        super().calculate(atoms, properties, system_changes)
+        energy, forces = self.computed
+        self.results = _values(energy, rotation.apply(forces))
+
+
+def _values(energy, forces):
+    """ASE's results of an energy and its forces (n, 3)."""
+    return {"energy": energy, "free_energy": energy, "forces": np.array(forces)}
+
+
+def rigid_rotation(reference, moved, tolerance=1e-11):
+    """The rotation (scipy ``Rotation``) that, with a translation, takes ``reference``
+    (n, 3) onto ``moved`` (n, 3) within ``tolerance`` Å on every atom; None where no
+    rigid motion does."""
+    reference_centred = reference - reference.mean(axis=0)
+    moved_centred = moved - moved.mean(axis=0)
+    if len(reference) == 1:
+        return Rotation.identity()
+    rotation, _ = Rotation.align_vectors(moved_centred, reference_centred)
+    misfit = np.abs(rotation.apply(reference_centred) - moved_centred).max()
+    return rotation if misfit <= tolerance else None
 
 
 class OnceAtEachBand(NEB):
@@ -150,16 +191,44 @@ def band_forces(neb, positions, energies, forces):
     Returns
     -------
     band : array (i - 2, n, 3)
-        The NEB force of each moving image, the climbing image's included.
+        The NEB force of each moving image, the climbing image's included, in the frame
+        of ``positions`` (where ASE turns the images onto their neighbours, the forces
+        are turned back).
     climbing : int or None
         The climbing image among the moving ones (0-based), None without ``climb``.
     """
+    evaluated = evaluated_band(neb, positions, energies, forces)
+    return evaluated.band_forces, (evaluated.imax - 1) if neb.climb else None
+
+
+def evaluated_band(neb, positions, energies, forces):
+    """An NEB like ``neb`` at ``positions`` (i, n, 3) whose images have the given
+    ``energies`` (i,) and unconstrained ``forces`` (i, n, 3), its forces evaluated: its
+    ``energies``, ``real_forces``, ``imax``, ``emax`` and ``residuals`` ASE's, and
+    ``band_forces`` (i - 2, n, 3) its NEB forces in the frame of ``positions``."""
     images = band_copies(neb, positions)
     for image, energy, force in zip(images, energies, forces):
         image.calc = ComputedValues(image, energy, force)
     band = like(neb, images)
-    result = band.get_forces().reshape(len(images) - 2, len(images[0]), 3)
-    return result, (band.imax - 1) if neb.climb else None
+    shape = (len(images) - 2, len(images[0]), 3)
+    band.band_forces = band.get_forces().reshape(shape)
+    for index, (where, image) in enumerate(zip(positions[1:-1], images[1:-1])):
+        if not np.array_equal(where, image.positions):  # turned by ASE's NEB
+            back = rigid_rotation(where, image.positions).inv()
+            band.band_forces[index] = back.apply(band.band_forces[index])
+            band.real_forces[index + 1] = back.apply(band.real_forces[index + 1])
+    return band
+
+
+def publish(neb, evaluated):
+    """Give ``neb`` the energies, forces, highest image and residuals of ``evaluated``
+    (:func:`evaluated_band`), as its own ``get_forces`` would: ``neb.iterimages()``
+    (what ASE's trajectories and :class:`ase.mep.NEBTools` read), ``get_residual()`` and
+    ``get_potential_energy()`` then answer without a call."""
+    neb.energies = evaluated.energies.copy()
+    neb.real_forces = evaluated.real_forces.copy()
+    neb.imax, neb.emax = evaluated.imax, evaluated.emax
+    neb.residuals = list(evaluated.residuals)
 
 
 def largest_forces(band):

@@ -3,9 +3,16 @@
 import numpy as np
 from ase.constraints import FixAtoms
 from ase.mep.neb import BaseNEB
+from ase.optimize.precon.precon import IdentityPrecon, PreconImages
+
+from asebo.optimize.system_checks import check_closest_approach, check_finite
 
 METHODS = ("aseneb", "eb", "improvedtangent", "spline", "string")
 """The NEB methods ASE knows (:class:`ase.mep.NEB`)."""
+REFUSED_METHODS = ("spline", "string")
+"""The methods BONEB refuses: on ASE's Cu vacancy hop (Morse) a band of ``spline``
+converged 68 meV below the saddle, and ``string`` collapsed onto its ends
+(docs/notes/one-engine.md)."""
 
 
 def check_band(neb):
@@ -13,8 +20,11 @@ def check_band(neb):
 
     Refused: what is no :class:`ase.mep.NEB`; fewer than three images (one moving);
     images of other atoms, boundary conditions or cells; an image without a
-    calculator; a method ASE does not know; constraints other than ``FixAtoms``, or
-    ``FixAtoms`` that differ between images.
+    calculator; a method ASE does not know, or one of :data:`REFUSED_METHODS`; a
+    preconditioner; constraints other than
+    ``FixAtoms``, or ``FixAtoms`` that differ between images; positions that are not
+    finite, or atoms closer than
+    :data:`asebo.optimize.system_checks.CLOSEST_APPROACH` Å.
     """
     if not isinstance(neb, BaseNEB):
         raise TypeError(
@@ -29,11 +39,44 @@ def check_band(neb):
         )
     if neb.method not in METHODS:
         raise ValueError(f"NEB method {neb.method!r} is not one of ASE's: {', '.join(METHODS)}")
+    if neb.method in REFUSED_METHODS:
+        raise ValueError(
+            f"BONEB does not take NEB method {neb.method!r}: its band on the model does not "
+            "converge to ASE's barrier with it; use method='improvedtangent' (or 'aseneb', "
+            "'eb')"
+        )
+    _check_preconditioner(neb)
     first = images[0]
     for index, image in enumerate(images):
         _check_same_system(first, image, index)
         _check_calculator(image, index, len(images))
         _check_constraints(first, image, index)
+        _check_positions(image, index)
+
+
+def _check_preconditioner(neb):
+    """Refuse a preconditioner: ASE builds it from calls of the images' calculators at
+    displaced configurations, and BONEB relaxes the band on its model."""
+    precon = neb.precon
+    built = isinstance(precon, PreconImages)  # by an earlier get_forces
+    if precon is None or (built and all(isinstance(p, IdentityPrecon) for p in precon)):
+        return
+    if not (isinstance(precon, str) and precon == "ID"):
+        raise ValueError(
+            f"BONEB cannot take the NEB's preconditioner {precon!r}: it relaxes the band on "
+            "its model, where ASE's preconditioner would call the calculators; pass "
+            "precon=None"
+        )
+
+
+def _check_positions(image, index):
+    """Refuse positions that are not finite and atoms on top of one another, naming the
+    image."""
+    try:
+        check_finite(image, bool(np.any(image.pbc)))
+        check_closest_approach(image)
+    except ValueError as error:
+        raise ValueError(f"image {index}: {error}") from None
 
 
 def _check_same_system(first, image, index):

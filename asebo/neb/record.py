@@ -14,6 +14,7 @@ from ase.io.trajectory import Trajectory
 from ase.parallel import world
 
 from asebo.optimize.observations import (
+    SAME_START,
     Observations,
     RestartError,
     calculator_identity,
@@ -30,8 +31,10 @@ class BandRecord:
     images : list of ase.Atoms
         The band's images; the record of a restart file of other atoms is refused.
     restart : str or None
-        JSON file: read if it exists (the band's moving images are set to the stored
-        band), written after each call.
+        JSON file: read if it exists, written after each call. The file of another
+        band is refused (:class:`asebo.optimize.observations.RestartError`): other
+        atoms, another calculator, another number of images, or endpoints more than
+        :data:`asebo.optimize.observations.SAME_START` Å from the file's.
     trajectory : str or None
         ASE trajectory of the computed images, appended to when the restart file is read.
 
@@ -55,10 +58,12 @@ class BandRecord:
             state = self.observations.state
             check_calculator(restart, state.get("calculator"), identity)
             self.image_of = [int(index) for index in state.get("images", [])]
-            if len(self.image_of) != len(self.observations):
+            if len(self.image_of) != len(self.observations) or "band" not in state:
                 raise RestartError(f"restart file {restart} is not a band's: pass another name")
-            self.band = np.asarray(state["band"], dtype=float) if "band" in state else None
+            self.band = np.asarray(state["band"], dtype=float)
+            check_same_band(restart, state, images)
         self.observations.state["calculator"] = identity
+        self.observations.state["endpoints"] = np.array([images[0].positions, images[-1].positions])
         self.trajectory = None
         if trajectory is not None and comm.rank == 0:
             mode = "a" if len(self.observations) else "w"
@@ -68,13 +73,26 @@ class BandRecord:
         """The observation at ``positions`` (n, 3), or None."""
         return self.observations.find(positions)
 
-    def add(self, image, index, energy, forces, band, trust_radius):
+    def add(self, image, index, energy, forces, band, state):
         """Record the call at ``image`` (ase.Atoms, image ``index``), save the restart file
-        with the moving images ``band`` (i - 2, n, 3), write the trajectory frame."""
+        with the moving images ``band`` (i - 2, n, 3) and the driver's ``state`` (a dict
+        with its ``trust_radius``), write the trajectory frame.
+
+        Raises
+        ------
+        FloatingPointError
+            For an energy or forces that are not finite: nothing is recorded, the
+            restart file keeps every call before.
+        """
+        if not (np.isfinite(energy) and np.isfinite(forces).all()):
+            raise FloatingPointError(
+                f"the calculator of image {index} returned NaN or inf energy or forces; "
+                f"the {len(self.observations)} calls before are kept"
+            )
         self.observations.append(image.positions, energy, forces)
         self.image_of.append(int(index))
         self.band = np.array(band)
-        self.observations.save(images=self.image_of, band=self.band, trust_radius=trust_radius)
+        self.observations.save(images=self.image_of, band=self.band, **state)
         if self.trajectory is not None:
             frame = image.copy()
             frame.calc = SinglePointCalculator(
@@ -86,3 +104,34 @@ class BandRecord:
         """Close the trajectory."""
         if self.trajectory is not None:
             self.trajectory.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exception):
+        self.close()
+
+
+def check_same_band(path, state, images):
+    """Refuse the restart file ``path`` whose ``state`` holds another band than
+    ``images``: another number of moving images, or endpoints more than
+    :data:`asebo.optimize.observations.SAME_START` Å (any coordinate) from its own.
+    Files written before the endpoints were recorded pass on the number of images."""
+    band = np.asarray(state["band"])
+    if len(band) != len(images) - 2:
+        raise RestartError(
+            f"restart file {path} holds a band of {len(band)} moving images, not "
+            f"{len(images) - 2}: pass the same band to resume, or another restart file name "
+            "to start afresh; this one was left untouched"
+        )
+    stored = state.get("endpoints")
+    if stored is None:
+        return
+    given = np.array([images[0].positions, images[-1].positions])
+    distance = float(np.abs(given - np.asarray(stored, dtype=float)).max())
+    if distance > SAME_START:
+        raise RestartError(
+            f"restart file {path} holds a band between other endpoints ({distance:.3g} Å "
+            "apart, largest coordinate difference): pass the same endpoints to resume, or "
+            "another restart file name to start afresh; this one was left untouched"
+        )
