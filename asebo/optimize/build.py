@@ -8,7 +8,7 @@ from asebo.optimize.engine import Engine
 from asebo.optimize.representations import make_representation
 from asebo.optimize.resolve import resolve_recentre, resolve_settings
 from asebo.optimize.settings import ModelSettings
-from asebo.optimize.subspace import free_coordinates, free_subspace
+from asebo.optimize.subspace import free_coordinates, search_subspace
 from asebo.optimize.surrogate_model import system_prior
 
 
@@ -25,8 +25,9 @@ def engine_coordinates(coordinates):
     dict
         ``numbers`` (N,), a filter's cell rows counted as atoms of number 0; ``free``
         (N, 3), what no constraint holds whole
-        (:func:`asebo.optimize.subspace.free_coordinates`); ``subspace``, what the
-        other constraints allow (:func:`asebo.optimize.subspace.free_subspace`);
+        (:func:`asebo.optimize.subspace.free_coordinates`); ``subspace``, the moves
+        of the search: what the other constraints allow, a cell filter's deformation
+        kept symmetric (:func:`asebo.optimize.subspace.search_subspace`);
         ``periodic`` and ``cell`` (a cell filter's), bools.
     """
     constrained = coordinates.atoms  # the atoms behind a filter, or atoms
@@ -35,7 +36,7 @@ def engine_coordinates(coordinates):
     return {
         "numbers": np.concatenate([constrained.get_atomic_numbers(), cell_rows]).astype(int),
         "free": free,
-        "subspace": free_subspace(coordinates, free),
+        "subspace": search_subspace(coordinates, free),
         "periodic": coordinates.has_cell or bool(np.any(constrained.pbc)),
         "cell": coordinates.has_cell,
     }

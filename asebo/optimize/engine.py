@@ -38,7 +38,9 @@ class Engine:
     free : array (N, 3) of bool
         The coordinates no constraint holds.
     subspace : asebo.optimize.subspace.FreeSubspace or None
-        The subspace the constraints allow, where they allow one only.
+        The moves of the search where they are a subspace: what the constraints allow,
+        a cell filter's deformation kept symmetric
+        (:func:`asebo.optimize.subspace.search_subspace`).
     periodic : bool
         A periodic cell, or a cell filter.
     cell : bool

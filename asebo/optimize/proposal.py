@@ -88,8 +88,8 @@ class StepContext:
     notes : tuple of str
         Lines for the log from fitting the model.
     subspace : asebo.optimize.subspace.FreeSubspace or None
-        The displacements the constraints allow within ``free``, where they allow less
-        (:func:`asebo.optimize.subspace.free_subspace`).
+        The displacements the search makes within ``free``, where they are fewer
+        (:func:`asebo.optimize.subspace.search_subspace`).
     """
 
     gp: object

@@ -9,8 +9,9 @@ Others allow a linear subspace of the free coordinates: :class:`ase.constraints.
 along another direction, and a cell filter's ``hydrostatic_strain`` or
 ``constant_volume`` (:meth:`asebo.model.cell_coordinates.GeneralizedCoordinates.cell_projectors`).
 :func:`free_subspace` gives the intersection of all of them as a
-:class:`FreeSubspace`: the search moves within it, and the forces of the convergence
-test are projected onto it.
+:class:`FreeSubspace`, onto which the forces of the convergence test are projected;
+:func:`search_subspace` the moves of the search, which also keep a cell filter's
+deformation symmetric (:func:`unturned_cell_projector`).
 """
 
 import numpy as np
@@ -90,10 +91,61 @@ def free_subspace(coordinates, free):
     FreeSubspace or None
         None where no constraint allows less than the free coordinates.
     """
+    return _intersection(_constraint_projectors(coordinates), free, coordinates.rows)
+
+
+def search_subspace(coordinates, free):
+    """The displacements the search makes: those of :func:`free_subspace`, with a cell
+    filter's deformation kept symmetric where its mask allows
+    (:func:`unturned_cell_projector`).
+
+    Parameters
+    ----------
+    coordinates : asebo.model.cell_coordinates.GeneralizedCoordinates
+    free : bool array (N, 3)
+        The coordinates no constraint holds whole.
+
+    Returns
+    -------
+    FreeSubspace or None
+        None where the search moves every free coordinate.
+    """
     projectors = _constraint_projectors(coordinates)
+    unturned = unturned_cell_projector(coordinates)
+    if unturned is not None:
+        projectors.append(unturned)
+    return _intersection(projectors, free, coordinates.rows)
+
+
+def unturned_cell_projector(coordinates):
+    """The projector (3N, 3N) onto the moves whose cell rows, a filter's deformation
+    gradient ``F`` (or its logarithm), change by a symmetric matrix; None without a
+    filter, or with a ``mask`` that holds an entry of ``F`` but not its transpose.
+
+    The energy does not change where cell and atoms turn together, ``F -> R F``: such
+    a turn adds ``W F`` to ``F`` (``W`` antisymmetric), which only at ``F = 1`` is the
+    antisymmetric part the periodic model leaves out
+    (:func:`asebo.model.periodic.described_basis`). A search free to move the
+    antisymmetric part turns the cell where the model sees no change, and the model
+    then no longer fits the forces: four sheared copper atoms under a ``UnitCellFilter``
+    ran 120 steps unconverged, their cell forces stuck near 0.04 eV/Å. A symmetric
+    ``F`` is the polar decomposition's stretch (every shape of the cell, unturned),
+    and the model describes every move within it.
+    """
+    if not coordinates.has_cell or not np.array_equal(coordinates.mask, coordinates.mask.T):
+        return None
+    symmetric = np.eye(9).reshape(3, 3, 3, 3)
+    symmetric = 0.5 * (symmetric + symmetric.transpose(1, 0, 2, 3))
+    size, n = 3 * coordinates.rows, coordinates.n_atoms
+    return _embedded(symmetric.reshape(9, 9), slice(3 * n, size), size)
+
+
+def _intersection(projectors, free, rows):
+    """The :class:`FreeSubspace` that every projector (3N, 3N) of ``projectors`` and the
+    boolean mask ``free`` (N, 3) allow; None without projectors."""
     if not projectors:
         return None
-    size = 3 * coordinates.rows
+    size = 3 * rows
     complement = np.diag((~np.asarray(free, dtype=bool)).ravel().astype(np.float64))
     for projector in projectors:
         rest = np.eye(size) - projector
