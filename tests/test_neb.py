@@ -28,6 +28,7 @@ from asebo.neb.band import ComputedValues, ModelCalculator, OnceAtEachBand, band
 from asebo.neb.choice import STEPPED
 from asebo.neb.relax import distance_to, relax_on_model
 from asebo.neb.trust_radius import MIN_TRUST_RADIUS, adapted_radius
+from asebo.optimize.observations import RestartError
 from calculators import get_calculator
 from calculators.muller_brown import MINIMUM_A, MINIMUM_B, SADDLE_AB, MullerBrown
 
@@ -572,3 +573,84 @@ def test_only_a_net_force_and_torque_of_the_calculator_moves_an_image_as_a_whole
     forces = np.zeros_like(positions)
     forces[1] = calculator_torque * turn
     assert optimizer._rigid_only(positions, forces, band)[0] == moved
+
+
+def test_the_restart_file_of_another_band_is_refused_and_left_untouched(tmp_path):
+    restart = tmp_path / "band.json"
+    assert not BONEB(muller_brown_band(), restart=restart, logfile=None).run(fmax=0.05, steps=3)
+    written = restart.read_bytes()
+    shifted = muller_brown_band()
+    shifted.images[-1].positions[0, 1] += 0.1  # another final state
+    fewer = muller_brown_band(moving=4)
+    for other, words in ((shifted, "other endpoints"), (fewer, "not 4")):
+        with pytest.raises(RestartError, match=words):
+            BONEB(other, restart=restart, logfile=None)
+        assert restart.read_bytes() == written
+
+
+def test_a_nan_call_keeps_every_call_before_and_the_band_resumes_without_a_repeat(
+    muller_brown_run, tmp_path
+):
+    _, _, calls = muller_brown_run
+
+    class NaNOnTheSixthCall(MullerBrown):
+        made = 0
+
+        def calculate(self, atoms=None, properties=("energy",), system_changes=()):
+            super().calculate(atoms, properties, system_changes)
+            NaNOnTheSixthCall.made += 1
+            if NaNOnTheSixthCall.made == 6:
+                self.results.update(energy=np.nan, free_energy=np.nan)
+
+    first = Counted(NaNOnTheSixthCall)
+    restart = tmp_path / "band.json"
+    failing = BONEB(muller_brown_band(calculator=first.make), restart=restart, logfile=None)
+    with pytest.raises(FloatingPointError, match="NaN") as raised:
+        failing.run(fmax=0.05, steps=60)
+    failing.close()
+    assert f"restart={str(restart)!r}" in raised.value.__notes__[0]
+    second = Counted(MullerBrown)
+    resumed = BONEB(muller_brown_band(calculator=second.make), restart=restart, logfile=None)
+    assert resumed.run(fmax=0.05, steps=60)
+    made = np.array(first.calls[:-1] + second.calls)  # the NaN call alone is made again
+    np.testing.assert_allclose(made, np.array(calls), atol=1e-10)
+
+
+@pytest.mark.parametrize("coincident", [False, True])
+def test_an_image_with_a_bad_position_is_refused_by_its_index(coincident):
+    neb = muller_brown_band(3)
+    for image in neb.images:  # a second atom, 3 Å above the first
+        image += Atoms("H", positions=[image.positions[0] + [0.0, 0.0, 3.0]])
+    moved = neb.images[2].positions
+    moved[1] = moved[0] if coincident else np.nan
+    words = "closer than" if coincident else "not a finite number"
+    with pytest.raises(ValueError, match=f"image 2: .*{words}"):
+        BONEB(neb, logfile=None)
+
+
+def test_the_band_takes_one_thread_and_gives_the_calculator_its_own(monkeypatch):
+    import torch
+
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    seen = []
+
+    class Recording(MullerBrown):
+        def calculate(self, atoms=None, properties=("energy",), system_changes=()):
+            seen.append(torch.get_num_threads())
+            super().calculate(atoms, properties, system_changes)
+
+    class RecordingFIRE(FIRE):  # relaxes the band on the model, within BONEB's step
+        def step(self):
+            within.append(torch.get_num_threads())
+            super().step()
+
+    within = []
+    given = torch.get_num_threads()
+    band = muller_brown_band(3, calculator=Recording)
+    optimizer = BONEB(band, logfile=None, band_optimizer=RecordingFIRE)
+    assert optimizer.threads == 1
+    optimizer.attach(lambda: seen.append(torch.get_num_threads()))
+    optimizer.run(fmax=0.05, steps=3)
+    assert within and set(within) == {1}
+    assert set(seen) == {given}  # the calculator and the observers: the caller's threads
+    assert BONEB(muller_brown_band(3), logfile=None, threads=2).threads == 2

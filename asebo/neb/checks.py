@@ -3,7 +3,6 @@
 import numpy as np
 from ase.constraints import FixAtoms
 from ase.mep.neb import BaseNEB
-from ase.optimize.precon.precon import IdentityPrecon, PreconImages
 
 from asebo.optimize.system_checks import check_closest_approach, check_finite
 
@@ -20,8 +19,8 @@ def check_band(neb):
 
     Refused: what is no :class:`ase.mep.NEB`; fewer than three images (one moving);
     images of other atoms, boundary conditions or cells; an image without a
-    calculator; a method ASE does not know, or one of :data:`REFUSED_METHODS`; a
-    preconditioner; constraints other than
+    calculator; a method ASE does not know, or one of :data:`REFUSED_METHODS` (the
+    methods that take a preconditioner); constraints other than
     ``FixAtoms``, or ``FixAtoms`` that differ between images; positions that are not
     finite, or atoms closer than
     :data:`asebo.optimize.system_checks.CLOSEST_APPROACH` Å.
@@ -45,28 +44,12 @@ def check_band(neb):
             "converge to ASE's barrier with it; use method='improvedtangent' (or 'aseneb', "
             "'eb')"
         )
-    _check_preconditioner(neb)
     first = images[0]
     for index, image in enumerate(images):
         _check_same_system(first, image, index)
         _check_calculator(image, index, len(images))
         _check_constraints(first, image, index)
         _check_positions(image, index)
-
-
-def _check_preconditioner(neb):
-    """Refuse a preconditioner: ASE builds it from calls of the images' calculators at
-    displaced configurations, and BONEB relaxes the band on its model."""
-    precon = neb.precon
-    built = isinstance(precon, PreconImages)  # by an earlier get_forces
-    if precon is None or (built and all(isinstance(p, IdentityPrecon) for p in precon)):
-        return
-    if not (isinstance(precon, str) and precon == "ID"):
-        raise ValueError(
-            f"BONEB cannot take the NEB's preconditioner {precon!r}: it relaxes the band on "
-            "its model, where ASE's preconditioner would call the calculators; pass "
-            "precon=None"
-        )
 
 
 def _check_positions(image, index):

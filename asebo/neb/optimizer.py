@@ -243,13 +243,15 @@ class BONEB(ImageChoice, Optimizer):
     def band_state(self):
         """The band at its images' positions, evaluated on the computed energies and
         forces where an image was computed at its place and the GP's elsewhere
-        (:func:`asebo.neb.band.evaluated_band`), with ``computed`` (i,), which were;
-        ``neb`` is given its values (:func:`asebo.neb.band.publish`). Once per band,
-        record and ``climb``."""
+        (:func:`asebo.neb.band.evaluated_band`; rank 0's, broadcast), with ``computed``
+        (i,), which were, and ``values``, every image's energy (i,) and forces
+        (i, n, 3); ``neb`` is given its values (:func:`asebo.neb.band.publish`). Once
+        per band, record and ``climb``."""
         positions = self.positions
         key = (positions.tobytes(), len(self.record.observations), self.neb.climb)
         if self._state is None or self._state[0] != key:
-            energies, forces, computed = self._values(positions)
+            values = self._values(positions) if self.comm.rank == 0 else None
+            energies, forces, computed = broadcast(values, root=0, comm=self.comm)
             evaluated = evaluated_band(self.neb, positions, energies, forces)
             evaluated.computed, evaluated.values = computed, (energies, forces)
             self._state = (key, evaluated)
