@@ -184,6 +184,90 @@ def test_the_frames_asebo_writes_name_its_calculator(tmp_path):
         BOOptimizer(atoms, observations=trajectory, logfile=None)
 
 
+# ---- warm starts: the frames' calculator settings --------------------------------------
+def water(calc, counted=True):
+    """Rattled water with ``calc``, behind a counter where ``counted``."""
+    atoms = molecule("H2O")
+    atoms.rattle(0.05, seed=0)
+    atoms.calc = CountingCalculator(calc) if counted else calc
+    return atoms
+
+
+@pytest.fixture(name="gfn1_frames", scope="module")
+def fixture_gfn1_frames(tmp_path_factory):
+    """Three BFGS steps on water with tblite's GFN1-xTB: the trajectory, an ase.db file
+    of its frames, and asebo's trajectory of the same calculator."""
+    from tblite.ase import TBLite
+
+    folder = tmp_path_factory.mktemp("gfn1")
+    atoms = water(TBLite(method="GFN1-xTB", verbosity=0), counted=False)
+    BFGS(atoms, trajectory=str(folder / "bfgs.traj"), logfile=None).run(fmax=0.01, steps=3)
+    with connect(folder / "bfgs.db") as db:
+        for frame in read(folder / "bfgs.traj", ":"):
+            db.write(frame)
+    ours = water(TBLite(method="GFN1-xTB", verbosity=0))
+    BOOptimizer(ours, trajectory=str(folder / "bo.traj"), logfile=None).run(fmax=0.01, steps=2)
+    return folder
+
+
+@pytest.mark.parametrize("source", ["bfgs.traj", "bfgs.db", "rows", "bo.traj"])
+@pytest.mark.parametrize("preset", [True, False], ids=["preset", "TBLite"])
+def test_frames_of_gfn1_are_refused_for_a_gfn2_run_before_any_call(gfn1_frames, source, preset):
+    from tblite.ase import TBLite
+
+    frames = connect(gfn1_frames / "bfgs.db").select() if source == "rows" else gfn1_frames / source
+    atoms = water(get_calculator("gfn2") if preset else TBLite(method="GFN2-xTB", verbosity=0))
+    with pytest.raises(
+        ValueError,
+        match=r"frame 0 was computed by tblite with method='GFN1-xTB', not with this run's "
+        r"method='GFN2-xTB'",
+    ):
+        BOOptimizer(atoms, observations=frames, logfile=None)
+    assert atoms.calc.ncalls == 0
+
+
+def test_frames_of_gfn2_are_refused_for_a_gfn1_run(tmp_path):
+    from tblite.ase import TBLite
+
+    atoms = water(TBLite(method="GFN2-xTB", verbosity=0), counted=False)
+    BFGS(atoms, trajectory=str(tmp_path / "gfn2.traj"), logfile=None).run(fmax=0.01, steps=1)
+    run = water(get_calculator("gfn1"))
+    with pytest.raises(
+        ValueError, match="with method='GFN2-xTB', not with this run's method='GFN1"
+    ):
+        BOOptimizer(run, observations=tmp_path / "gfn2.traj", logfile=None)
+
+
+def test_frames_of_the_same_method_are_taken_whatever_their_output_settings(gfn1_frames):
+    from tblite.ase import TBLite
+
+    for calc in (get_calculator("gfn1"), TBLite(method="GFN1-xTB", verbosity=0, cache_api=False)):
+        for source in ("bfgs.traj", "bfgs.db", "bo.traj"):
+            opt = BOOptimizer(water(calc), observations=gfn1_frames / source, logfile=None)
+            assert len(opt.observations) == len(read(gfn1_frames / source, ":"))
+            assert opt.atoms.calc.ncalls == 0
+
+
+def test_frames_that_name_the_calculator_without_its_parameters_are_taken_and_noted(
+    gfn1_frames, tmp_path
+):
+    unrecorded = []
+    for frame in read(gfn1_frames / "bfgs.traj", ":"):
+        plain = frame.copy()
+        plain.calc = SinglePointCalculator(
+            plain, energy=frame.get_potential_energy(), forces=frame.get_forces()
+        )
+        plain.calc.name = "tblite"
+        unrecorded.append(plain)
+    log = tmp_path / "bo.log"
+    opt = BOOptimizer(water(get_calculator("gfn1")), observations=unrecorded, logfile=str(log))
+    assert len(opt.observations) == len(unrecorded)
+    assert "record none of its parameters" in log.read_text()
+    default = tmp_path / "default.log"
+    BOOptimizer(water(get_calculator("gfn2")), observations=unrecorded, logfile=str(default))
+    assert "record none of its parameters" not in default.read_text()
+
+
 # ---- a warm-started run resumed -------------------------------------------------------
 def test_a_warm_started_run_resumed_by_the_same_script_follows_the_uninterrupted_path(tmp_path):
     start = ethanol()

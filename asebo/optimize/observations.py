@@ -316,8 +316,9 @@ class TrajectoryFrames:
     def _frame(self, positions, energy, forces, stress=None, results=None):
         """The atoms (n) at ``positions`` (N, 3) with ``energy``, ``forces`` (N, 3), the
         ``stress`` (6,) where one was observed, and the calculator's other ``results``
-        (a dict) where they are known; the frame's calculator bears the name of the
-        calculator that computed it."""
+        (a dict) where they are known; the frame's calculator bears the name and the
+        parameters of the calculator that computed it (:func:`calculator_parameters`),
+        which ASE's trajectory records."""
         frame = self.atoms.copy()
         coordinates = self.coordinates
         if coordinates is not None and coordinates.has_cell:
@@ -334,6 +335,8 @@ class TrajectoryFrames:
         name = calculator_name(self.atoms.calc)
         if name is not None:
             frame.calc.name = name
+            computing = wrapped_calculators(self.atoms.calc)[-1]
+            frame.calc.parameters.update(calculator_parameters(computing))
         return frame
 
 
@@ -421,12 +424,18 @@ def calculator_identity(calc):
     of ``todict()`` (what differs from the calculator's defaults).
     """
     calc = wrapped_calculators(calc)[-1]
+    identity = {"name": type(calc).__name__, "parameters": calculator_parameters(calc)}
+    return json.dumps(identity, sort_keys=True)
+
+
+def calculator_parameters(calc):
+    """The parameters of ``calc`` that differ from its defaults (``todict()``) as JSON
+    values (lists for arrays and tuples); empty for a calculator without ``todict()``."""
     try:
         parameters = calc.todict()
     except Exception:  # a calculator without todict(): its name alone
-        parameters = {}
-    identity = {"name": type(calc).__name__, "parameters": parameters}
-    return json.dumps(json.loads(encode(identity)), sort_keys=True)
+        return {}
+    return json.loads(encode(dict(parameters)))
 
 
 def check_calculator(path, stored, current):

@@ -5,9 +5,11 @@ job cut short, a relaxation at a lower level of theory with the same calculator,
 ``ase.db`` of single points), is an energy and forces the GP can learn from at no
 cost. :func:`read_frames` takes what users hold such frames in; :func:`observed_frames`
 turns them into the positions, energies and forces an optimizer observes, refusing
-frames that are not observations of the same system, or that name another calculator.
+frames that are not observations of the same system, or that name another calculator
+or record other settings of it (a GFN1-xTB trajectory for a GFN2-xTB run).
 """
 
+import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -15,9 +17,23 @@ from dataclasses import dataclass
 import numpy as np
 from ase import Atoms
 from ase.calculators.singlepoint import SinglePointCalculator
+from ase.db import connect
 from ase.io import read
+from ase.io.formats import filetype
+from ase.io.jsonio import encode
 
-from asebo.optimize.observations import calculator_name, wrapped_calculators
+from asebo.optimize.observations import (
+    calculator_name,
+    calculator_parameters,
+    wrapped_calculators,
+)
+
+OUTPUT_PARAMETERS = frozenset(
+    {"verbosity", "verbose", "txt", "label", "directory", "command", "cache_api", "parallel"}
+)
+"""Parameters that say what a calculator writes, where, and how it spends its time
+(tblite's ``verbosity`` and ``cache_api``, GPAW's ``txt`` and ``parallel``), not what it
+computes: frames that differ in them alone are of the same calculation."""
 
 
 @dataclass(frozen=True)
@@ -74,12 +90,27 @@ def read_frames(source):
             f"observations: {type(source).__name__} is not a file name, a trajectory, "
             "Atoms or an iterable of Atoms or ase.db rows"
         )
-    return [item.toatoms() if hasattr(item, "toatoms") else item for item in source]
+    return [_row_atoms(item) if hasattr(item, "toatoms") else item for item in source]
+
+
+def _row_atoms(row):
+    """The atoms of an ``ase.db`` row, their calculator with the parameters the row
+    records (``calculator_parameters``), which ``row.toatoms()`` leaves out."""
+    atoms = row.toatoms()
+    parameters = row.get("calculator_parameters")
+    if atoms.calc is not None and parameters:
+        atoms.calc.parameters.update(parameters)
+    return atoms
 
 
 def _read_file(path):
-    """Every frame of the file ``path``; a ValueError naming it where it cannot be read."""
+    """Every frame of the file ``path`` (the rows of an ``ase.db`` file with their
+    calculator's parameters, :func:`_row_atoms`); a ValueError naming it where it
+    cannot be read."""
     try:
+        if filetype(path) == "db":
+            with connect(path) as db:
+                return [_row_atoms(row) for row in db.select()]
         return list(read(path, index=":"))
     except Exception as error:  # each reader and format has its own errors
         reason = " ".join(f"{type(error).__name__}: {error}".split())
@@ -100,9 +131,13 @@ def observed_frames(frames, coordinates):
         ``ase.db`` rows give them; a live calculator's results for these positions).
         The frames' constraints play no part: forces are read unconstrained. A frame
         whose calculator has a name (ASE's trajectories and ``ase.db`` rows keep the
-        name of the calculator that computed it) must name the calculator of the
-        atoms optimized, or a wrapper of it; a frame without one (a single-point
-        calculator built by hand) is taken.
+        name of the calculator that computed it, and its parameters) must name the
+        calculator of the atoms optimized, or a wrapper of it, and where it records
+        parameters (:func:`frame_parameters`) their settings must be that calculator's
+        (:func:`settings`: defaults filled in, :data:`OUTPUT_PARAMETERS` left out). A
+        frame without a name (a single-point calculator built by hand, extended XYZ)
+        is taken, and so is one that records no parameters (:func:`take_frames` notes
+        it where this run sets some): what they were computed with is not known.
     coordinates : asebo.model.cell_coordinates.GeneralizedCoordinates
         The optimizer's coordinates: the numbers to match, and under a cell filter
         the filter that turns atoms, cell and stress into its generalized positions
@@ -115,9 +150,9 @@ def observed_frames(frames, coordinates):
     Raises
     ------
     ValueError
-        For a frame of other atoms, of another calculator, without energy or forces
-        (or stress under a filter), with values that are not finite, or (without a
-        filter) in another periodic cell. Nothing is returned then: a warm start is
+        For a frame of other atoms, of another calculator or settings, without energy
+        or forces (or stress under a filter), with values that are not finite, or
+        (without a filter) in another periodic cell. Nothing is returned then: a warm start is
         taken whole or not.
     """
     return [_observed(k, frame, coordinates) for k, frame in enumerate(frames)]
@@ -171,18 +206,87 @@ def _observed(k, frame, coordinates):
 
 def _check_calculator(k, frame, calc):
     """Raise ValueError where frame ``k`` names a calculator (``frame.calc.name``) that
-    is neither ``calc`` nor one of the calculators it wraps; 'unknown' (a single-point
-    calculator's own name) names none."""
-    name = getattr(frame.calc, "name", None)
-    if not isinstance(name, str) or name.lower() in ("", "unknown") or calc is None:
+    is neither ``calc`` nor one of the calculators it wraps, or records parameters
+    (:func:`frame_parameters`) whose settings (:func:`settings`) differ from those of
+    every calculator of that name; 'unknown' (a single-point calculator's own name)
+    names none."""
+    name = _frame_calculator_name(frame)
+    if name is None or calc is None:
         return
-    names = {getattr(c, "name", None) for c in wrapped_calculators(calc)}
-    if name.lower() not in {n.lower() for n in names if isinstance(n, str)}:
+    named = _named(calc, name)
+    if not named:
         raise ValueError(
             f"observations: frame {k} was computed by {name}, not by this run's calculator "
             f"({calculator_name(calc)}): a warm start takes frames of the same calculator "
             "and settings; pass frames of this one, or no observations"
         )
+    recorded = frame_parameters(frame)
+    if not recorded:
+        return
+    differences = [_differences(recorded, c) for c in named]
+    if all(differences):
+        theirs, ours = differences[-1]
+        raise ValueError(
+            f"observations: frame {k} was computed by {name} with {theirs}, not with this "
+            f"run's {ours}: a warm start takes frames of the same calculator and settings; "
+            "pass frames of this one, or no observations"
+        )
+
+
+def _frame_calculator_name(frame):
+    """The name of the calculator that computed ``frame``, or None where it names none."""
+    name = getattr(frame.calc, "name", None)
+    if not isinstance(name, str) or name.lower() in ("", "unknown"):
+        return None
+    return name
+
+
+def _named(calc, name):
+    """The calculators of ``calc``'s chain (:func:`wrapped_calculators`) named ``name``."""
+    return [
+        c
+        for c in wrapped_calculators(calc)
+        if isinstance(getattr(c, "name", None), str) and c.name.lower() == name.lower()
+    ]
+
+
+def frame_parameters(frame):
+    """The parameters of the calculator that computed ``frame`` as the frame records
+    them: ASE's trajectories and ``ase.db`` rows keep its ``todict()`` (those that
+    differ from its defaults), and a live calculator gives its own; empty where none
+    are recorded (a single-point calculator built by hand, frames written before
+    asebo recorded them), as where every one is the default."""
+    return {} if frame.calc is None else calculator_parameters(frame.calc)
+
+
+def settings(parameters, calc):
+    """The settings of a calculation with ``parameters`` on the calculator ``calc``:
+    ``calc``'s defaults (``default_parameters``) updated with them, less the
+    :data:`OUTPUT_PARAMETERS`, as JSON values (a value JSON cannot hold, by its
+    ``repr``)."""
+    merged = {**(getattr(calc, "default_parameters", None) or {}), **parameters}
+    return {
+        key: _json_value(value) for key, value in merged.items() if key not in OUTPUT_PARAMETERS
+    }
+
+
+def _json_value(value):
+    """``value`` as JSON gives it back (lists for arrays and tuples), or its ``repr``."""
+    try:
+        return json.loads(encode(value))
+    except TypeError:
+        return repr(value)
+
+
+def _differences(recorded, calc):
+    """How the settings of the ``recorded`` parameters differ from ``calc``'s own, as
+    two texts (``"method='GFN1-xTB'"``, ``"method='GFN2-xTB'"``); None where they do
+    not."""
+    theirs, ours = settings(recorded, calc), settings(calculator_parameters(calc), calc)
+    keys = sorted(key for key in theirs.keys() | ours.keys() if theirs.get(key) != ours.get(key))
+    if not keys:
+        return None
+    return tuple(", ".join(f"{key}={side.get(key)!r}" for key in keys) for side in (theirs, ours))
 
 
 def _result(frame, name):
@@ -238,20 +342,39 @@ def take_frames(observations, source, coordinates):
     -------
     added : int
         The observations taken.
-    note : str
-        The log's line on the warm start.
+    notes : list of str
+        The log's lines on the warm start.
     """
     frames = read_frames(source)
     observed = observed_frames(frames, coordinates)
+    unrecorded = _unrecorded_note(frames, coordinates.atoms.calc)
     added = 0
     for frame in observed:
         if observations.find(frame.positions) is None:
             observations.append(frame.positions, frame.energy, frame.forces, frame.stress)
             added += 1
     if not added:
-        return 0, f"warm start: the {len(frames)} frames are observations already"
+        return 0, [f"warm start: the {len(frames)} frames are observations already"]
     known = f", {len(observed) - added} of them known already" if added < len(observed) else ""
-    return added, f"warm start: {added} observations taken from {len(frames)} frames{known}"
+    note = f"warm start: {added} observations taken from {len(frames)} frames{known}"
+    return added, [note, *unrecorded]
+
+
+def _unrecorded_note(frames, calc):
+    """The log's line, in a list, where a frame names a calculator of ``calc`` but
+    records none of its parameters while this run sets some: the frames are taken as
+    computed with them. Empty otherwise."""
+    for frame in frames:
+        name = _frame_calculator_name(frame)
+        if name is None or calc is None or frame_parameters(frame):
+            continue
+        own = _differences({}, _named(calc, name)[-1])
+        if own is not None:
+            return [
+                f"warm start: the frames name {name} but record none of its parameters; "
+                f"they are taken as computed with this run's {own[1]}"
+            ]
+    return []
 
 
 class WarmStart:
@@ -271,8 +394,8 @@ class WarmStart:
         resumed run given its frames again), the pending proposal is judged as in the
         uninterrupted run.
         """
-        added, note = take_frames(self.observations, traj, self.coordinates)
-        self._write_notes([note])
+        added, notes = take_frames(self.observations, traj, self.coordinates)
+        self._write_notes(notes)
         if added:  # else a resumed run given its frames again: the pending step stands
             self.predicted_energy = None
             self.observations.save(trust_radius=self.trust.radius, predicted_energy=None)
