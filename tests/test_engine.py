@@ -13,6 +13,7 @@ from asebo.optimize.proposal import REASONS, SEARCH
 from asebo.optimize.representations import CartesianPositions
 from asebo.optimize.resolve import resolve_settings
 from asebo.optimize.settings import TrustSettings
+from asebo.optimize.surrogate_model import Surrogate
 from asebo.optimize.trust import TrustRegion
 
 MINIMUM = np.array([[0.0, 0.0, 0.0], [1.0, 0.2, -0.1], [0.3, 1.1, 0.4]])  # (3, 3)
@@ -35,9 +36,7 @@ def cartesian_engine(observations_numbers):
     )
     free = np.ones((3, 3), dtype=bool)
     return Engine(
-        gp,
-        HighestEnergyPrior(),
-        representation,
+        Surrogate(gp, HighestEnergyPrior(), representation, observations_numbers),
         observations_numbers,
         settings,
         free,

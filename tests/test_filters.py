@@ -107,8 +107,8 @@ def test_a_slab_keeps_its_fixed_layer_and_reaches_the_bfgs_minimum():
     np.testing.assert_array_equal(atoms.positions[fixed], start[fixed])
     assert atoms.get_potential_energy() == pytest.approx(reference.get_potential_energy(), abs=2e-3)
     # the metric was built at the springs' centre: the prior's last recentring
-    assert opt.engine._metric[0] == opt.prior.centre
-    assert isinstance(opt.engine._metric[1], PeriodicMetric)
+    assert opt.engine.surrogate._metric[0] == opt.prior.centre
+    assert isinstance(opt.engine.surrogate._metric[1], PeriodicMetric)
 
 
 def test_the_trajectory_of_a_filter_run_holds_the_atoms_in_their_cell(tmp_path):

@@ -31,6 +31,7 @@ class ImageModels:
     def __init__(self, gp, n_images):
         self.pooled = gp
         self._of = [gp] * n_images  # (i,): the GP each image takes
+        self.conditioned = None  # the observations counted at the last condition()
 
     @property
     def metric(self):
@@ -40,7 +41,7 @@ class ImageModels:
     def condition(self, count, latest):
         """Each image's GP, once the GP of all calls is fitted to the ``count``
         observations (beyond its ``max_size`` rows, conditioned on those nearest to the
-        images' latest calls).
+        images' latest calls); once per ``count``.
 
         Parameters
         ----------
@@ -49,6 +50,9 @@ class ImageModels:
         latest : dict
             Moving image -> the index of its latest call, for the images computed.
         """
+        if count == self.conditioned:
+            return
+        self.conditioned = count
         self._of = [self.pooled] * len(self._of)
         if _conditions_on_all(self.pooled, count):
             return

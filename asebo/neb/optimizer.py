@@ -40,10 +40,10 @@ from asebo.neb.image_models import ImageModels
 from asebo.neb.record import BandRecord
 from asebo.neb.relax import model_band, relax_on_model
 from asebo.neb.trust_radius import adapted_radius
+from asebo.optimize.build import build_surrogate
 from asebo.optimize.observed_atoms import ComputedResults
 from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.step_log import StepLog
-from asebo.optimize.surrogate_model import default_surrogate, refit
 from asebo.threads import optimizer_threads, with_optimizer_threads
 
 
@@ -157,10 +157,12 @@ class BONEB(ImageChoice, Optimizer):
             if kernel is None:
                 kernel = MOLECULE_KERNEL if len(moving) >= 3 else "cartesian"
         gp_options = {"hyper_window": HYPER_WINDOW, "cg_max_iter": 0, **(gp_options or {})}
-        self.representation, self.prior, gp, _ = default_surrogate(
-            prior, kernel, moving, periodic, gp_options
+        coordinates = {"numbers": moving.numbers, "periodic": periodic}
+        self.surrogate, _, _ = build_surrogate(
+            moving, coordinates, 3 * len(moving), prior, kernel, {"gp_options": gp_options}
         )
-        self.models = ImageModels(gp, len(self.images))
+        self.representation, self.prior = self.surrogate.representation, self.surrogate.prior
+        self.models = ImageModels(self.surrogate.gp, len(self.images))
         self.maxstep = self.max_trust_radius = largest_radius(max_trust_radius, maxstep)
         self.trust_radius = min(positive("trust_radius", trust_radius), self.maxstep)
         self.uncertainty = positive("uncertainty", uncertainty)
@@ -192,7 +194,6 @@ class BONEB(ImageChoice, Optimizer):
         self.closelater(self.record)
         self.optimizable = RecordedBand(self)
         self.step_log = StepLog(self.logfile, type(self).__name__)
-        self._fit = None  # (observations counted, metric) of the last fit
         self._stopped = False  # whether the trust radius stopped the last relaxation
         self._state = None  # (key, evaluated band) of the band last evaluated
         self.calls = 0
@@ -289,20 +290,10 @@ class BONEB(ImageChoice, Optimizer):
         a new one): beyond the GP's ``max_size`` rows, each moving image's conditions on
         the configurations nearest to its own latest call."""
         observations = self.record.observations
-        if self._fit is not None and self._fit[0] == len(observations):
-            return self.models
         last = len(self.images) - 1
         latest = {image: at for at, image in enumerate(self.record.image_of)}
         latest = {image: at for image, at in sorted(latest.items()) if image not in (0, last)}
-        self._fit = refit(
-            self.models.pooled,
-            self.prior,
-            self.representation,
-            self.images[0].numbers,
-            observations,
-            self._fit,
-            sorted(latest.values()) or None,
-        )
+        self.surrogate.fitted(observations, sorted(latest.values()) or None)
         self.models.condition(len(observations), latest)
         return self.models
 

@@ -8,8 +8,8 @@ from asebo.optimize.engine import Engine
 from asebo.optimize.representations import make_representation
 from asebo.optimize.resolve import resolve_recentre, resolve_settings
 from asebo.optimize.settings import ModelSettings
-from asebo.optimize.subspace import free_coordinates, search_subspace
-from asebo.optimize.surrogate_model import system_prior
+from asebo.optimize.subspace import free_coordinates, free_subspace, search_subspace
+from asebo.optimize.surrogate_model import Surrogate, system_prior
 
 
 def engine_coordinates(coordinates):
@@ -28,7 +28,10 @@ def engine_coordinates(coordinates):
         (:func:`asebo.optimize.subspace.free_coordinates`); ``subspace``, the moves
         of the search: what the other constraints allow, a cell filter's deformation
         kept symmetric (:func:`asebo.optimize.subspace.search_subspace`);
-        ``periodic`` and ``cell`` (a cell filter's), bools.
+        ``periodic`` and ``cell`` (a cell filter's), bools; ``allowed``, what the
+        constraints allow, a cell filter's turns included
+        (:func:`asebo.optimize.subspace.free_subspace`): the convergence test's
+        projection, and the free coordinates that choose the default ``kappa``.
     """
     constrained = coordinates.atoms  # the atoms behind a filter, or atoms
     free = free_coordinates(coordinates)  # (N, 3)
@@ -39,6 +42,7 @@ def engine_coordinates(coordinates):
         "subspace": search_subspace(coordinates, free),
         "periodic": coordinates.has_cell or bool(np.any(constrained.pbc)),
         "cell": coordinates.has_cell,
+        "allowed": free_subspace(coordinates, free),
     }
 
 
@@ -50,7 +54,8 @@ def build_engine(system, coordinates, prior=None, kernel=None, shortcuts=None, *
     system : ase.Atoms or cell filter
     coordinates : dict
         ``numbers`` (N,), ``free`` (N, 3), ``subspace``, ``periodic`` and ``cell``: the
-        system's coordinates as :class:`asebo.optimize.engine.Engine` takes them.
+        system's coordinates as :class:`asebo.optimize.engine.Engine` takes them, and
+        ``allowed`` (:func:`engine_coordinates`).
     prior, kernel : optional
         As for :class:`asebo.BOOptimizer`.
     shortcuts : dict, optional
@@ -70,6 +75,43 @@ def build_engine(system, coordinates, prior=None, kernel=None, shortcuts=None, *
 
     Raises ValueError for a kernel, prior or setting the system cannot take.
     """
+    coordinates = dict(coordinates)
+    allowed = coordinates.pop("allowed")
+    dimension = int(coordinates["free"].sum()) if allowed is None else allowed.dimension
+    surrogate, resolved, reason = build_surrogate(
+        system, coordinates, dimension, prior, kernel, shortcuts, **settings
+    )
+    engine = Engine(surrogate, settings=resolved, **coordinates)
+    notes = [] if reason is None else [f"prior='auto': {reason}"]
+    search = settings.get("search")
+    given = shortcuts.get("kappa") is not None or (search is not None and search.kappa is not None)
+    return engine, notes + _kappa_note(resolved.search, dimension, given)
+
+
+def build_surrogate(
+    system, coordinates, dimension, prior=None, kernel=None, shortcuts=None, **settings
+):
+    """The :class:`asebo.optimize.surrogate_model.Surrogate` of ``system`` and the
+    settings resolved with it: the one resolution of :class:`asebo.BOOptimizer`,
+    :class:`asebo.neb.BONEB` and :class:`asebo.saddle.BOSaddle`.
+
+    Parameters
+    ----------
+    system : ase.Atoms or cell filter
+    coordinates : dict
+        ``numbers`` (N,) and ``periodic`` (:func:`engine_coordinates`).
+    dimension : int
+        The coordinates the search moves: they choose the default ``kappa``.
+    prior, kernel, shortcuts, **settings
+        As :func:`build_engine` takes them.
+
+    Returns
+    -------
+    surrogate : asebo.optimize.surrogate_model.Surrogate
+    settings : asebo.optimize.settings.Settings
+    reason : str or None
+        Why ``prior='auto'`` chose the prior.
+    """
     shortcuts = dict(shortcuts or {})
     model = settings.get("model") or ModelSettings()
     representation = make_representation(kernel, system)
@@ -77,8 +119,6 @@ def build_engine(system, coordinates, prior=None, kernel=None, shortcuts=None, *
     made, reason = system_prior(
         prior, system, coordinates["periodic"], recentre, model, representation
     )
-    free, subspace = coordinates["free"], coordinates["subspace"]
-    dimension = int(free.sum()) if subspace is None else subspace.dimension
     resolved = resolve_settings(
         representation,
         made.is_calculator,
@@ -87,11 +127,8 @@ def build_engine(system, coordinates, prior=None, kernel=None, shortcuts=None, *
         **{**settings, "model": model},
     )
     gp = _gp(representation, resolved.model)  # bad options fail here, before any call
-    engine = Engine(gp, made, representation, settings=resolved, **coordinates)
-    notes = [] if reason is None else [f"prior='auto': {reason}"]
-    search = settings.get("search")
-    given = shortcuts.get("kappa") is not None or (search is not None and search.kappa is not None)
-    return engine, notes + _kappa_note(resolved.search, dimension, given)
+    surrogate = Surrogate(gp, made, representation, coordinates["numbers"])
+    return surrogate, resolved, reason
 
 
 def _kappa_note(search, dimension, given):

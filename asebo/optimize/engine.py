@@ -2,7 +2,7 @@
 reason out, and the verdict of the checks at convergence; nothing of ASE in it.
 
 One step: fit the GP to every observation (once per observation,
-:func:`asebo.optimize.surrogate_model.fit_observations`), then either take the step of
+:class:`asebo.optimize.surrogate_model.Surrogate`), then either take the step of
 a check at convergence that keeps the run going (:mod:`asebo.optimize.endpoint`), or
 search the lower confidence bound in the trust box
 (:func:`asebo.optimize.search.search`) and offer the proposal to the stages of
@@ -20,7 +20,6 @@ from asebo.optimize.model_hessian import ModelHessian, curvature_with_evidence, 
 from asebo.optimize.proposal import CURVATURE, Proposal, StepContext
 from asebo.optimize.search import search
 from asebo.optimize.stages import STAGES, only_rigid_forces_left, search_starts
-from asebo.optimize.surrogate_model import fit_observations
 
 
 class Engine:
@@ -28,10 +27,8 @@ class Engine:
 
     Parameters
     ----------
-    gp : asebo.model.gp.EnergyForceGP
-        Not yet fitted; refitted in place after each new observation.
-    prior : asebo.model.priors.Prior
-    representation : asebo.optimize.representations.Representation
+    surrogate : asebo.optimize.surrogate_model.Surrogate
+        The GP, its prior and representation, fitted once per observation.
     numbers : array (N,) of int
         Atomic numbers of the rows of the positions (a cell's rows are 0).
     settings : asebo.optimize.settings.Settings
@@ -47,36 +44,21 @@ class Engine:
         The positions include a cell filter's rows: no check at convergence applies.
     """
 
-    def __init__(
-        self, gp, prior, representation, numbers, settings, free, subspace, periodic, cell
-    ):
-        self.gp, self.prior, self.representation = gp, prior, representation
+    def __init__(self, surrogate, numbers, settings, free, subspace, periodic, cell):
+        self.surrogate = surrogate
+        self.gp, self.prior = surrogate.gp, surrogate.prior
+        self.representation = surrogate.representation
         self.numbers, self.settings = numbers, settings
         self.free, self.subspace, self.periodic, self.cell = free, subspace, periodic, cell
         self.rotations = not periodic and bool(free.all())  # rigid rotations of a molecule
-        self._metric = None  # (centre, metric) of the representation, from the last fit
-        self._last_fit = None  # (observations counted, notes) of the last fit
         self._verdict = None  # ((observations counted, positions), Verdict) of the last check
 
     def fitted(self, observations):
-        """The GP fitted to every observation, and notes for the log.
-
-        One GP across steps: it keeps the kernel structure of the configurations seen.
-        Fitted once per observation: the check at convergence and the step after it
-        read the same fit (and its Hessians, :attr:`asebo.model.gp.EnergyForceGP.hessians_`).
-        """
-        seen = len(observations)
-        if self._last_fit is None or self._last_fit[0] != seen:
-            self._metric, notes = fit_observations(
-                self.gp,
-                self.prior,
-                self.representation,
-                self.numbers,
-                observations.arrays(),
-                self._metric,
-            )
-            self._last_fit = (seen, notes)
-        return self.gp, self._last_fit[1]
+        """The GP fitted to every observation, and notes for the log
+        (:meth:`asebo.optimize.surrogate_model.Surrogate.fitted`): the check at
+        convergence and the step after it read the same fit (and its Hessians,
+        :attr:`asebo.model.gp.EnergyForceGP.hessians_`)."""
+        return self.surrogate.fitted(observations)
 
     def curvature_at(self, observations, positions, every_uncertainty=True, anchored=False):
         """:func:`asebo.optimize.model_hessian.curvature_with_evidence` of the GP fitted

@@ -2,11 +2,12 @@
 
 :func:`system_prior` chooses the prior mean of a molecule or of a periodic cell from
 the optimizer's ``prior`` argument, and :func:`fit_observations` fits the GP to the
-observations with the representation's metric around the prior's reference, as
-:class:`asebo.optimize.optimizer.BOOptimizer`, :class:`asebo.neb.BONEB` and
-:class:`asebo.saddle.BOSaddle` do; :func:`default_surrogate` builds the latter two's
-GP with the default settings and :func:`refit` fits it again after a new observation.
+observations with the representation's metric around the prior's reference,, once per
+observation (:class:`Surrogate`), for :class:`asebo.optimize.optimizer.BOOptimizer`,
+:class:`asebo.neb.BONEB` and :class:`asebo.saddle.BOSaddle` alike.
 """
+
+import numpy as np
 
 from asebo.model.cell_coordinates import GeneralizedCoordinates
 from asebo.model.gp import EnergyForceGP
@@ -96,6 +97,52 @@ def fit_observations(gp, prior, representation, numbers, arrays, current, near=N
         gp.metric = metric[1]
     gp.fit(positions, energies, forces, centre=near)
     return metric, notes
+
+
+class Surrogate:
+    """The GP of one run with its prior and representation, fitted once per observation:
+    the one fit cache of :class:`asebo.optimize.engine.Engine`, :class:`asebo.neb.BONEB`
+    and :class:`asebo.saddle.BOSaddle`.
+
+    Parameters
+    ----------
+    gp : asebo.model.gp.EnergyForceGP
+        Not yet fitted; refitted in place after each new observation. One GP across
+        steps: it keeps the kernel structure of the configurations seen.
+    prior : asebo.model.priors.Prior
+    representation : asebo.optimize.representations.Representation
+    numbers : array (N,) of int
+    """
+
+    def __init__(self, gp, prior, representation, numbers):
+        self.gp, self.prior, self.representation = gp, prior, representation
+        self.numbers = np.asarray(numbers)
+        self._metric = None  # (centre, metric) of the representation, from the last fit
+        self._last_fit = None  # (observations counted, notes) of the last fit
+
+    def fitted(self, observations, near=None):
+        """The GP fitted to every observation (again only after a new one), and notes
+        for the log (:func:`fit_observations`).
+
+        Parameters
+        ----------
+        observations : asebo.optimize.observations.Observations
+        near : sequence of int, optional
+            The observations near which the GP is asked next, where a new fit is made.
+        """
+        seen = len(observations)
+        if self._last_fit is None or self._last_fit[0] != seen:
+            self._metric, notes = fit_observations(
+                self.gp,
+                self.prior,
+                self.representation,
+                self.numbers,
+                observations.arrays(),
+                self._metric,
+                near,
+            )
+            self._last_fit = (seen, notes)
+        return self.gp, self._last_fit[1]
 
 
 def default_surrogate(prior, kernel, system, periodic, gp_options=None):
