@@ -54,7 +54,6 @@ from asebo.optimize.run_views import RunViews
 from asebo.optimize.settings import TrustSettings
 from asebo.optimize.stages import NoProgressError
 from asebo.optimize.step_log import LoggedSteps
-from asebo.optimize.subspace import free_subspace
 from asebo.optimize.system_checks import (
     check_distinct_files,
     check_system,
@@ -171,9 +170,7 @@ class BOOptimizer(ModelResults, RunViews, LoggedSteps, WarmStart, Optimizer):
         )
         self.coordinates = _checked_coordinates(atoms, restart, trajectory)
         coordinates = engine_coordinates(self.coordinates)
-        self.numbers = coordinates["numbers"]
-        # the convergence test's: the constraints' alone, a cell filter's turns included
-        self.subspace = free_subspace(self.coordinates, coordinates["free"])
+        self.numbers, self.subspace = coordinates["numbers"], coordinates["allowed"]
         self.periodic = coordinates["periodic"]
         shortcuts = dict(kappa=kappa, maxstep=maxstep, trust_radius=trust_radius, recentre=recentre)
         settings = dict(search=search, trust_region=trust_region, model=model)
