@@ -27,8 +27,9 @@ from asebo.model.priors import CalculatorPrior, HighestEnergyPrior, PriorCalcula
 from asebo.neb.band import ComputedValues, ModelCalculator, OnceAtEachBand, band_forces, like
 from asebo.neb.choice import MOVED_AS_A_WHOLE, STEPPED
 from asebo.neb.relax import distance_to, relax_on_model
-from asebo.neb.trust_radius import MIN_TRUST_RADIUS, adapted_radius
+from asebo.neb.trust_radius import adapted_radius
 from asebo.optimize.observations import RestartError
+from asebo.optimize.settings import BandSettings, WalkTrustSettings
 from calculators import get_calculator
 from calculators.muller_brown import MINIMUM_A, MINIMUM_B, SADDLE_AB, MullerBrown
 
@@ -365,8 +366,9 @@ def test_the_trust_radius_follows_the_force_error(error, stopped, expected):
     predicted = computed + [[0.0, error, 0.0], [0.0, 0.0, 0.0]]
     assert adapted_radius(0.2, computed, predicted, 0.05, stopped, 0.5) == expected
     assert adapted_radius(0.4, computed, predicted, 0.05, stopped, 0.5) == min(2 * expected, 0.5)
-    floor = adapted_radius(MIN_TRUST_RADIUS, computed, predicted, 0.05, stopped, 0.5)
-    assert floor >= MIN_TRUST_RADIUS
+    smallest = WalkTrustSettings().min_radius
+    floor = adapted_radius(smallest, computed, predicted, 0.05, stopped, 0.5)
+    assert floor >= smallest
 
 
 def _bad_bands():
@@ -653,3 +655,22 @@ def test_the_band_takes_one_thread_and_gives_the_calculator_its_own(monkeypatch)
     assert within and set(within) == {1}
     assert set(seen) == {given}  # the calculator and the observers: the caller's threads
     assert BONEB(muller_brown_band(3), logfile=None, threads=2).threads == 2
+
+
+def test_band_settings_and_their_shortcuts_are_one_setting():
+    chosen = BONEB(
+        muller_brown_band(3), logfile=None, settings=BandSettings(uncertainty=0.1), maxstep=0.3
+    )
+    assert (chosen.settings.uncertainty, chosen.settings.max_trust_radius) == (0.1, 0.3)
+    assert chosen.trust_radius == BandSettings().trust_radius
+    assert BONEB(muller_brown_band(3), logfile=None, maxstep=0.1).trust_radius == 0.1
+    for given in ({"settings": BandSettings(max_trust_radius=0.4)}, {"max_trust_radius": 0.4}):
+        with pytest.raises(ValueError, match="disagree"):
+            BONEB(muller_brown_band(3), logfile=None, maxstep=0.3, **given)
+
+
+def test_the_smallest_walk_radius_is_a_setting():
+    computed, predicted = np.array([[1.0, 0.0, 0.0]]), np.array([[-1.0, 0.0, 0.0]])
+    walk = WalkTrustSettings(min_radius=0.05)
+    assert adapted_radius(0.06, computed, predicted, 0.05, False, 0.5, walk) == 0.05
+    assert adapted_radius(0.06, computed, predicted, 0.05, False, 0.5) == 0.03

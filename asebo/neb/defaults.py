@@ -15,13 +15,6 @@ the inverse distances of every pair of atoms
 (:class:`asebo.optimize.representations.InverseDistancePositions`), which needs no
 reference configuration across a reaction; two atoms take Cartesian positions."""
 
-HYPER_WINDOW = 10**6
-"""The observations whose marginal likelihood gives a band's GP its length scale: every
-one, up to half of the GP's ``max_size`` rows, where a relaxation takes the latest dozen
-(:class:`asebo.model.gp.EnergyForceGP`): a band's calls spread over its images, and the
-latest dozen hold two or three of each."""
-
-
 RELAXATION_ENDS = {
     "model fmax": "band relaxed on the model",
     "steps": "band relaxed on the model",

@@ -8,8 +8,9 @@ and :class:`ase.mep.AutoNEB` take it. One step is one call of one moving image.
 
 One GP (:class:`asebo.model.gp.EnergyForceGP`) learns every image ever computed, the
 endpoints included, and takes its length scale from all of them
-(:data:`asebo.neb.defaults.HYPER_WINDOW`); beyond its dense covariance each moving image
-takes a GP of the calls nearest its own latest (:class:`asebo.neb.image_models.ImageModels`).
+(``hyper_window`` of :class:`asebo.optimize.settings.BandSettings`); beyond its dense
+covariance each moving image takes a GP of the calls nearest its own latest
+(:class:`asebo.neb.image_models.ImageModels`).
 Each step relaxes a copy of the band on the GP's posterior mean with ASE's own NEB forces
 (tangent, springs, climbing image) and an ASE optimizer, within a trust radius of the
 configurations computed (:func:`asebo.neb.relax.relax_on_model`; the radius follows the
@@ -33,15 +34,16 @@ from ase.parallel import broadcast, world
 
 from asebo.neb.band import evaluated_band, largest_forces, publish
 from asebo.neb.band_view import RecordedBand, criteria
-from asebo.neb.checks import check_band, positive
+from asebo.neb.checks import check_band
 from asebo.neb.choice import ImageChoice, pick_image
-from asebo.neb.defaults import HYPER_WINDOW, MOLECULE_KERNEL, RELAXATION_ENDS, molecule_band_prior
+from asebo.neb.defaults import MOLECULE_KERNEL, RELAXATION_ENDS, molecule_band_prior
 from asebo.neb.image_models import ImageModels
 from asebo.neb.record import BandRecord
 from asebo.neb.relax import model_band, relax_on_model
 from asebo.neb.trust_radius import adapted_radius
 from asebo.optimize.build import build_surrogate
 from asebo.optimize.observed_atoms import ComputedResults
+from asebo.optimize.resolve import positive_number, resolve_band_settings
 from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.step_log import StepLog
 from asebo.threads import optimizer_threads, with_optimizer_threads
@@ -84,26 +86,21 @@ class BONEB(ImageChoice, Optimizer):
         image. Defaults: as BOOptimizer's for a periodic cell (pair springs, the
         periodic kernel); for a molecule :data:`asebo.neb.defaults.MOLECULE_KERNEL` and
         the prior of :func:`asebo.neb.defaults.molecule_band_prior`.
-    trust_radius : float
-        Å, the first trust radius: no image of the band relaxed on the GP goes further
-        than this from the configurations computed (or from its place before the
-        relaxation); a restart file's radius is taken over.
-    max_trust_radius, maxstep : float, optional
-        Å, the largest the trust radius grows to (default 0.5); ``maxstep``, ASE's name
-        of the longest step, is the same setting (a value given both ways must be the
-        same), and caps the first trust radius too.
-    uncertainty : float
-        eV: the GP's standard deviation above which an image is computed before the
-        climbing image.
-    model_fmax : float, optional
-        eV/Å, the NEB forces the band is relaxed to on the GP; default ``fmax / 5``.
-    model_steps : int
-        Steps of ``band_optimizer`` per relaxation on the GP at most.
+    trust_radius, max_trust_radius, uncertainty, model_fmax, model_steps : optional
+        Shortcuts into ``settings`` (:data:`asebo.optimize.resolve.BAND_SHORTCUTS`): the
+        first trust radius (Å; a restart file's radius is taken over), the largest it
+        grows to (Å; ``maxstep``, ASE's name, is the same setting), the GP's standard
+        deviation (eV) above which an image is computed before the climbing image, the
+        NEB forces (eV/Å) and the steps of the relaxation on the model. A value given
+        both ways must be the same.
+    settings : asebo.optimize.settings.BandSettings, optional
+        Every setting of the band, resolved once
+        (:func:`asebo.optimize.resolve.resolve_band_settings`) into :attr:`settings`.
     band_optimizer : ase optimizer class
         What relaxes the band on the GP (FIRE, BFGS...).
     gp_options : dict, optional
-        Passed to :class:`asebo.model.gp.EnergyForceGP`, over ``hyper_window``
-        :data:`asebo.neb.defaults.HYPER_WINDOW` and ``cg_max_iter`` 0 (beyond the
+        Passed to :class:`asebo.model.gp.EnergyForceGP`, over ``hyper_window`` of the
+        settings and ``cg_max_iter`` 0 (beyond the
         dense covariance each image takes the GP of the calls nearest its own latest).
     comm : communicator
         Ranks that run the band together (GPAW's): rank 0 relaxes it on the GP and
@@ -114,6 +111,8 @@ class BONEB(ImageChoice, Optimizer):
 
     Attributes
     ----------
+    settings : asebo.optimize.settings.BandSettings
+        Resolved.
     choices : list of dict
         Why each image was computed, in order: ``image`` (its index in the band),
         ``reason`` (:data:`asebo.neb.choice.REASONS`) and ``relaxation`` (how the
@@ -134,16 +133,17 @@ class BONEB(ImageChoice, Optimizer):
         calls_trajectory=None,
         prior=None,
         kernel=None,
-        trust_radius=0.2,
+        trust_radius=None,
         max_trust_radius=None,
-        uncertainty=0.05,
+        uncertainty=None,
         model_fmax=None,
-        model_steps=400,
+        model_steps=None,
         band_optimizer=FIRE,
         gp_options=None,
         comm=world,
         threads=None,
         maxstep=None,
+        settings=None,
         **kwargs,
     ):
         check_band(neb)
@@ -156,18 +156,28 @@ class BONEB(ImageChoice, Optimizer):
             prior, self.prior_choice = molecule_band_prior(prior, moving)
             if kernel is None:
                 kernel = MOLECULE_KERNEL if len(moving) >= 3 else "cartesian"
-        gp_options = {"hyper_window": HYPER_WINDOW, "cg_max_iter": 0, **(gp_options or {})}
+        self.settings = resolve_band_settings(
+            settings,
+            trust_radius=trust_radius,
+            max_trust_radius=max_trust_radius,
+            maxstep=maxstep,
+            uncertainty=uncertainty,
+            model_fmax=model_fmax,
+            model_steps=model_steps,
+        )
+        self.maxstep = self.settings.max_trust_radius  # ASE's name, in the description
+        self.trust_radius = self.settings.trust_radius
+        gp_options = {
+            "hyper_window": self.settings.hyper_window,
+            "cg_max_iter": 0,
+            **(gp_options or {}),
+        }
         coordinates = {"numbers": moving.numbers, "periodic": periodic}
         self.surrogate, _, _ = build_surrogate(
             moving, coordinates, 3 * len(moving), prior, kernel, {"gp_options": gp_options}
         )
         self.representation, self.prior = self.surrogate.representation, self.surrogate.prior
         self.models = ImageModels(self.surrogate.gp, len(self.images))
-        self.maxstep = self.max_trust_radius = largest_radius(max_trust_radius, maxstep)
-        self.trust_radius = min(positive("trust_radius", trust_radius), self.maxstep)
-        self.uncertainty = positive("uncertainty", uncertainty)
-        self.model_fmax = None if model_fmax is None else positive("model_fmax", model_fmax)
-        self.model_steps = int(positive("model_steps", model_steps))
         self.band_optimizer = band_optimizer
         self._free = np.ones(len(moving), dtype=bool)  # (n,): the atoms the band moves
         for constraint in moving.constraints:  # FixAtoms alone (check_band)
@@ -229,7 +239,7 @@ class BONEB(ImageChoice, Optimizer):
 
     def _start(self, fmax):
         """Check ``fmax``, write the prior's choice, compute the endpoints once."""
-        self.fmax = positive("fmax", fmax)
+        self.fmax = positive_number("fmax", fmax, None)
         if self.prior_choice is not None:
             self.step_log.notes([self.prior_choice])
             self.prior_choice = None
@@ -348,10 +358,11 @@ class BONEB(ImageChoice, Optimizer):
                 model,
                 np.array(self.record.observations.positions),
                 self.trust_radius,
-                self.fmax / 5 if self.model_fmax is None else self.model_fmax,
-                self.model_steps,
+                self.fmax / 5 if self.settings.model_fmax is None else self.settings.model_fmax,
+                self.settings.model_steps,
                 self.band_optimizer,
                 held,
+                self.settings.walk.bisections,
             )
             self._stopped = ended == "trust radius"
             how = RELAXATION_ENDS[ended]
@@ -363,7 +374,10 @@ class BONEB(ImageChoice, Optimizer):
             moving = range(1, len(positions) - 1)
             _, std = self._fitted().predict(positions[1:-1], moving, return_std=True)
             climbing = (state.imax - 1) if self.neb.climb else None
-            return (*pick_image(std, state.computed[1:-1], climbing, self.uncertainty), how)
+            return (
+                *pick_image(std, state.computed[1:-1], climbing, self.settings.uncertainty),
+                how,
+            )
         choice = self._moved_as_a_whole(positions, forces, band)
         if choice is None:
             choice = self._stepped_along_band_force(positions, band)
@@ -383,7 +397,8 @@ class BONEB(ImageChoice, Optimizer):
                 predicted[self._free],
                 self.fmax,
                 self._stopped,
-                self.max_trust_radius,
+                self.settings.max_trust_radius,
+                self.settings.walk,
             )
             choice = {"image": moving + 1, "reason": reason, **details, "relaxation": how}
             choice["predicted"] = float(np.asarray(energy).ravel()[0])
@@ -406,22 +421,6 @@ class BONEB(ImageChoice, Optimizer):
             f"fix the calculator and run again with restart={str(self.restart)!r} to go on "
             "without repeating one"
         )
-
-
-def largest_radius(max_trust_radius, maxstep):
-    """The largest trust radius (Å) of ``max_trust_radius`` or its ASE name ``maxstep``
-    (None where not given); 0.5 where neither is given."""
-    given = {
-        positive(name, value)
-        for name, value in (("max_trust_radius", max_trust_radius), ("maxstep", maxstep))
-        if value is not None
-    }
-    if len(given) > 1:
-        raise ValueError(
-            f"max_trust_radius {max_trust_radius} and maxstep {maxstep} name one setting, the "
-            "largest trust radius: give one of them"
-        )
-    return given.pop() if given else 0.5
 
 
 def describe(choice):

@@ -25,6 +25,7 @@ from asebo.neb.band import (
     like,
 )
 from asebo.neb.trust_radius import cut_back
+from asebo.optimize.settings import WalkTrustSettings
 
 
 def distance_to(known, positions):
@@ -54,7 +55,9 @@ def model_band(neb, positions, models, computed, held):
     return like(neb, images, kind=OnceAtEachBand)
 
 
-def relax_on_model(band, known, trust_radius, fmax, steps, optimizer, held):
+def relax_on_model(
+    band, known, trust_radius, fmax, steps, optimizer, held, bisections=WalkTrustSettings.bisections
+):
     """Relax the model band ``band`` (:func:`model_band`) in place.
 
     Parameters
@@ -71,6 +74,9 @@ def relax_on_model(band, known, trust_radius, fmax, steps, optimizer, held):
     optimizer : ase.optimize.optimize.Optimizer class
     held : array (i,) of bool
         The images held in place, endpoints excluded.
+    bisections : int
+        Halvings of the step that crosses the trust radius
+        (:func:`asebo.neb.trust_radius.cut_back`).
 
     Returns
     -------
@@ -94,7 +100,7 @@ def relax_on_model(band, known, trust_radius, fmax, steps, optimizer, held):
         for _ in dynamics.irun(fmax=0.0, steps=steps):  # the test below ends it
             now = band.get_positions().reshape(shape)  # (i - 2, n, 3)
             if beyond(now):
-                band.set_positions(cut_back(last, now - last, beyond).reshape(-1, 3))
+                band.set_positions(cut_back(last, now - last, beyond, bisections).reshape(-1, 3))
                 band.get_forces()  # the model has a value there
                 return "trust radius"
             forces = band.get_forces().reshape(shape)

@@ -6,16 +6,17 @@ configurations computed. After each call the radius is judged by how well the GP
 predicted the forces just computed, as a trust-region method judges its quadratic model
 (J. Nocedal and S. J. Wright, "Numerical Optimization", Springer (2006), algorithm 4.1,
 with the forces in place of the energy's decrease): where the largest atomic error of
-the prediction is below :data:`GOOD` times the largest computed force (or ``fmax``) and
+the prediction is below ``good`` times the largest computed force (or ``fmax``) and
 the walk was stopped by the radius, the radius doubles up to its largest; where the
-error exceeds that force, it halves down to :data:`MIN_TRUST_RADIUS`.
+error exceeds that force, it halves down to its smallest
+(:class:`asebo.optimize.settings.WalkTrustSettings`).
 """
 
 import numpy as np
 
-GOOD = 0.3  # the model's force error, relative to the force, below which the radius grows
-MIN_TRUST_RADIUS = 0.02  # Å
-BISECTIONS = 30  # halvings of a step that crosses the trust radius
+from asebo.optimize.settings import WalkTrustSettings
+
+DEFAULT_WALK = WalkTrustSettings()  # the defaults of the band and the saddle search
 
 
 def largest_norm(forces):
@@ -23,7 +24,7 @@ def largest_norm(forces):
     return float(np.sqrt((np.asarray(forces) ** 2).sum(axis=1)).max())
 
 
-def adapted_radius(radius, computed, predicted, fmax, stopped, largest):
+def adapted_radius(radius, computed, predicted, fmax, stopped, largest, walk=DEFAULT_WALK):
     """The trust radius after a call.
 
     Parameters
@@ -40,6 +41,8 @@ def adapted_radius(radius, computed, predicted, fmax, stopped, largest):
         Whether the radius stopped the walk.
     largest : float
         Å, the largest radius.
+    walk : asebo.optimize.settings.WalkTrustSettings
+        ``good`` and the smallest radius.
 
     Returns
     -------
@@ -47,21 +50,22 @@ def adapted_radius(radius, computed, predicted, fmax, stopped, largest):
     """
     error = largest_norm(np.asarray(computed) - np.asarray(predicted))
     scale = max(largest_norm(computed), fmax)
-    if error < GOOD * scale and stopped:
+    if error < walk.good * scale and stopped:
         return min(2 * radius, largest)
     if error > scale:
-        return max(radius / 2, MIN_TRUST_RADIUS)
+        return max(radius / 2, walk.min_radius)
     return radius
 
 
-def cut_back(inside, step, outside):
-    """The point ``inside + t step``, t in [0, 1], where ``outside`` begins, by bisection.
+def cut_back(inside, step, outside, bisections=WalkTrustSettings.bisections):
+    """The point ``inside + t step``, t in [0, 1], where ``outside`` begins, by
+    ``bisections`` halvings.
 
     ``inside`` (any shape) is not ``outside``; ``outside`` takes a point of its shape and
     says whether it lies beyond the trust radius.
     """
     low, high = 0.0, 1.0
-    for _ in range(BISECTIONS):
+    for _ in range(bisections):
         middle = 0.5 * (low + high)
         if outside(inside + middle * step):
             high = middle

@@ -101,7 +101,7 @@ def build_surrogate(
     coordinates : dict
         ``numbers`` (N,) and ``periodic`` (:func:`engine_coordinates`).
     dimension : int
-        The coordinates the search moves: they choose the default ``kappa``.
+        The coordinates the constraints leave free: they choose the default ``kappa``.
     prior, kernel, shortcuts, **settings
         As :func:`build_engine` takes them.
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from asebo.model.gp import EnergyForceGP
 from asebo.optimize.settings import (
+    BandSettings,
     ModelSettings,
     Rules,
     SearchSettings,
@@ -141,6 +142,65 @@ def _resolved_model(model, gp_options, recentre, representation, prior_calculato
         prior_curvature=curvature if "prior_curvature" in given or prior_calculator else 0.0,
         recentre=resolve_recentre(recentre, model, representation),
         gp_options=options,
+    )
+
+
+BAND_SHORTCUTS = {
+    "trust_radius": "trust_radius",
+    "max_trust_radius": "max_trust_radius",
+    "maxstep": "max_trust_radius",
+    "uncertainty": "uncertainty",
+    "model_fmax": "model_fmax",
+    "model_steps": "model_steps",
+}
+"""Each argument of :class:`asebo.neb.BONEB` that is a shortcut, and the field of
+:class:`asebo.optimize.settings.BandSettings` it writes into (``maxstep`` is ASE's
+name of the largest step)."""
+
+
+def resolve_band_settings(settings=None, **shortcuts):
+    """The settings of :class:`asebo.neb.BONEB`, every value checked.
+
+    Parameters
+    ----------
+    settings : asebo.optimize.settings.BandSettings, optional
+        None takes the defaults.
+    **shortcuts
+        The driver's arguments of :data:`BAND_SHORTCUTS`, None where not given; a value
+        given both ways must be the same.
+
+    Returns
+    -------
+    asebo.optimize.settings.BandSettings
+        Its first trust radius no larger than its largest.
+
+    Raises
+    ------
+    ValueError
+        For a shortcut and a field that disagree (naming both), a value out of range.
+    TypeError
+        For a value that is no number.
+    """
+    settings = BandSettings() if settings is None else settings
+    defaults, given = BandSettings(), {}
+    for argument, value in shortcuts.items():
+        name = BAND_SHORTCUTS[argument]
+        field_value = given.get(name, getattr(settings, name))
+        given[name] = _agreed(
+            argument, value, f"settings.{name}", field_value, getattr(defaults, name)
+        )
+    settings = replace(settings, **given)
+    largest = positive_number("max_trust_radius", settings.max_trust_radius, None)
+    steps = settings.model_steps
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"model_steps must be a whole number >= 1, got {steps!r}")
+    model_fmax = settings.model_fmax
+    return replace(
+        settings,
+        trust_radius=min(positive_number("trust_radius", settings.trust_radius, None), largest),
+        max_trust_radius=largest,
+        uncertainty=positive_number("uncertainty", settings.uncertainty, None),
+        model_fmax=None if model_fmax is None else positive_number("model_fmax", model_fmax, None),
     )
 
 

@@ -17,7 +17,7 @@ for ``asebo bench ablation``.
 
 import inspect
 import re
-from dataclasses import MISSING, dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -250,13 +250,82 @@ class Settings:
     rules: "Rules" = field(default_factory=lambda: Rules())
 
 
+@dataclass(frozen=True)
+class WalkTrustSettings:
+    """The trust radius of a walk on the model, a band's relaxation or a saddle search's
+    walk, judged after each call by the model's force error there
+    (:func:`asebo.neb.trust_radius.adapted_radius`).
+
+    Attributes
+    ----------
+    good : float
+        The radius doubles after a walk it stopped where the largest atomic error of
+        the predicted forces is below ``good`` times the largest computed force (or
+        ``fmax``); it halves where the error exceeds that force.
+    min_radius : float
+        Å: the smallest radius.
+    bisections : int
+        Halvings of a step that crosses the radius, to find where it crosses
+        (:func:`asebo.neb.trust_radius.cut_back`).
+    """
+
+    good: float = 0.3
+    min_radius: float = 0.02
+    bisections: int = 30
+
+
+@dataclass(frozen=True)
+class BandSettings:
+    """The settings of :class:`asebo.neb.BONEB`, an argument of it (``settings=``); its
+    ``trust_radius``, ``max_trust_radius`` (``maxstep``), ``uncertainty``,
+    ``model_fmax`` and ``model_steps`` are shortcuts into these fields.
+
+    Attributes
+    ----------
+    trust_radius : float
+        Å: the first trust radius, how far an image relaxed on the model may go from
+        the configurations computed (or from its place before the relaxation).
+    max_trust_radius : float
+        Å: the largest the trust radius grows to.
+    uncertainty : float
+        eV: the GP's standard deviation above which an image is computed before the
+        climbing image.
+    model_fmax : float or None
+        eV/Å: the NEB forces the band is relaxed to on the model; None takes a fifth of
+        the run's ``fmax``.
+    model_steps : int
+        Steps of the band's optimizer per relaxation on the model at most.
+    hyper_window : int
+        The observations whose marginal likelihood gives the GP its length scale: every
+        one (up to half of the GP's ``max_size`` rows), as a band's calls spread over
+        its images.
+    walk : WalkTrustSettings
+        How the trust radius follows the model's force error.
+    """
+
+    trust_radius: float = 0.2
+    max_trust_radius: float = 0.5
+    uncertainty: float = 0.05
+    model_fmax: float | None = None
+    model_steps: int = 400
+    hyper_window: int = 10**6
+    walk: WalkTrustSettings = WalkTrustSettings()
+
+
+DRIVER_SETTINGS = {"band": BandSettings}
+"""The settings of the drivers beside :class:`asebo.BOOptimizer`'s, by the prefix the
+table of settings gives their rows."""
+
+
 def settings_table():
     """The Markdown table of every setting, as the documentation shows it.
 
-    One row per field of the four groups of :class:`Settings`: its name as the
-    optimizer's ``settings`` reads it (``search.kappa``), its default and the first
-    sentence of its description in the group's docstring, the reStructuredText roles
-    and literals turned into Markdown code.
+    One row per field of the groups of :class:`Settings` and of
+    :data:`DRIVER_SETTINGS`: its name as the optimizer's ``settings`` reads it
+    (``search.kappa``, ``band.uncertainty``; a group within a group by its path,
+    ``band.walk.good``), its default and the first sentence of its description in the
+    group's docstring, the reStructuredText roles and literals turned into Markdown
+    code.
 
     Returns
     -------
@@ -264,14 +333,30 @@ def settings_table():
         The table, its lines ending in a newline.
     """
     lines = ["| setting | default | what |", "|---|---|---|"]
-    for group in fields(Settings):
-        kind = type(group.default_factory() if group.default is MISSING else group.default)
-        described = _described(kind)
-        for setting in fields(kind):
-            default = setting.default_factory() if setting.default is MISSING else setting.default
-            what = _markdown(_first_sentence(described[setting.name]))
-            lines.append(f"| `{group.name}.{setting.name}` | `{default!r}` | {what} |")
+    groups = [(group.name, type(_default(group))) for group in fields(Settings)]
+    for prefix, kind in groups + list(DRIVER_SETTINGS.items()):
+        lines.extend(_rows(prefix, kind))
     return "".join(line + "\n" for line in lines)
+
+
+def _default(setting):
+    """The default value of a dataclass field."""
+    return setting.default_factory() if setting.default is MISSING else setting.default
+
+
+def _rows(prefix, kind):
+    """The table's rows of the settings group ``kind`` whose fields are read as
+    ``prefix.name``; a field that is a group itself gives its own rows."""
+    described = _described(kind)
+    rows = []
+    for setting in fields(kind):
+        default = _default(setting)
+        if is_dataclass(default):
+            rows.extend(_rows(f"{prefix}.{setting.name}", type(default)))
+            continue
+        what = _markdown(_first_sentence(described[setting.name]))
+        rows.append(f"| `{prefix}.{setting.name}` | `{default!r}` | {what} |")
+    return rows
 
 
 def _described(kind):
