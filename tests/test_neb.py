@@ -674,3 +674,16 @@ def test_the_smallest_walk_radius_is_a_setting():
     walk = WalkTrustSettings(min_radius=0.05)
     assert adapted_radius(0.06, computed, predicted, 0.05, False, 0.5, walk) == 0.05
     assert adapted_radius(0.06, computed, predicted, 0.05, False, 0.5) == 0.03
+
+
+@pytest.mark.parametrize("other", ["logfile", "trajectory", "calls_trajectory"])
+def test_a_file_of_the_band_named_as_its_restart_file_is_refused_before_any_call(tmp_path, other):
+    restart = tmp_path / "band.json"
+    assert not BONEB(muller_brown_band(3), restart=restart, logfile=None).run(steps=2)
+    written = restart.read_bytes()
+    neb = muller_brown_band(3)
+    files = {"logfile": None, other: str(restart)}
+    with pytest.raises(ValueError, match=f"restart .* and {other} .* are the same file"):
+        BONEB(neb, restart=str(restart), **files)
+    assert restart.read_bytes() == written
+    assert all(not image.calc.results for image in neb.images)

@@ -46,6 +46,7 @@ from asebo.optimize.observed_atoms import ComputedResults
 from asebo.optimize.resolve import positive_number, resolve_band_settings
 from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.step_log import StepLog
+from asebo.optimize.system_checks import check_distinct_files
 from asebo.threads import optimizer_threads, with_optimizer_threads
 
 
@@ -147,6 +148,12 @@ class BONEB(ImageChoice, Optimizer):
         **kwargs,
     ):
         check_band(neb)
+        check_distinct_files(
+            restart=restart,
+            logfile=logfile,
+            trajectory=trajectory,
+            calls_trajectory=calls_trajectory,
+        )
         self.threads = optimizer_threads(threads)
         self.neb, self.images = neb, neb.images
         moving = self.images[1]
