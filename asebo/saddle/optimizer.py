@@ -29,12 +29,9 @@ line in the log.
 """
 
 import numpy as np
-from ase import Atoms
-from ase.constraints import FixAtoms
 from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import broadcast, world
 
-from asebo.model.prior_names import AUTO
 from asebo.neb.checks import positive
 from asebo.neb.trust_radius import adapted_radius, largest_norm
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
@@ -44,14 +41,17 @@ from asebo.optimize.observations import (
     calculator_identity,
     check_calculator,
     check_restart,
+    check_start,
 )
-from asebo.optimize.observed_atoms import ComputedResults
+from asebo.optimize.observed_atoms import ComputedResults, not_finite_message
 from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.rigid import moved_rigidly, rigid_move_length, rigid_step
 from asebo.optimize.stages import only_rigid_forces_left
 from asebo.optimize.surrogate_model import default_surrogate, refit
+from asebo.saddle.checks import check_order, check_saddle_system, checked_observations
 from asebo.saddle.model_search import saddle_on_model
 from asebo.saddle.order import ORDER_STEPS, judge_order
+from asebo.saddle.prior import saddle_prior, search_start
 
 
 class BOSaddle(Optimizer):
@@ -61,7 +61,7 @@ class BOSaddle(Optimizer):
     ----------
     atoms : ase.Atoms
         The guess, with a calculator; a molecule (no periodic cell) of two atoms or
-        more. ``FixAtoms`` only.
+        more, finite positions, no two atoms closer than 0.5 Å. ``FixAtoms`` only.
     restart : str, optional
         JSON file of every configuration computed and of the next one to compute,
         written after each call; read if it exists, so that a search stopped at any
@@ -95,6 +95,8 @@ class BOSaddle(Optimizer):
     comm : communicator
         Ranks that search together (GPAW's): rank 0 walks on the model and broadcasts
         where to compute next; rank 0 alone writes.
+    order : int
+        The saddle point's order, Sella's keyword: 1, the only one searched.
     """
 
     def __init__(
@@ -113,10 +115,12 @@ class BOSaddle(Optimizer):
         gp_options=None,
         observations=None,
         comm=world,
+        order=1,
         **kwargs,
     ):
+        check_order(order)
         check_saddle_system(atoms)
-        self._given = _checked_observations(observations, len(atoms))
+        self._given = checked_observations(observations, len(atoms))
         self.trust_radius = positive("trust_radius", trust_radius)
         self._computed = ComputedResults()  # the force-consistent energy where given
         self.max_trust_radius = positive("max_trust_radius", max_trust_radius)
@@ -124,7 +128,7 @@ class BOSaddle(Optimizer):
         self.model_steps = int(positive("model_steps", model_steps))
         prior, why = saddle_prior(prior, atoms)
         self.representation, self.prior, self.gp, _ = default_surrogate(
-            prior, kernel, _start(atoms, check_restart(restart)), False, gp_options
+            prior, kernel, search_start(atoms, check_restart(restart)), False, gp_options
         )
         self.identity = calculator_identity(atoms.calc)
         self._fit = None  # (observations counted, metric) of the last fit
@@ -180,6 +184,7 @@ class BOSaddle(Optimizer):
         self.observations = Observations.load(self.atoms.numbers, self.restart, self.comm)
         state = self.observations.state
         check_calculator(self.restart, state.get("calculator"), self.identity)
+        check_start(self.restart, self.atoms.positions, state.get("start"), self.observations)
         if "next" not in state:
             raise RestartError(
                 f"restart file {self.restart} is not a saddle search's: pass another name"
@@ -293,10 +298,7 @@ class BOSaddle(Optimizer):
             return
         energy, forces = self._computed.results(self.atoms)  # (), (n, 3)
         if not (np.isfinite(energy) and np.isfinite(forces).all()):
-            raise ValueError(
-                f"the calculator returned a non-finite energy or forces at step {self.nsteps}: "
-                "check its settings; the configurations computed before are kept"
-            )
+            raise ValueError(not_finite_message(self.nsteps, self.observations, self.restart))
         self.observations.append(positions, energy, forces)
         self._adapt_trust_radius(positions, forces)
         self.observations.save(trust_radius=self.trust_radius, next=positions)
@@ -426,77 +428,3 @@ class BOSaddle(Optimizer):
 
     def todict(self):
         return {**super().todict(), "trust_radius": self.trust_radius}
-
-
-def check_saddle_system(atoms):
-    """Raise ValueError for what the saddle search cannot take, before any call."""
-    if not isinstance(atoms, Atoms):
-        raise ValueError(
-            f"BOSaddle searches a saddle point of an ase.Atoms, got {type(atoms).__name__}: "
-            "pass the atoms themselves (a cell filter's saddle is not supported)"
-        )
-    if len(atoms) < 2:
-        raise ValueError("BOSaddle needs two atoms or more: one atom has no saddle point")
-    if atoms.calc is None:
-        raise ValueError("BOSaddle needs a calculator: attach one (atoms.calc = ...)")
-    if atoms.pbc.any():
-        raise ValueError(
-            "BOSaddle searches molecules (no periodic cell): for a periodic system use "
-            "BONEB with climb=True"
-        )
-    other = [type(c).__name__ for c in atoms.constraints if not isinstance(c, FixAtoms)]
-    if other:
-        raise ValueError(
-            f"BOSaddle honours FixAtoms only, not {', '.join(other)}: remove those constraints"
-        )
-    try:
-        import sella  # noqa: F401
-    except ImportError as error:
-        raise ImportError(
-            "BOSaddle walks on its model with Sella: pip install 'asebo[sella]'"
-        ) from error
-
-
-def saddle_prior(prior, atoms):
-    """BOSaddle's ``prior`` argument for ``atoms`` and why (None unless chosen here):
-    None and ``'auto'`` take :func:`asebo.model.priors.barrier_prior`'s GFN-xTB
-    calculator, or the Lindh model where it has none; anything else is returned as it
-    is."""
-    if prior is not None and not (isinstance(prior, str) and prior == AUTO):
-        return prior, None
-    from asebo.model.priors import barrier_prior
-
-    calculator, reason = barrier_prior(atoms)
-    if calculator is None:
-        return "lindh", f"the Lindh model ({reason})"
-    return calculator, reason
-
-
-def _start(atoms, stored):
-    """The guess a search began from: ``atoms`` at the restart file's ``start`` where its
-    content ``stored`` has one, else ``atoms``. The default kernel is chosen on it, so
-    that a resumed search fits the model of the search it resumes."""
-    positions = None if stored is None else stored.get("start")
-    if positions is None or np.shape(positions) != atoms.positions.shape:
-        return atoms  # other atoms' file: refused when it is read
-    start = atoms.copy()
-    start.positions = np.asarray(positions, dtype=float)
-    return start
-
-
-def _checked_observations(observations, n):
-    """``observations`` as arrays (positions (m, n, 3), energies (m,), forces (m, n, 3)),
-    none for None; a one-line ValueError for other shapes or values not finite."""
-    if observations is None:
-        return np.zeros((0, n, 3)), np.zeros(0), np.zeros((0, n, 3))
-    positions, energies, forces = (np.asarray(a, dtype=float) for a in observations)
-    m = len(energies)
-    if positions.shape != (m, n, 3) or forces.shape != (m, n, 3) or energies.shape != (m,):
-        raise ValueError(
-            f"observations must be positions (m, {n}, 3), energies (m,) and forces "
-            f"(m, {n}, 3) of these atoms, got {positions.shape}, {energies.shape}, "
-            f"{forces.shape}"
-        )
-    if not all(np.isfinite(a).all() for a in (positions, energies, forces)):
-        raise ValueError("observations hold values that are not finite: leave those out")
-    return positions, energies, forces

@@ -1,0 +1,70 @@
+"""The checks of what :class:`asebo.saddle.BOSaddle` is given, each a one-line error that
+says what to do, raised before any calculator call."""
+
+import numpy as np
+from ase import Atoms
+from ase.constraints import FixAtoms
+
+from asebo.optimize.system_checks import check_closest_approach, check_finite
+
+
+def check_saddle_system(atoms):
+    """Raise ValueError for what the saddle search cannot take, before any call: not an
+    ``ase.Atoms``, one atom, no calculator, a periodic cell, a constraint but
+    ``FixAtoms``, a position that is not finite, two atoms closer than
+    :data:`asebo.model.springs.CLOSEST_APPROACH` Å; ImportError without Sella."""
+    if not isinstance(atoms, Atoms):
+        raise ValueError(
+            f"BOSaddle searches a saddle point of an ase.Atoms, got {type(atoms).__name__}: "
+            "pass the atoms themselves (a cell filter's saddle is not supported)"
+        )
+    if len(atoms) < 2:
+        raise ValueError("BOSaddle needs two atoms or more: one atom has no saddle point")
+    if atoms.calc is None:
+        raise ValueError("BOSaddle needs a calculator: attach one (atoms.calc = ...)")
+    if atoms.pbc.any():
+        raise ValueError(
+            "BOSaddle searches molecules (no periodic cell): for a periodic system use "
+            "BONEB with climb=True"
+        )
+    other = [type(c).__name__ for c in atoms.constraints if not isinstance(c, FixAtoms)]
+    if other:
+        raise ValueError(
+            f"BOSaddle honours FixAtoms only, not {', '.join(other)}: remove those constraints"
+        )
+    check_finite(atoms, False)
+    check_closest_approach(atoms)
+    try:
+        import sella  # noqa: F401
+    except ImportError as error:
+        raise ImportError(
+            "BOSaddle walks on its model with Sella: pip install 'asebo[sella]'"
+        ) from error
+
+
+def check_order(order):
+    """Refuse a saddle point's ``order`` (Sella's keyword) other than 1 in one line."""
+    whole = isinstance(order, (int, np.integer)) and not isinstance(order, bool)
+    if not whole or order != 1:
+        raise ValueError(
+            f"BOSaddle searches first-order saddle points only (order=1), got order={order!r}: "
+            "leave order out, or use Sella for another order"
+        )
+
+
+def checked_observations(observations, n):
+    """``observations`` as arrays (positions (m, n, 3), energies (m,), forces (m, n, 3)),
+    none for None; a one-line ValueError for other shapes or values not finite."""
+    if observations is None:
+        return np.zeros((0, n, 3)), np.zeros(0), np.zeros((0, n, 3))
+    positions, energies, forces = (np.asarray(a, dtype=float) for a in observations)
+    m = len(energies)
+    if positions.shape != (m, n, 3) or forces.shape != (m, n, 3) or energies.shape != (m,):
+        raise ValueError(
+            f"observations must be positions (m, {n}, 3), energies (m,) and forces "
+            f"(m, {n}, 3) of these atoms, got {positions.shape}, {energies.shape}, "
+            f"{forces.shape}"
+        )
+    if not all(np.isfinite(a).all() for a in (positions, energies, forces)):
+        raise ValueError("observations hold values that are not finite: leave those out")
+    return positions, energies, forces

@@ -1,0 +1,32 @@
+"""The saddle search's prior and the guess its model is built on."""
+
+import numpy as np
+
+from asebo.model.prior_names import AUTO
+
+
+def saddle_prior(prior, atoms):
+    """BOSaddle's ``prior`` argument for ``atoms`` and why (None unless chosen here):
+    None and ``'auto'`` take :func:`asebo.model.priors.barrier_prior`'s GFN-xTB
+    calculator, or the Lindh model where it has none; anything else is returned as it
+    is."""
+    if prior is not None and not (isinstance(prior, str) and prior == AUTO):
+        return prior, None
+    from asebo.model.priors import barrier_prior
+
+    calculator, reason = barrier_prior(atoms)
+    if calculator is None:
+        return "lindh", f"the Lindh model ({reason})"
+    return calculator, reason
+
+
+def search_start(atoms, stored):
+    """The guess a search began from: ``atoms`` at the restart file's ``start`` where its
+    content ``stored`` has one, else ``atoms``. The default kernel is chosen on it, so
+    that a resumed search fits the model of the search it resumes."""
+    positions = None if stored is None else stored.get("start")
+    if positions is None or np.shape(positions) != atoms.positions.shape:
+        return atoms  # other atoms' file: refused when it is read
+    start = atoms.copy()
+    start.positions = np.asarray(positions, dtype=float)
+    return start
