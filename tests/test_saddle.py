@@ -15,6 +15,7 @@ from ase.constraints import FixAtoms, FixBondLength
 
 from asebo.benchmarks._endpoint_audit import imaginary_modes
 from asebo.benchmarks.ts import guess
+from asebo.neb.band import ModelCalculator
 from asebo.neb.relax import distance_to
 from asebo.optimize.observations import RestartError
 from asebo.saddle import BOSaddle
@@ -80,7 +81,9 @@ def test_the_walk_on_the_model_stays_within_the_trust_radius():
     search.run(fmax=0.05, steps=2)  # three configurations computed
     known = np.array(search.observations.positions)
     for radius in (0.01, 0.05):
-        end, reason = saddle_on_model(search._fitted(), atoms, known, radius, 0.01, 300)
+        end, reason = saddle_on_model(
+            ModelCalculator(search._fitted()), atoms, known, radius, 0.01, 300
+        )
         assert distance_to(known, end) <= radius + 1e-9
         assert reason == "trust radius"
 
@@ -278,7 +281,7 @@ def test_a_walk_stops_on_the_last_configuration_its_prior_has_a_value_for():
     known = np.array(search.observations.positions)  # (m, 3, 3)
     start = atoms.get_distance(0, 2)
     # unbounded, the walk on this model ends with C-H at 1.14 Å
-    end, reason = saddle_on_model(gp, atoms, known, 10.0, 0.01, 300)
+    end, reason = saddle_on_model(ModelCalculator(gp), atoms, known, 10.0, 0.01, 300)
     assert reason == "prior failed"
     reached = atoms.copy()
     reached.positions = end

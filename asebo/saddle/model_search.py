@@ -9,22 +9,32 @@ others. The walk may stray only a trust radius from the configurations computed,
 the band's relaxation in :mod:`asebo.neb.relax`; the first step beyond is cut back to
 the boundary and the walk stops there, so that the next call is made where the GP
 still knows the surface. Where the GP's prior calculator fails (an xTB SCF that does not
-converge), the walk stops at the last configuration the model had a value for.
+converge), the walk stops at the last configuration the model had a value for; where
+the walk itself fails (Sella's ``Geometry update ODE is taking too long to converge``,
+a ``LinAlgError``), at the last configuration it reached: a failed walk is a shorter
+one, never the caller's exception.
 """
 
+import numpy as np
+
 from asebo.model.priors import PriorCalculationError
-from asebo.neb.band import ModelCalculator
 from asebo.neb.relax import distance_to
 from asebo.neb.trust_radius import cut_back
 
+WALK_FAILED = (RuntimeError, np.linalg.LinAlgError)
+"""What Sella raises where its walk fails: a geometry update in internal coordinates that
+does not converge, a Gram-Schmidt or restricted step that fails (``RuntimeError``), a
+decomposition that does not converge."""
 
-def saddle_on_model(gp, atoms, known, trust_radius, fmax, steps):
-    """Walk from ``atoms``' positions towards the GP's saddle point.
+
+def saddle_on_model(surface, atoms, known, trust_radius, fmax, steps):
+    """Walk from ``atoms``' positions towards the saddle point of ``surface``.
 
     Parameters
     ----------
-    gp : asebo.model.gp.EnergyForceGP
-        Fitted to the configurations computed.
+    surface : ase.calculators.calculator.Calculator
+        The surface walked on: the GP's posterior mean fitted to the configurations
+        computed (:class:`asebo.neb.band.ModelCalculator`).
     atoms : ase.Atoms
         The start; copied with its constraints, not moved.
     known : array (k, n, 3)
@@ -40,19 +50,20 @@ def saddle_on_model(gp, atoms, known, trust_radius, fmax, steps):
     -------
     positions : array (n, 3)
     reason : str
-        ``'model saddle'``, ``'trust radius'``, ``'steps'`` or ``'prior failed'``.
+        ``'model saddle'``, ``'trust radius'``, ``'steps'``, ``'prior failed'`` or
+        ``'walk failed'`` (:data:`WALK_FAILED`).
     """
     from sella import Sella  # asebo[sella]
 
     model = atoms.copy()
-    model.calc = ModelCalculator(gp)
-    walk = Sella(model, internal=True, order=1, logfile=None, trajectory=None)
+    model.calc = surface
     last = model.positions.copy()  # (n, 3)
 
     def beyond(positions):
         return distance_to(known, positions) > trust_radius
 
     try:
+        walk = Sella(model, internal=True, order=1, logfile=None, trajectory=None)
         for converged in walk.irun(fmax=fmax, steps=steps):
             now = model.positions.copy()
             if beyond(now):
@@ -64,4 +75,6 @@ def saddle_on_model(gp, atoms, known, trust_radius, fmax, steps):
             last = now
     except PriorCalculationError:
         return last, "prior failed"
+    except WALK_FAILED:
+        return last, "walk failed"
     return last, "steps"

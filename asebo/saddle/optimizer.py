@@ -13,8 +13,11 @@ The trust radius follows the model's force error at each new point
 ``max_trust_radius``. Convergence is ASE's test, the largest computed force below
 ``fmax``, at a configuration the model puts at a first-order saddle point: where a
 second negative curvature of the model is supported by the prior calculator or the
-calls, the search steps along it (:mod:`asebo.saddle.order`).
-:meth:`BOSaddle.model_order` counts the model's negative curvatures.
+calls, the search steps along it (:mod:`asebo.saddle.order`); where the forces are
+converged at a minimum of the model or at a saddle point of higher order with no step
+left, the search ends there, not converged. :attr:`BOSaddle.result` says what it found
+(:class:`asebo.saddle.result.SaddleResult`); :meth:`BOSaddle.model_order` counts the
+model's negative curvatures.
 
 A calculator on a grid gives a molecule's forces a net force and torque (the egg-box
 effect) that the rotation-invariant model cannot see. Where only they keep the last
@@ -24,14 +27,15 @@ a whole along them, as :class:`asebo.BOOptimizer` does, by the default ``force_s
 of :class:`asebo.optimize.settings.TrustSettings`, times its ``rigid_shrink`` for every
 call of that row after the lowest energy in it
 (:func:`asebo.optimize.rigid.rigid_move_length`). A walk that ends on a configuration
-already computed would repeat it: the search then ends there, not converged, with a
-line in the log.
+already computed would repeat it (a walk that failed at its first step, say): the search
+then ends there, not converged, with a line in the log.
 """
 
 import numpy as np
 from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import broadcast, world
 
+from asebo.neb.band import ModelCalculator
 from asebo.neb.checks import positive
 from asebo.neb.trust_radius import adapted_radius, largest_norm
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
@@ -52,6 +56,7 @@ from asebo.saddle.checks import check_order, check_saddle_system, checked_observ
 from asebo.saddle.model_search import saddle_on_model
 from asebo.saddle.order import ORDER_STEPS, judge_order
 from asebo.saddle.prior import saddle_prior, search_start
+from asebo.saddle.result import WALK_FAILED, WALK_ON_COMPUTED, judged_end, unjudged_end
 
 
 class BOSaddle(Optimizer):
@@ -97,6 +102,11 @@ class BOSaddle(Optimizer):
         where to compute next; rank 0 alone writes.
     order : int
         The saddle point's order, Sella's keyword: 1, the only one searched.
+
+    Attributes
+    ----------
+    result : asebo.saddle.result.SaddleResult or None
+        What the search found where it ended (after ``run``).
     """
 
     def __init__(
@@ -135,6 +145,7 @@ class BOSaddle(Optimizer):
         self._predicted = None  # (positions (n, 3), forces (n, 3), stopped) of the last walk
         self._order = None  # (key, OrderVerdict or None) of the last configuration judged
         self._order_noted = None  # the key whose verdict the log has
+        self._stopped = None  # why the walk ended the run on a configuration computed
         super().__init__(
             atoms,
             restart=restart,
@@ -198,42 +209,63 @@ class BOSaddle(Optimizer):
 
     def irun(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
         """Run as a generator; ``fmax`` (eV/Å) must be a positive number."""
-        if self._walk_from_record(positive("fmax", fmax)):
-            self.fmax = fmax
-            return iter([True])
+        ended = self._walk_from_record(positive("fmax", fmax))
+        if ended is not None:
+            return iter([ended])
         return super().irun(fmax=fmax, steps=steps)
 
     def run(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
-        """Search until the largest force is below ``fmax`` (eV/Å) or ``steps`` steps;
-        return whether it converged."""
-        if self._walk_from_record(positive("fmax", fmax)):
-            self.fmax = fmax
-            return True
+        """Search until the largest force is below ``fmax`` (eV/Å) at a first-order
+        saddle point by the model, a minimum or saddle point of higher order there, or
+        ``steps`` steps; return whether it converged (:attr:`result` says why not)."""
+        ended = self._walk_from_record(positive("fmax", fmax))
+        if ended is not None:
+            return ended
         return super().run(fmax=fmax, steps=steps)
 
     def _walk_from_record(self, fmax):
         """Where the atoms stand on a configuration computed (a search resumed after
-        the record of a call and before the walk from it, or after it converged), no
-        call is repeated: return True where its forces are below ``fmax``, else walk
-        from there on the model first and return False."""
-        index = self.observations.find(self.atoms.positions)
-        if index is None:
-            return False
+        the record of a call and before the walk from it, or after it ended), no call
+        is repeated: return whether it converged where the search ends there (its
+        forces below ``fmax``, no step off left), else walk from there on the model
+        first and return None (the run goes on)."""
+        self._stopped = None
+        if self.observations.find(self.atoms.positions) is None:
+            return None
         self.fmax = fmax
-        if largest_norm(self._free_forces(index)) < fmax and self._order_step() is None:
+        verdict = self._order_verdict()
+        if verdict is not None and verdict.step is None:
             self._note_order()
-            return True
+            return verdict.order == 1
         self.step()
-        return False
+        return None
 
     def gradient_converged(self, gradient):
         """ASE's test of the forces, at a configuration the model puts at a first-order
-        saddle point (:meth:`_order_step`); where it holds, the model's order there goes
-        to the log."""
-        if not super().gradient_converged(gradient) or self._order_step() is not None:
+        saddle point (:meth:`_order_verdict`). Where the forces are converged with no
+        step off left, the model's order there goes to the log and the run ends: not
+        converged at a minimum or a saddle point of higher order."""
+        if not super().gradient_converged(gradient):
+            return False
+        verdict = self._order_verdict()
+        if verdict is None or verdict.step is not None:
             return False
         self._note_order()
-        return True
+        if verdict.order != 1:
+            self.max_steps = self.nsteps  # ASE's loop ends here
+        return verdict.order == 1
+
+    @property
+    def result(self):
+        """The :class:`asebo.saddle.result.SaddleResult` where the atoms stand; None
+        before a run."""
+        if self.fmax is None:
+            return None
+        verdict = self._order_verdict()
+        if verdict is not None and verdict.step is None:
+            return judged_end(verdict)
+        order = None if verdict is None else verdict.order
+        return unjudged_end(verdict is not None, order, self._stopped)
 
     def _order_step(self):
         """The :class:`asebo.saddle.order.OrderStep` of :meth:`_order_verdict`, or None."""
@@ -243,25 +275,24 @@ class BOSaddle(Optimizer):
     def _order_verdict(self):
         """The :class:`asebo.saddle.order.OrderVerdict` at the atoms' positions where
         they were computed and their forces are below ``fmax`` (its step at most
-        :data:`asebo.saddle.order.ORDER_STEPS` times a search); else None. Rank 0
-        decides, once per configuration and record."""
+        :data:`asebo.saddle.order.ORDER_STEPS` times a search); else None, on every rank
+        alike. Rank 0 decides, once per configuration and record."""
         positions = self.atoms.positions.copy()  # (n, 3)
         key = (len(self.observations.energies), positions.tobytes())
         if self._order is not None and self._order[0] == key:
             return self._order[1]
         index = self.observations.find(positions)
+        if index is None or largest_norm(self._free_forces(index)) >= self.fmax:
+            return None
         verdict = None
-        if (
-            index is not None
-            and largest_norm(self._free_forces(index)) < self.fmax
-            and self.comm.rank == 0
-        ):
+        if self.comm.rank == 0:
             steps_left = ORDER_STEPS - int(self.observations.state.get("order_steps", 0))
             verdict = judge_order(
                 self._fitted(),
                 self.observations,
                 positions,
                 self._free(),
+                self.atoms.get_masses(),
                 self.trust_radius,
                 steps_left,
             )
@@ -342,10 +373,10 @@ class BOSaddle(Optimizer):
             self._step_off(stepped)
             return
         walked = self._walk() if self.comm.rank == 0 else None
-        self._predicted = broadcast(walked, root=0, comm=self.comm)
+        self._predicted, reason = broadcast(walked, root=0, comm=self.comm)
         following = self._predicted[0]
         if self.observations.find(following) is not None:
-            self._end_without_call()
+            self._end_without_call(reason)
         self._save(following)
         self.atoms.positions = following
 
@@ -362,27 +393,32 @@ class BOSaddle(Optimizer):
         self._save(following)
         self.atoms.positions = following
 
-    def _end_without_call(self):
-        """End the run after this step: the walk ended on a configuration computed."""
+    def _end_without_call(self, reason):
+        """End the run after this step: the walk, which ended for ``reason``
+        (:func:`asebo.saddle.model_search.saddle_on_model`), ended on a configuration
+        computed."""
         self.max_steps = self.nsteps + 1
+        self._stopped = WALK_FAILED if reason == "walk failed" else WALK_ON_COMPUTED
         if self.logfile is not None:
             self.logfile.write(
-                "BOSaddle: the walk on the model ends on a configuration already computed, "
-                "whose forces are above fmax: the search stops there, not converged\n"
+                f"BOSaddle: the walk on the model ends on a configuration already computed "
+                f"({reason}), whose forces are above fmax: the search stops there, not "
+                "converged\n"
             )
 
     def _walk(self):
-        """The walk on the model from the atoms' positions: where it ends (n, 3), the
-        model's forces there (n, 3), and whether the trust radius stopped it."""
+        """The walk on the model from the atoms' positions: (where it ends (n, 3), the
+        model's forces there (n, 3), whether the trust radius stopped it) and why it
+        ended."""
         gp = self._fitted()
         fmax = self.fmax / 5 if self.model_fmax is None else self.model_fmax
         known = np.array(self.observations.positions)  # (m, n, 3)
         following, reason = saddle_on_model(
-            gp, self.atoms, known, self.trust_radius, fmax, self.model_steps
+            ModelCalculator(gp), self.atoms, known, self.trust_radius, fmax, self.model_steps
         )
         following = self._moved_rigidly(following)
         _, gradient = gp.predict(following[None], return_gradient=True)
-        return following, -np.asarray(gradient)[0], reason == "trust radius"
+        return (following, -np.asarray(gradient)[0], reason == "trust radius"), reason
 
     def _rigid_calls(self):
         """The configurations computed last, in a row, that only their net force and

@@ -14,15 +14,23 @@ tried (:func:`asebo.optimize.model_hessian.descent_along`), as
 curvature need not be negative beyond the model's doubt: the order is what a saddle
 search is asked for, and the evidence keeps the step from the GP's interpolation
 alone. The walk on the model from the configuration computed there minimises along
-that mode. Where the search ends, the log says how many negative curvatures the model
-has there (:meth:`OrderVerdict.note`).
+that mode. Where no step is left, the search ends there: converged where the model has
+one negative curvature (with its imaginary frequency, :func:`lowest_frequency`), not
+converged where it has none (a minimum) or more than one; the log says how many
+(:meth:`OrderVerdict.note`).
 """
 
 from dataclasses import dataclass
 
 import numpy as np
+from ase import units
 
-from asebo.optimize.model_hessian import curvature_with_evidence, descent_along
+from asebo.optimize.model_hessian import (
+    curvature_with_evidence,
+    descent_along,
+    internal_basis,
+    mass_weighted_internal_basis,
+)
 from asebo.optimize.settings import SpecialCases
 
 ORDER_STEPS = SpecialCases().curvature_steps
@@ -70,24 +78,34 @@ class OrderVerdict:
         How many of them beyond the lowest the prior calculator or the calls support.
     step : OrderStep or None
         The step off the endpoint; None where the search ends there.
+    imaginary : float or None
+        cm⁻¹, the model's imaginary frequency where it has one negative curvature
+        (:func:`lowest_frequency`); None elsewhere.
     """
 
     curvatures: np.ndarray
     supported: int
     step: OrderStep | None
+    imaginary: float | None = None
+
+    @property
+    def order(self):
+        """The model's number of negative curvatures: 1 at a first-order saddle point."""
+        return len(self.curvatures)
 
     def note(self):
         """The log's line where the search ends at the endpoint."""
         values = ", ".join(f"{value:.3g}" for value in self.curvatures)
-        if len(self.curvatures) == 1:
+        if self.order == 1:
             return (
                 f"BOSaddle: converged where the model has one negative curvature ({values} "
-                "eV/Å²): a first-order saddle point by the model\n"
+                f"eV/Å², {self.imaginary:.0f}i cm⁻¹): a first-order saddle point by the model\n"
             )
-        if not len(self.curvatures):
+        if not self.order:
             return (
-                "BOSaddle: converged where the model has no negative curvature: not a "
-                "saddle point by the model; check the endpoint's modes\n"
+                "BOSaddle: the forces are converged where the model has no negative "
+                "curvature, a minimum by the model: not converged; start from a guess "
+                "nearer the transition state\n"
             )
         why = (
             f"no more than {ORDER_STEPS} steps off a search's endpoints"
@@ -95,12 +113,12 @@ class OrderVerdict:
             else "the second is the interpolation's alone"
         )
         return (
-            f"BOSaddle: converged where the model has {len(self.curvatures)} negative "
-            f"curvatures ({values} eV/Å²; {why}): check the endpoint's modes\n"
+            f"BOSaddle: the forces are converged where the model has {self.order} negative "
+            f"curvatures ({values} eV/Å²; {why}): not converged; check the endpoint's modes\n"
         )
 
 
-def judge_order(gp, observations, positions, free, radius, steps_left):
+def judge_order(gp, observations, positions, free, masses, radius, steps_left):
     """The :class:`OrderVerdict` at ``positions``, whose forces are converged: a step
     along the lowest negative curvature of the model beyond the lowest that the evidence
     supports, where ``steps_left`` allows one.
@@ -114,6 +132,8 @@ def judge_order(gp, observations, positions, free, radius, steps_left):
     positions : array (n, 3)
     free : bool array (n, 3)
         The coordinates no constraint holds; rotations are rigid motions where all are.
+    masses : array (n,)
+        amu, for the imaginary frequency.
     radius : float
         Å: the step's largest atomic move.
     steps_left : int
@@ -130,4 +150,30 @@ def judge_order(gp, observations, positions, free, radius, steps_left):
         index = supported[0]
         moved = descent_along(gp, positions, curvature.modes[index], radius)
         step = OrderStep(moved, float(curvature.curvatures[index]), len(downward))
-    return OrderVerdict(curvature.curvatures[downward], len(supported), step)
+    imaginary = None
+    if len(downward) == 1:
+        imaginary = -lowest_frequency(curvature.hessian, positions, masses, free)
+    return OrderVerdict(curvature.curvatures[downward], len(supported), step, imaginary)
+
+
+def lowest_frequency(hessian, positions, masses, free):
+    """The lowest harmonic frequency of ``hessian`` (3n, 3n), eV/Å², in cm⁻¹, negative
+    where imaginary: its mass-weighted eigenvalues in the free coordinates, less the
+    rigid motions where every coordinate is free, as :mod:`ase.vibrations` converts them.
+
+    Parameters
+    ----------
+    hessian : array (3n, 3n)
+    positions : array (n, 3)
+    masses : array (n,)
+        amu.
+    free : bool array (n, 3)
+    """
+    if np.all(free):
+        basis = mass_weighted_internal_basis(positions, masses)  # (3n, k)
+    else:
+        basis = internal_basis(positions, free)  # (3n, f): no rigid motion
+    weights = np.repeat(np.sqrt(np.asarray(masses, dtype=float)), 3)  # (3n,)
+    lowest = np.linalg.eigvalsh(basis.T @ (hessian / np.outer(weights, weights)) @ basis)[0]
+    to_energy = units._hbar * 1e10 / np.sqrt(units._e * units._amu)  # eV per sqrt(eV/Å²/amu)
+    return float(np.sign(lowest) * to_energy * np.sqrt(abs(lowest)) / units.invcm)
