@@ -29,6 +29,10 @@ call of that row after the lowest energy in it
 (:func:`asebo.optimize.rigid.rigid_move_length`). A walk that ends on a configuration
 already computed would repeat it (a walk that failed at its first step, say): the search
 then ends there, not converged, with a line in the log.
+
+The optimizer's own work (the fit, the walk, the model's Hessian) runs on
+``threads`` threads (:func:`asebo.threads.optimizer_threads`), as
+:class:`asebo.BOOptimizer`'s does; the calculator keeps its own.
 """
 
 import numpy as np
@@ -57,6 +61,7 @@ from asebo.saddle.model_search import saddle_on_model
 from asebo.saddle.order import ORDER_STEPS, judge_order
 from asebo.saddle.prior import saddle_prior, search_start
 from asebo.saddle.result import WALK_FAILED, WALK_ON_COMPUTED, judged_end, unjudged_end
+from asebo.threads import optimizer_threads, with_optimizer_threads
 
 
 class BOSaddle(Optimizer):
@@ -102,6 +107,9 @@ class BOSaddle(Optimizer):
         where to compute next; rank 0 alone writes.
     order : int
         The saddle point's order, Sella's keyword: 1, the only one searched.
+    threads : int, optional
+        Threads of the optimizer's own work, given back to the calculator after it
+        (:func:`asebo.threads.optimizer_threads`: ``OMP_NUM_THREADS`` where set, else 1).
 
     Attributes
     ----------
@@ -126,9 +134,11 @@ class BOSaddle(Optimizer):
         observations=None,
         comm=world,
         order=1,
+        threads=None,
         **kwargs,
     ):
         check_order(order)
+        self.threads = optimizer_threads(threads)
         check_saddle_system(atoms)
         self._given = checked_observations(observations, len(atoms))
         self.trust_radius = positive("trust_radius", trust_radius)
@@ -272,6 +282,7 @@ class BOSaddle(Optimizer):
         verdict = self._order_verdict()
         return None if verdict is None else verdict.step
 
+    @with_optimizer_threads
     def _order_verdict(self):
         """The :class:`asebo.saddle.order.OrderVerdict` at the atoms' positions where
         they were computed and their forces are below ``fmax`` (its step at most
@@ -363,6 +374,7 @@ class BOSaddle(Optimizer):
         )
         return self.gp
 
+    @with_optimizer_threads
     def step(self):
         """Walk on the model from the configuration last computed, or step off it where
         its forces are converged at a saddle point of higher order
@@ -454,6 +466,7 @@ class BOSaddle(Optimizer):
             free[constraint.index] = False
         return free
 
+    @with_optimizer_threads
     def model_order(self):
         """The number of negative curvatures of the GP's mean at the atoms' positions
         (rigid motions and fixed atoms left out): 1 at a first-order saddle point."""
