@@ -212,7 +212,7 @@ class BONEB(ImageChoice, Optimizer):
         self.optimizable = RecordedBand(self)
         self.step_log = StepLog(self.logfile, type(self).__name__)
         self._stopped = False  # whether the trust radius stopped the last relaxation
-        self._state = None  # (key, evaluated band) of the band last evaluated
+        self._state = None  # (key, evaluated band, by every rank) of the band last evaluated
         self.calls = 0
 
     def initialize(self):
@@ -258,21 +258,26 @@ class BONEB(ImageChoice, Optimizer):
                 self.record.add(image, index, energy, forces, self.positions[1:-1], self._saved())
 
     @with_optimizer_threads
-    def band_state(self):
+    def band_state(self, every_rank=True):
         """The band at its images' positions, evaluated on the computed energies and
         forces where an image was computed at its place and the GP's elsewhere
-        (:func:`asebo.neb.band.evaluated_band`; rank 0's, broadcast), with ``computed``
-        (i,), which were, and ``values``, every image's energy (i,) and forces
-        (i, n, 3); ``neb`` is given its values (:func:`asebo.neb.band.publish`). Once
-        per band, record and ``climb``."""
+        (:func:`asebo.neb.band.evaluated_band`), with ``computed`` (i,), which were, and
+        ``values``, every image's energy (i,) and forces (i, n, 3); ``neb`` is given its
+        values (:func:`asebo.neb.band.publish`). Once per band, record and ``climb``.
+
+        Called by ``every_rank`` together (ASE's loop), rank 0's values are broadcast;
+        else (rank 0 choosing the next image alone) they are its own."""
         positions = self.positions
         key = (positions.tobytes(), len(self.record.observations), self.neb.climb)
-        if self._state is None or self._state[0] != key:
+        cached = self._state is not None and self._state[0] == key
+        if not cached or (every_rank and not self._state[2]):  # every rank broadcasts
             values = self._values(positions) if self.comm.rank == 0 else None
-            energies, forces, computed = broadcast(values, root=0, comm=self.comm)
+            if every_rank:
+                values = broadcast(values, root=0, comm=self.comm)
+            energies, forces, computed = values
             evaluated = evaluated_band(self.neb, positions, energies, forces)
             evaluated.computed, evaluated.values = computed, (energies, forces)
-            self._state = (key, evaluated)
+            self._state = (key, evaluated, every_rank)
         publish(self.neb, self._state[1])
         return self._state[1]
 
@@ -350,8 +355,8 @@ class BONEB(ImageChoice, Optimizer):
         would be but for its net force and torque (:meth:`_rigid_only`), are held while
         the others relax. Where every image is computed at its place after that, an
         image is moved before its call (:meth:`_moved_as_a_whole`, else
-        :meth:`_stepped_along_band_force`): the band has not converged."""
-        state = self.band_state()
+        :meth:`_stepped_along_band_force`): the band has not converged. Rank 0 alone."""
+        state = self.band_state(every_rank=False)
         positions = self.positions
         band, forces = state.band_forces, state.values[1]
         settled = largest_forces(band) < criteria(self.neb, self.fmax)
@@ -375,7 +380,7 @@ class BONEB(ImageChoice, Optimizer):
             how = RELAXATION_ENDS[ended]
             for image, moved in zip(self.images[1:-1], model.images[1:-1]):
                 image.positions = moved.positions
-            state = self.band_state()
+            state = self.band_state(every_rank=False)
         positions, band, forces = self.positions, state.band_forces, state.values[1]
         if not state.computed[1:-1].all():
             moving = range(1, len(positions) - 1)
