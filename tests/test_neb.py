@@ -24,12 +24,13 @@ from asebo import BONEB
 from asebo.benchmarks.neb import au_on_al100
 from asebo.model.gp import EnergyForceGP
 from asebo.model.priors import CalculatorPrior, HighestEnergyPrior, PriorCalculationError
-from asebo.neb.band import ComputedValues, ModelCalculator, OnceAtEachBand, band_forces, like
+from asebo.neb.band import OnceAtEachBand, band_forces, like
 from asebo.neb.choice import MOVED_AS_A_WHOLE, STEPPED
-from asebo.neb.relax import distance_to, relax_on_model
-from asebo.neb.trust_radius import adapted_radius
+from asebo.neb.relax import relax_on_model
+from asebo.optimize.model_calculators import ComputedValues, ModelCalculator
 from asebo.optimize.observations import RestartError
 from asebo.optimize.settings import BandSettings, WalkTrustSettings
+from asebo.optimize.walk_trust import adapted_radius, distance_to
 from calculators import get_calculator
 from calculators.muller_brown import MINIMUM_A, MINIMUM_B, SADDLE_AB, MullerBrown
 

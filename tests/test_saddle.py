@@ -15,9 +15,9 @@ from ase.constraints import FixAtoms, FixBondLength
 
 from asebo.benchmarks._endpoint_audit import imaginary_modes
 from asebo.benchmarks.ts import guess
-from asebo.neb.band import ModelCalculator
-from asebo.neb.relax import distance_to
+from asebo.optimize.model_calculators import ModelCalculator
 from asebo.optimize.observations import RestartError
+from asebo.optimize.walk_trust import distance_to
 from asebo.saddle import BOSaddle
 from asebo.saddle.model_search import saddle_on_model
 from calculators import CountingCalculator, get_calculator

@@ -12,7 +12,7 @@ from ase.optimize import BFGS
 
 from asebo.benchmarks._endpoint_audit import imaginary_modes
 from asebo.benchmarks.ts import guess
-from asebo.neb.band import ModelCalculator
+from asebo.optimize.model_calculators import ModelCalculator
 from asebo.saddle import BOSaddle
 from asebo.saddle.model_search import saddle_on_model
 from asebo.saddle.result import FIRST_ORDER, HIGHER_ORDER, MINIMUM, STEPS, SaddleResult

@@ -12,9 +12,12 @@ import numpy as np
 from scipy.spatial.distance import pdist
 
 from asebo.neb.band import largest_forces
-from asebo.neb.trust_radius import largest_norm
+from asebo.neb.band_view import criteria
+from asebo.neb.defaults import RELAXATION_ENDS
+from asebo.neb.relax import model_band, relax_on_model
 from asebo.optimize.rigid import moved_rigidly, rigid_move_length, rigid_part, rigid_step
 from asebo.optimize.stages import newton_length, only_rigid_forces_left
+from asebo.optimize.walk_trust import largest_norm
 
 LEAST_SURE = "least sure"
 CLIMBING = "climbing image"
@@ -30,9 +33,75 @@ computed NEB force, the band at rest on the model."""
 
 
 class ImageChoice:
-    """The moves of :class:`asebo.neb.BONEB` beyond its relaxation on the model: a
-    mixin of a driver with ``images``, ``fmax``, ``trust_radius``, ``record``,
-    ``representation``, ``models``, ``_free`` and ``_fitted()``."""
+    """The relaxation of :class:`asebo.neb.BONEB`'s band on the model and its choice of
+    the image to compute: a mixin of a driver with ``neb``, ``images``, ``positions``,
+    ``fmax``, ``settings``, ``trust_radius``, ``record``, ``representation``,
+    ``models``, ``band_optimizer``, ``_free``, ``_stopped``, ``band_state()`` and
+    ``_fitted()``."""
+
+    def _choice(self):
+        """Relax the band on the GP unless its NEB forces are below their criteria; the
+        moving image to compute next (0-based), the reason and how the relaxation ended.
+
+        The images computed at their place whose NEB force is below its criterion, or
+        would be but for its net force and torque (:meth:`_rigid_only`), are held while
+        the others relax. Where every image is computed at its place after that, an
+        image is moved before its call (:meth:`_moved_as_a_whole`, else
+        :meth:`_stepped_along_band_force`): the band has not converged. Rank 0 alone."""
+        state = self.band_state(every_rank=False)
+        positions = self.positions
+        band, forces = state.band_forces, state.values[1]
+        settled = largest_forces(band) < criteria(self.neb, self.fmax)
+        settled |= self._rigid_only(positions, forces, band)
+        how, self._stopped = "band kept", False
+        if not settled.all():
+            held = state.computed & np.concatenate([[False], settled, [False]])
+            values = list(zip(*state.values))
+            model = model_band(self.neb, positions, self._fitted(), values, held)
+            ended = relax_on_model(
+                model,
+                np.array(self.record.observations.positions),
+                self.trust_radius,
+                self.fmax / 5 if self.settings.model_fmax is None else self.settings.model_fmax,
+                self.settings.model_steps,
+                self.band_optimizer,
+                held,
+                self.settings.walk.bisections,
+            )
+            self._stopped = ended == "trust radius"
+            how = RELAXATION_ENDS[ended]
+            for image, moved in zip(self.images[1:-1], model.images[1:-1]):
+                image.positions = moved.positions
+            state = self.band_state(every_rank=False)
+        positions, band, forces = self.positions, state.band_forces, state.values[1]
+        if not state.computed[1:-1].all():
+            moving = range(1, len(positions) - 1)
+            _, std = self._fitted().predict(positions[1:-1], moving, return_std=True)
+            climbing = (state.imax - 1) if self.neb.climb else None
+            return (
+                *pick_image(std, state.computed[1:-1], climbing, self.settings.uncertainty),
+                how,
+            )
+        choice = self._moved_as_a_whole(positions, forces, band)
+        if choice is None:
+            choice = self._stepped_along_band_force(positions, band)
+        return (*choice, how)
+
+    def _values(self, positions):
+        """Energies (i,), forces (i, n, 3) of the images at ``positions`` (i, n, 3): the
+        computed ones where an image was computed there, the GP's elsewhere; and which
+        were computed (i,)."""
+        models, observations = self._fitted(), self.record.observations
+        found = [self.record.find(where) for where in positions]
+        computed = np.array([index is not None for index in found])
+        energies, gradients = models.predict(positions, range(len(positions)), return_gradient=True)
+        forces = -np.asarray(gradients)
+        energies = np.array(energies, dtype=float)
+        for image, index in enumerate(found):
+            if index is not None:
+                energies[image] = observations.energies[index]
+                forces[image] = observations.forces[index]
+        return energies, forces, computed
 
     def _stepped_along_band_force(self, positions, band):
         """Where every moving image is computed at its place and the band rests on the

@@ -14,7 +14,7 @@ covariance each moving image takes a GP of the calls nearest its own latest
 Each step relaxes a copy of the band on the GP's posterior mean with ASE's own NEB forces
 (tangent, springs, climbing image) and an ASE optimizer, within a trust radius of the
 configurations computed (:func:`asebo.neb.relax.relax_on_model`; the radius follows the
-model's force error at each call, :func:`asebo.neb.trust_radius.adapted_radius`), then
+model's force error at each call, :func:`asebo.optimize.walk_trust.adapted_radius`), then
 computes ONE image (:mod:`asebo.neb.choice`). Where the NEB forces of the band (the
 computed values where an image was computed at its place, the GP's elsewhere) are
 already below ``fmax``, the band is kept as it is and its images not yet computed are
@@ -35,18 +35,18 @@ from ase.parallel import broadcast, world
 from asebo.neb.band import evaluated_band, largest_forces, publish
 from asebo.neb.band_view import RecordedBand, criteria
 from asebo.neb.checks import check_band
-from asebo.neb.choice import ImageChoice, pick_image
-from asebo.neb.defaults import MOLECULE_KERNEL, RELAXATION_ENDS, molecule_band_prior
+from asebo.neb.choice import ImageChoice
+from asebo.neb.defaults import MOLECULE_KERNEL, molecule_band_prior
 from asebo.neb.image_models import ImageModels
 from asebo.neb.record import BandRecord
-from asebo.neb.relax import model_band, relax_on_model
-from asebo.neb.trust_radius import adapted_radius
 from asebo.optimize.build import build_surrogate
 from asebo.optimize.observed_atoms import ComputedResults
-from asebo.optimize.resolve import positive_number, resolve_band_settings
+from asebo.optimize.resolve import positive_number, resolve_walk_settings
 from asebo.optimize.restart_lock import RestartLock
+from asebo.optimize.settings import BandSettings
 from asebo.optimize.step_log import StepLog
 from asebo.optimize.system_checks import check_distinct_files
+from asebo.optimize.walk_trust import adapted_radius
 from asebo.threads import optimizer_threads, with_optimizer_threads
 
 
@@ -88,7 +88,7 @@ class BONEB(ImageChoice, Optimizer):
         periodic kernel); for a molecule :data:`asebo.neb.defaults.MOLECULE_KERNEL` and
         the prior of :func:`asebo.neb.defaults.molecule_band_prior`.
     trust_radius, max_trust_radius, uncertainty, model_fmax, model_steps : optional
-        Shortcuts into ``settings`` (:data:`asebo.optimize.resolve.BAND_SHORTCUTS`): the
+        Shortcuts into ``settings`` (:data:`asebo.optimize.resolve.WALK_SHORTCUTS`): the
         first trust radius (Å; a restart file's radius is taken over), the largest it
         grows to (Å; ``maxstep``, ASE's name, is the same setting), the GP's standard
         deviation (eV) above which an image is computed before the climbing image, the
@@ -96,7 +96,7 @@ class BONEB(ImageChoice, Optimizer):
         both ways must be the same.
     settings : asebo.optimize.settings.BandSettings, optional
         Every setting of the band, resolved once
-        (:func:`asebo.optimize.resolve.resolve_band_settings`) into :attr:`settings`.
+        (:func:`asebo.optimize.resolve.resolve_walk_settings`) into :attr:`settings`.
     band_optimizer : ase optimizer class
         What relaxes the band on the GP (FIRE, BFGS...).
     gp_options : dict, optional
@@ -163,7 +163,8 @@ class BONEB(ImageChoice, Optimizer):
             prior, self.prior_choice = molecule_band_prior(prior, moving)
             if kernel is None:
                 kernel = MOLECULE_KERNEL if len(moving) >= 3 else "cartesian"
-        self.settings = resolve_band_settings(
+        self.settings = resolve_walk_settings(
+            BandSettings,
             settings,
             trust_radius=trust_radius,
             max_trust_radius=max_trust_radius,
@@ -319,22 +320,6 @@ class BONEB(ImageChoice, Optimizer):
         self.models.condition(len(observations), latest)
         return self.models
 
-    def _values(self, positions):
-        """Energies (i,), forces (i, n, 3) of the images at ``positions`` (i, n, 3): the
-        computed ones where an image was computed there, the GP's elsewhere; and which
-        were computed (i,)."""
-        models, observations = self._fitted(), self.record.observations
-        found = [self.record.find(where) for where in positions]
-        computed = np.array([index is not None for index in found])
-        energies, gradients = models.predict(positions, range(len(positions)), return_gradient=True)
-        forces = -np.asarray(gradients)
-        energies = np.array(energies, dtype=float)
-        for image, index in enumerate(found):
-            if index is not None:
-                energies[image] = observations.energies[index]
-                forces[image] = observations.forces[index]
-        return energies, forces, computed
-
     @with_optimizer_threads
     def step(self):
         """Relax the band on the model, choose one moving image (rank 0, broadcast),
@@ -346,54 +331,6 @@ class BONEB(ImageChoice, Optimizer):
         for image, positions in zip(self.images[1:-1], band):
             image.positions = positions
         self._compute(*choice)
-
-    def _choice(self):
-        """Relax the band on the GP unless its NEB forces are below their criteria; the
-        moving image to compute next (0-based), the reason and how the relaxation ended.
-
-        The images computed at their place whose NEB force is below its criterion, or
-        would be but for its net force and torque (:meth:`_rigid_only`), are held while
-        the others relax. Where every image is computed at its place after that, an
-        image is moved before its call (:meth:`_moved_as_a_whole`, else
-        :meth:`_stepped_along_band_force`): the band has not converged. Rank 0 alone."""
-        state = self.band_state(every_rank=False)
-        positions = self.positions
-        band, forces = state.band_forces, state.values[1]
-        settled = largest_forces(band) < criteria(self.neb, self.fmax)
-        settled |= self._rigid_only(positions, forces, band)
-        how, self._stopped = "band kept", False
-        if not settled.all():
-            held = state.computed & np.concatenate([[False], settled, [False]])
-            values = list(zip(*state.values))
-            model = model_band(self.neb, positions, self._fitted(), values, held)
-            ended = relax_on_model(
-                model,
-                np.array(self.record.observations.positions),
-                self.trust_radius,
-                self.fmax / 5 if self.settings.model_fmax is None else self.settings.model_fmax,
-                self.settings.model_steps,
-                self.band_optimizer,
-                held,
-                self.settings.walk.bisections,
-            )
-            self._stopped = ended == "trust radius"
-            how = RELAXATION_ENDS[ended]
-            for image, moved in zip(self.images[1:-1], model.images[1:-1]):
-                image.positions = moved.positions
-            state = self.band_state(every_rank=False)
-        positions, band, forces = self.positions, state.band_forces, state.values[1]
-        if not state.computed[1:-1].all():
-            moving = range(1, len(positions) - 1)
-            _, std = self._fitted().predict(positions[1:-1], moving, return_std=True)
-            climbing = (state.imax - 1) if self.neb.climb else None
-            return (
-                *pick_image(std, state.computed[1:-1], climbing, self.settings.uncertainty),
-                how,
-            )
-        choice = self._moved_as_a_whole(positions, forces, band)
-        if choice is None:
-            choice = self._stepped_along_band_force(positions, band)
-        return (*choice, how)
 
     def _compute(self, moving, reason, details, how):
         """Call the calculator of moving image ``moving`` (0-based) at its place."""

@@ -1,12 +1,12 @@
 """The band relaxed on the GP's surface, within a trust radius of what the GP knows.
 
 The band is a copy of the NEB whose moving images take the GP's posterior mean
-(:class:`asebo.neb.band.ModelCalculator`) and whose endpoints keep their computed
+(:class:`asebo.optimize.model_calculators.ModelCalculator`) and whose endpoints keep their computed
 energies and forces; ASE's optimizer moves it with ASE's NEB forces. As in the
 GP-accelerated NEB of Koistinen et al. (J. Chem. Phys. 147, 152720 (2017)), each
 image may stray only a trust radius from the configurations computed (or from where
 the relaxation found it): the first step that takes one further is cut back to the
-boundary (:func:`asebo.neb.trust_radius.cut_back`) and the relaxation stops there, so
+boundary (:func:`asebo.optimize.walk_trust.cut_back`) and the relaxation stops there, so
 that the next call is made where the GP still knows the surface. Where the GP's prior
 calculator fails (an xTB SCF that does not converge on a strained image), the model has
 no value: the relaxation stops at the last band it had one for.
@@ -16,22 +16,10 @@ import numpy as np
 from ase.constraints import FixAtoms
 
 from asebo.model.priors import PriorCalculationError
-from asebo.neb.band import (
-    ComputedValues,
-    ModelCalculator,
-    OnceAtEachBand,
-    band_copies,
-    largest_forces,
-    like,
-)
-from asebo.neb.trust_radius import cut_back
+from asebo.neb.band import OnceAtEachBand, band_copies, largest_forces, like
+from asebo.optimize.model_calculators import ComputedValues, ModelCalculator
 from asebo.optimize.settings import WalkTrustSettings
-
-
-def distance_to(known, positions):
-    """The largest atomic displacement (Å) from ``positions`` (n, 3) to the nearest of
-    ``known`` (k, n, 3)."""
-    return float(np.sqrt(((known - positions) ** 2).sum(axis=2)).max(axis=1).min())
+from asebo.optimize.walk_trust import cut_back, distance_to
 
 
 def model_band(neb, positions, models, computed, held):
@@ -76,7 +64,7 @@ def relax_on_model(
         The images held in place, endpoints excluded.
     bisections : int
         Halvings of the step that crosses the trust radius
-        (:func:`asebo.neb.trust_radius.cut_back`).
+        (:func:`asebo.optimize.walk_trust.cut_back`).
 
     Returns
     -------

@@ -17,7 +17,6 @@ import numpy as np
 
 from asebo.model.gp import EnergyForceGP
 from asebo.optimize.settings import (
-    BandSettings,
     ModelSettings,
     Rules,
     SearchSettings,
@@ -145,7 +144,7 @@ def _resolved_model(model, gp_options, recentre, representation, prior_calculato
     )
 
 
-BAND_SHORTCUTS = {
+WALK_SHORTCUTS = {
     "trust_radius": "trust_radius",
     "max_trust_radius": "max_trust_radius",
     "maxstep": "max_trust_radius",
@@ -153,25 +152,29 @@ BAND_SHORTCUTS = {
     "model_fmax": "model_fmax",
     "model_steps": "model_steps",
 }
-"""Each argument of :class:`asebo.neb.BONEB` that is a shortcut, and the field of
-:class:`asebo.optimize.settings.BandSettings` it writes into (``maxstep`` is ASE's
-name of the largest step)."""
+"""Each argument of :class:`asebo.neb.BONEB` and :class:`asebo.saddle.BOSaddle` that is
+a shortcut, and the field of :class:`asebo.optimize.settings.BandSettings` or
+:class:`asebo.optimize.settings.SaddleSettings` it writes into (``maxstep`` is ASE's
+name of the largest step; ``uncertainty`` is the band's alone)."""
 
 
-def resolve_band_settings(settings=None, **shortcuts):
-    """The settings of :class:`asebo.neb.BONEB`, every value checked.
+def resolve_walk_settings(kind, settings=None, **shortcuts):
+    """The settings of a band or a saddle search, every value checked.
 
     Parameters
     ----------
-    settings : asebo.optimize.settings.BandSettings, optional
+    kind : type
+        :class:`asebo.optimize.settings.BandSettings` or
+        :class:`asebo.optimize.settings.SaddleSettings`.
+    settings : kind, optional
         None takes the defaults.
     **shortcuts
-        The driver's arguments of :data:`BAND_SHORTCUTS`, None where not given; a value
+        The driver's arguments of :data:`WALK_SHORTCUTS`, None where not given; a value
         given both ways must be the same.
 
     Returns
     -------
-    asebo.optimize.settings.BandSettings
+    kind
         Its first trust radius no larger than its largest.
 
     Raises
@@ -181,27 +184,29 @@ def resolve_band_settings(settings=None, **shortcuts):
     TypeError
         For a value that is no number.
     """
-    settings = BandSettings() if settings is None else settings
-    defaults, given = BandSettings(), {}
+    settings = kind() if settings is None else settings
+    defaults, given = kind(), {}
     for argument, value in shortcuts.items():
-        name = BAND_SHORTCUTS[argument]
+        name = WALK_SHORTCUTS[argument]
         field_value = given.get(name, getattr(settings, name))
-        given[name] = _agreed(
-            argument, value, f"settings.{name}", field_value, getattr(defaults, name)
-        )
+        default = getattr(defaults, name)
+        given[name] = _agreed(argument, value, f"settings.{name}", field_value, default)
     settings = replace(settings, **given)
     largest = positive_number("max_trust_radius", settings.max_trust_radius, None)
     steps = settings.model_steps
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ValueError(f"model_steps must be a whole number >= 1, got {steps!r}")
     model_fmax = settings.model_fmax
-    return replace(
-        settings,
-        trust_radius=min(positive_number("trust_radius", settings.trust_radius, None), largest),
-        max_trust_radius=largest,
-        uncertainty=positive_number("uncertainty", settings.uncertainty, None),
-        model_fmax=None if model_fmax is None else positive_number("model_fmax", model_fmax, None),
-    )
+    checked = {
+        "trust_radius": min(positive_number("trust_radius", settings.trust_radius, None), largest),
+        "max_trust_radius": largest,
+        "model_fmax": None
+        if model_fmax is None
+        else positive_number("model_fmax", model_fmax, None),
+    }
+    if hasattr(settings, "uncertainty"):
+        checked["uncertainty"] = positive_number("uncertainty", settings.uncertainty, None)
+    return replace(settings, **checked)
 
 
 def resolve_recentre(recentre, model, representation):

@@ -254,7 +254,7 @@ class Settings:
 class WalkTrustSettings:
     """The trust radius of a walk on the model, a band's relaxation or a saddle search's
     walk, judged after each call by the model's force error there
-    (:func:`asebo.neb.trust_radius.adapted_radius`).
+    (:func:`asebo.optimize.walk_trust.adapted_radius`).
 
     Attributes
     ----------
@@ -266,7 +266,7 @@ class WalkTrustSettings:
         Å: the smallest radius.
     bisections : int
         Halvings of a step that crosses the radius, to find where it crosses
-        (:func:`asebo.neb.trust_radius.cut_back`).
+        (:func:`asebo.optimize.walk_trust.cut_back`).
     """
 
     good: float = 0.3
@@ -312,7 +312,40 @@ class BandSettings:
     walk: WalkTrustSettings = WalkTrustSettings()
 
 
-DRIVER_SETTINGS = {"band": BandSettings}
+@dataclass(frozen=True)
+class SaddleSettings:
+    """The settings of :class:`asebo.saddle.BOSaddle`, an argument of it (``settings=``);
+    its ``trust_radius``, ``max_trust_radius`` (``maxstep``), ``model_fmax`` and
+    ``model_steps`` are shortcuts into these fields.
+
+    Attributes
+    ----------
+    trust_radius : float
+        Å: the first trust radius, how far the walk on the model may go from the
+        configurations computed.
+    max_trust_radius : float
+        Å: the largest the trust radius grows to.
+    model_fmax : float or None
+        eV/Å: the model's forces the walk converges to; None takes a fifth of the run's
+        ``fmax``.
+    model_steps : int
+        Sella's steps per walk on the model at most.
+    order_steps : int
+        Steps a search may take off configurations whose forces are converged where
+        the model has a second negative curvature that the prior or the calls support.
+    walk : WalkTrustSettings
+        How the trust radius follows the model's force error.
+    """
+
+    trust_radius: float = 0.1
+    max_trust_radius: float = 0.5
+    model_fmax: float | None = None
+    model_steps: int = 300
+    order_steps: int = 2
+    walk: WalkTrustSettings = WalkTrustSettings()
+
+
+DRIVER_SETTINGS = {"band": BandSettings, "saddle": SaddleSettings}
 """The settings of the drivers beside :class:`asebo.BOOptimizer`'s, by the prefix the
 table of settings gives their rows."""
 

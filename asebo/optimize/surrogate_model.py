@@ -2,7 +2,7 @@
 
 :func:`system_prior` chooses the prior mean of a molecule or of a periodic cell from
 the optimizer's ``prior`` argument, and :func:`fit_observations` fits the GP to the
-observations with the representation's metric around the prior's reference,, once per
+observations with the representation's metric around the prior's reference, once per
 observation (:class:`Surrogate`), for :class:`asebo.optimize.optimizer.BOOptimizer`,
 :class:`asebo.neb.BONEB` and :class:`asebo.saddle.BOSaddle` alike.
 """
@@ -10,12 +10,9 @@ observation (:class:`Surrogate`), for :class:`asebo.optimize.optimizer.BOOptimiz
 import numpy as np
 
 from asebo.model.cell_coordinates import GeneralizedCoordinates
-from asebo.model.gp import EnergyForceGP
 from asebo.model.periodic import make_periodic_prior
 from asebo.model.priors import AUTO, HighestEnergyPrior, automatic_prior, make_prior, resolve_prior
 from asebo.model.springs import NoNeighboursError
-from asebo.optimize.representations import make_representation
-from asebo.optimize.settings import ModelSettings
 
 
 def system_prior(prior, system, periodic, recentre, model, representation):
@@ -143,62 +140,3 @@ class Surrogate:
             )
             self._last_fit = (seen, notes)
         return self.gp, self._last_fit[1]
-
-
-def default_surrogate(prior, kernel, system, periodic, gp_options=None):
-    """The representation, prior and GP of ``system`` with the default
-    :class:`asebo.optimize.settings.ModelSettings`, and why ``prior='auto'`` chose
-    its prior.
-
-    Parameters
-    ----------
-    prior, kernel : optional
-        As for :class:`asebo.optimize.optimizer.BOOptimizer`.
-    system : ase.Atoms
-    periodic : bool
-        As for :func:`system_prior`.
-    gp_options : dict, optional
-        Passed to :class:`asebo.model.gp.EnergyForceGP` over the defaults.
-
-    Returns
-    -------
-    representation : asebo.optimize.representations.Representation
-    prior : asebo.model.priors.Prior
-    gp : asebo.model.gp.EnergyForceGP
-    reason : str or None
-        A line for the log where ``prior`` was ``'auto'``.
-    """
-    representation = make_representation(kernel, system)
-    settings = ModelSettings()
-    made, reason = system_prior(
-        prior, system, periodic, representation.default_recentre, settings, representation
-    )
-    options = {
-        "kernel": representation.gp_kernel(),
-        "trend": representation.default_trend,
-        "prior_curvature": settings.prior_curvature if made.is_calculator else 0.0,
-        **(gp_options or {}),
-    }
-    return representation, made, EnergyForceGP(**options), reason
-
-
-def refit(gp, prior, representation, numbers, observations, last, near=None):
-    """Fit ``gp`` to ``observations`` (:class:`asebo.optimize.observations.Observations`)
-    unless ``last`` counts them all; return the new ``last``.
-
-    ``last`` is (observations counted, metric) of the last fit, or None before the
-    first; the metric is kept while still valid (:func:`fit_observations`).
-    """
-    seen = len(observations)
-    if last is not None and last[0] == seen:
-        return last
-    metric, _ = fit_observations(
-        gp,
-        prior,
-        representation,
-        numbers,
-        observations.arrays(),
-        None if last is None else last[1],
-        near,
-    )
-    return seen, metric

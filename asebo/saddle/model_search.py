@@ -2,7 +2,7 @@
 
 Sella's partitioned rational-function optimization in internal coordinates
 (E. D. Hermes, K. Sargsyan, H. N. Najm and J. Zádor, J. Chem. Theory Comput. 18, 6974
-(2022)) walks on the GP's mean (:class:`asebo.neb.band.ModelCalculator`), whose
+(2022)) walks on the GP's mean (:class:`asebo.optimize.model_calculators.ModelCalculator`), whose
 gradients cost no calculator call: Sella's iterative diagonalisation finds the model's
 lowest mode and its steps maximise the energy along it and minimise it along the
 others. The walk may stray only a trust radius from the configurations computed, as
@@ -18,8 +18,8 @@ one, never the caller's exception.
 import numpy as np
 
 from asebo.model.priors import PriorCalculationError
-from asebo.neb.relax import distance_to
-from asebo.neb.trust_radius import cut_back
+from asebo.optimize.settings import WalkTrustSettings
+from asebo.optimize.walk_trust import cut_back, distance_to
 
 WALK_FAILED = (RuntimeError, np.linalg.LinAlgError)
 """What Sella raises where its walk fails: a geometry update in internal coordinates that
@@ -27,14 +27,16 @@ does not converge, a Gram-Schmidt or restricted step that fails (``RuntimeError`
 decomposition that does not converge."""
 
 
-def saddle_on_model(surface, atoms, known, trust_radius, fmax, steps):
+def saddle_on_model(
+    surface, atoms, known, trust_radius, fmax, steps, bisections=WalkTrustSettings.bisections
+):
     """Walk from ``atoms``' positions towards the saddle point of ``surface``.
 
     Parameters
     ----------
     surface : ase.calculators.calculator.Calculator
         The surface walked on: the GP's posterior mean fitted to the configurations
-        computed (:class:`asebo.neb.band.ModelCalculator`).
+        computed (:class:`asebo.optimize.model_calculators.ModelCalculator`).
     atoms : ase.Atoms
         The start; copied with its constraints, not moved.
     known : array (k, n, 3)
@@ -45,6 +47,9 @@ def saddle_on_model(surface, atoms, known, trust_radius, fmax, steps):
         eV/Å: the walk ends where the model's largest atomic force is below.
     steps : int
         Sella's steps at most.
+    bisections : int
+        Halvings of the step that crosses the trust radius
+        (:func:`asebo.optimize.walk_trust.cut_back`).
 
     Returns
     -------
@@ -67,7 +72,7 @@ def saddle_on_model(surface, atoms, known, trust_radius, fmax, steps):
         for converged in walk.irun(fmax=fmax, steps=steps):
             now = model.positions.copy()
             if beyond(now):
-                model.positions = cut_back(last, now - last, beyond)
+                model.positions = cut_back(last, now - last, beyond, bisections)
                 model.get_forces()  # the model has a value there
                 return model.positions.copy(), "trust radius"
             if converged:

@@ -9,7 +9,7 @@ Comput. 14, 5777 (2018)) with Sella (E. D. Hermes, K. Sargsyan, H. N. Najm and
 J. Zádor, J. Chem. Theory Comput. 18, 6974 (2022)) as the search on the model.
 
 The trust radius follows the model's force error at each new point
-(:func:`asebo.neb.trust_radius.adapted_radius`), from ``trust_radius`` up to
+(:func:`asebo.optimize.walk_trust.adapted_radius`), from ``trust_radius`` up to
 ``max_trust_radius``. Convergence is ASE's test, the largest computed force below
 ``fmax``, at a configuration the model puts at a first-order saddle point: where a
 second negative curvature of the model is supported by the prior calculator or the
@@ -39,9 +39,8 @@ import numpy as np
 from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import broadcast, world
 
-from asebo.neb.band import ModelCalculator
-from asebo.neb.checks import positive
-from asebo.neb.trust_radius import adapted_radius, largest_norm
+from asebo.optimize.build import build_surrogate
+from asebo.optimize.model_calculators import ModelCalculator
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
 from asebo.optimize.observations import (
     Observations,
@@ -52,13 +51,15 @@ from asebo.optimize.observations import (
     check_start,
 )
 from asebo.optimize.observed_atoms import ComputedResults, not_finite_message
+from asebo.optimize.resolve import positive_number, resolve_walk_settings
 from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.rigid import moved_rigidly, rigid_move_length, rigid_step
+from asebo.optimize.settings import SaddleSettings
 from asebo.optimize.stages import only_rigid_forces_left
-from asebo.optimize.surrogate_model import default_surrogate, refit
+from asebo.optimize.walk_trust import adapted_radius, largest_norm
 from asebo.saddle.checks import check_order, check_saddle_system, checked_observations
 from asebo.saddle.model_search import saddle_on_model
-from asebo.saddle.order import ORDER_STEPS, judge_order
+from asebo.saddle.order import judge_order
 from asebo.saddle.prior import saddle_prior, search_start
 from asebo.saddle.result import WALK_FAILED, WALK_ON_COMPUTED, judged_end, unjudged_end
 from asebo.threads import optimizer_threads, with_optimizer_threads
@@ -88,15 +89,16 @@ class BOSaddle(Optimizer):
         describes the molecule; its choice is the log's first line. The default
         kernel: internal coordinates where they describe the guess, aligned positions
         elsewhere (:func:`asebo.optimize.representations.make_representation`).
-    trust_radius : float
-        Å, the first trust radius: the walk on the model goes no further than this
-        from the configurations computed.
-    max_trust_radius : float
-        Å, the largest the trust radius grows to.
-    model_fmax : float, optional
-        eV/Å, the model's forces the walk converges to; default ``fmax / 5``.
-    model_steps : int
-        Sella's steps per walk on the model at most.
+    trust_radius, max_trust_radius, model_fmax, model_steps : optional
+        Shortcuts into ``settings`` (:data:`asebo.optimize.resolve.WALK_SHORTCUTS`): the
+        first trust radius (Å; the walk on the model goes no further from the
+        configurations computed), the largest it grows to (Å; ``maxstep``, ASE's name,
+        is the same setting), the model's forces the walk converges to (eV/Å; default
+        ``fmax / 5``) and Sella's steps per walk on the model. A value given both ways
+        must be the same.
+    settings : asebo.optimize.settings.SaddleSettings, optional
+        Every setting of the search, resolved once
+        (:func:`asebo.optimize.resolve.resolve_walk_settings`) into :attr:`settings`.
     gp_options : dict, optional
         Passed to :class:`asebo.model.gp.EnergyForceGP`.
     observations : (positions (m, n, 3), energies (m,), forces (m, n, 3)), optional
@@ -113,6 +115,8 @@ class BOSaddle(Optimizer):
 
     Attributes
     ----------
+    settings : asebo.optimize.settings.SaddleSettings
+        Resolved.
     result : asebo.saddle.result.SaddleResult or None
         What the search found where it ended (after ``run``).
     """
@@ -126,32 +130,47 @@ class BOSaddle(Optimizer):
         append_trajectory=False,
         prior=None,
         kernel=None,
-        trust_radius=0.1,
-        max_trust_radius=0.5,
+        trust_radius=None,
+        max_trust_radius=None,
         model_fmax=None,
-        model_steps=300,
+        model_steps=None,
         gp_options=None,
         observations=None,
         comm=world,
         order=1,
         threads=None,
+        maxstep=None,
+        settings=None,
         **kwargs,
     ):
         check_order(order)
         self.threads = optimizer_threads(threads)
         check_saddle_system(atoms)
         self._given = checked_observations(observations, len(atoms))
-        self.trust_radius = positive("trust_radius", trust_radius)
-        self._computed = ComputedResults()  # the force-consistent energy where given
-        self.max_trust_radius = positive("max_trust_radius", max_trust_radius)
-        self.model_fmax = None if model_fmax is None else positive("model_fmax", model_fmax)
-        self.model_steps = int(positive("model_steps", model_steps))
-        prior, why = saddle_prior(prior, atoms)
-        self.representation, self.prior, self.gp, _ = default_surrogate(
-            prior, kernel, search_start(atoms, check_restart(restart)), False, gp_options
+        self.settings = resolve_walk_settings(
+            SaddleSettings,
+            settings,
+            trust_radius=trust_radius,
+            max_trust_radius=max_trust_radius,
+            maxstep=maxstep,
+            model_fmax=model_fmax,
+            model_steps=model_steps,
         )
+        self.trust_radius = self.settings.trust_radius
+        self._computed = ComputedResults()  # the force-consistent energy where given
+        prior, why = saddle_prior(prior, atoms)
+        start = search_start(atoms, check_restart(restart))
+        self.surrogate, _, _ = build_surrogate(
+            start,
+            {"numbers": atoms.numbers, "periodic": False},
+            3 * len(atoms),
+            prior,
+            kernel,
+            {"gp_options": gp_options},
+        )
+        self.representation, self.prior = self.surrogate.representation, self.surrogate.prior
+        self.gp = self.surrogate.gp
         self.identity = calculator_identity(atoms.calc)
-        self._fit = None  # (observations counted, metric) of the last fit
         self._predicted = None  # (positions (n, 3), forces (n, 3), stopped) of the last walk
         self._order = None  # (key, OrderVerdict or None) of the last configuration judged
         self._order_noted = None  # the key whose verdict the log has
@@ -219,7 +238,7 @@ class BOSaddle(Optimizer):
 
     def irun(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
         """Run as a generator; ``fmax`` (eV/Å) must be a positive number."""
-        ended = self._walk_from_record(positive("fmax", fmax))
+        ended = self._walk_from_record(positive_number("fmax", fmax, None))
         if ended is not None:
             return iter([ended])
         return super().irun(fmax=fmax, steps=steps)
@@ -228,7 +247,7 @@ class BOSaddle(Optimizer):
         """Search until the largest force is below ``fmax`` (eV/Å) at a first-order
         saddle point by the model, a minimum or saddle point of higher order there, or
         ``steps`` steps; return whether it converged (:attr:`result` says why not)."""
-        ended = self._walk_from_record(positive("fmax", fmax))
+        ended = self._walk_from_record(positive_number("fmax", fmax, None))
         if ended is not None:
             return ended
         return super().run(fmax=fmax, steps=steps)
@@ -286,7 +305,7 @@ class BOSaddle(Optimizer):
     def _order_verdict(self):
         """The :class:`asebo.saddle.order.OrderVerdict` at the atoms' positions where
         they were computed and their forces are below ``fmax`` (its step at most
-        :data:`asebo.saddle.order.ORDER_STEPS` times a search); else None, on every rank
+        ``order_steps`` of the settings times a search); else None, on every rank
         alike. Rank 0 decides, once per configuration and record."""
         positions = self.atoms.positions.copy()  # (n, 3)
         key = (len(self.observations.energies), positions.tobytes())
@@ -297,7 +316,8 @@ class BOSaddle(Optimizer):
             return None
         verdict = None
         if self.comm.rank == 0:
-            steps_left = ORDER_STEPS - int(self.observations.state.get("order_steps", 0))
+            taken = int(self.observations.state.get("order_steps", 0))
+            steps_left = self.settings.order_steps - taken
             verdict = judge_order(
                 self._fitted(),
                 self.observations,
@@ -351,7 +371,13 @@ class BOSaddle(Optimizer):
             return
         _, predicted, stopped = self._predicted
         self.trust_radius = adapted_radius(
-            self.trust_radius, forces, predicted, self.fmax or 0.0, stopped, self.max_trust_radius
+            self.trust_radius,
+            forces,
+            predicted,
+            self.fmax or 0.0,
+            stopped,
+            self.settings.max_trust_radius,
+            self.settings.walk,
         )
 
     def _save(self, following):
@@ -364,15 +390,8 @@ class BOSaddle(Optimizer):
 
     def _fitted(self):
         """The GP fitted to every configuration computed (again only after a new one)."""
-        self._fit = refit(
-            self.gp,
-            self.prior,
-            self.representation,
-            self.atoms.numbers,
-            self.observations,
-            self._fit,
-        )
-        return self.gp
+        gp, _ = self.surrogate.fitted(self.observations)
+        return gp
 
     @with_optimizer_threads
     def step(self):
@@ -423,10 +442,16 @@ class BOSaddle(Optimizer):
         model's forces there (n, 3), whether the trust radius stopped it) and why it
         ended."""
         gp = self._fitted()
-        fmax = self.fmax / 5 if self.model_fmax is None else self.model_fmax
+        model_fmax = self.settings.model_fmax
+        fmax = self.fmax / 5 if model_fmax is None else model_fmax
         known = np.array(self.observations.positions)  # (m, n, 3)
         following, reason = saddle_on_model(
-            ModelCalculator(gp), self.atoms, known, self.trust_radius, fmax, self.model_steps
+            ModelCalculator(gp),
+            self.atoms,
+            known,
+            self.trust_radius,
+            fmax,
+            self.settings.model_steps,
         )
         following = self._moved_rigidly(following)
         _, gradient = gp.predict(following[None], return_gradient=True)

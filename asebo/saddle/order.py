@@ -31,9 +31,7 @@ from asebo.optimize.model_hessian import (
     internal_basis,
     mass_weighted_internal_basis,
 )
-from asebo.optimize.settings import SpecialCases
 
-ORDER_STEPS = SpecialCases().curvature_steps
 """Steps along a second negative curvature a search takes at most, as many as
 :class:`asebo.BOOptimizer` takes along a first."""
 
@@ -108,7 +106,7 @@ class OrderVerdict:
                 "nearer the transition state\n"
             )
         why = (
-            f"no more than {ORDER_STEPS} steps off a search's endpoints"
+            "the search's steps off its endpoints are spent"
             if self.supported
             else "the second is the interpolation's alone"
         )

@@ -21,9 +21,9 @@ import numpy as np
 
 from asebo.benchmarks._endpoint_audit import finite_difference_hessian
 from asebo.benchmarks.ts import guess
+from asebo.optimize.build import build_surrogate
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
 from asebo.optimize.observations import Observations
-from asebo.optimize.surrogate_model import default_surrogate, refit
 from calculators import get_calculator
 
 PROBE = 0.01  # Å
@@ -42,7 +42,8 @@ def probes(name):
     target = basis.T @ finite_difference_hessian(atoms, calc) @ basis
     values, vectors = np.linalg.eigh(target)
     lowest = basis @ vectors[:, 0]
-    representation, prior, gp, _ = default_surrogate(None, None, atoms, False, None)
+    coordinates = {"numbers": atoms.numbers, "periodic": False}
+    surrogate, _, _ = build_surrogate(atoms, coordinates, 3 * n)
     record = Observations(atoms.numbers, None, None)
 
     def gradient(positions):
@@ -53,9 +54,9 @@ def probes(name):
         return -record.forces[-1].ravel()
 
     at_start = gradient(start)
-    directions, products, overlaps, fit = [], [], [], None
+    directions, products, overlaps = [], [], []
     while len(directions) < MOST:
-        fit = refit(gp, prior, representation, atoms.numbers, record, fit)
+        gp, _ = surrogate.fitted(record)
         model = basis.T @ posterior_hessian(gp, start, free) @ basis
         model_values, model_vectors = np.linalg.eigh(model)
         overlaps.append(abs(basis @ model_vectors[:, 0] @ lowest))

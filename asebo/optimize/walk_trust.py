@@ -1,14 +1,14 @@
 """The trust radius of a walk on the GP, following the model's force error.
 
 A band's relaxation (:mod:`asebo.neb.relax`) and a saddle search's walk
-(:mod:`asebo.saddle.model_search`) may stray only a trust radius from the
-configurations computed. After each call the radius is judged by how well the GP
+(:mod:`asebo.saddle.model_search`) may stray only a trust radius from the configurations
+computed (:func:`distance_to`). After each call the radius is judged by how well the GP
 predicted the forces just computed, as a trust-region method judges its quadratic model
 (J. Nocedal and S. J. Wright, "Numerical Optimization", Springer (2006), algorithm 4.1,
 with the forces in place of the energy's decrease): where the largest atomic error of
-the prediction is below ``good`` times the largest computed force (or ``fmax``) and
-the walk was stopped by the radius, the radius doubles up to its largest; where the
-error exceeds that force, it halves down to its smallest
+the prediction is below ``good`` times the largest computed force (or ``fmax``) and the
+walk was stopped by the radius, the radius doubles up to its largest; where the error
+exceeds that force, it halves down to its smallest
 (:class:`asebo.optimize.settings.WalkTrustSettings`).
 """
 
@@ -72,3 +72,9 @@ def cut_back(inside, step, outside, bisections=WalkTrustSettings.bisections):
         else:
             low = middle
     return inside + low * step
+
+
+def distance_to(known, positions):
+    """The largest atomic displacement (Å) from ``positions`` (n, 3) to the nearest of
+    ``known`` (k, n, 3)."""
+    return float(np.sqrt(((known - positions) ** 2).sum(axis=2)).max(axis=1).min())

@@ -1,0 +1,79 @@
+"""The settings of the band and the saddle search: one home with BOOptimizer's, their
+drivers' arguments shortcuts into them, and the drivers' shared parts in one place."""
+
+import ast
+from pathlib import Path
+
+import pytest
+from ase import Atoms
+
+from asebo.optimize.resolve import WALK_SHORTCUTS, resolve_walk_settings
+from asebo.optimize.settings import BandSettings, SaddleSettings, WalkTrustSettings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("kind", [BandSettings, SaddleSettings])
+def test_a_shortcut_writes_into_its_field_and_one_given_both_ways_must_agree(kind):
+    resolved = resolve_walk_settings(kind, kind(model_steps=50), maxstep=0.3, model_fmax=0.01)
+    assert (resolved.max_trust_radius, resolved.model_fmax, resolved.model_steps) == (
+        0.3,
+        0.01,
+        50,
+    )
+    assert resolve_walk_settings(kind, maxstep=0.05).trust_radius == 0.05  # capped
+    with pytest.raises(ValueError, match="disagree"):
+        resolve_walk_settings(kind, kind(max_trust_radius=0.4), maxstep=0.3)
+    with pytest.raises(ValueError, match="disagree"):
+        resolve_walk_settings(kind, max_trust_radius=0.4, maxstep=0.3)
+
+
+@pytest.mark.parametrize(
+    "given, words",
+    [
+        ({"trust_radius": 0.0}, "trust_radius must be"),
+        ({"model_fmax": float("nan")}, "model_fmax must be"),
+        ({"model_steps": 2.5}, "model_steps must be"),
+        ({"uncertainty": -1.0}, "uncertainty must be"),
+    ],
+)
+def test_a_value_out_of_range_is_refused(given, words):
+    with pytest.raises(ValueError, match=words):
+        resolve_walk_settings(BandSettings, **given)
+
+
+def test_every_shortcut_names_a_field_of_the_band():
+    fields = set(BandSettings.__dataclass_fields__)
+    assert set(WALK_SHORTCUTS.values()) <= fields
+    assert set(WALK_SHORTCUTS.values()) - {"uncertainty"} <= set(
+        SaddleSettings.__dataclass_fields__
+    )
+
+
+def test_the_saddle_search_takes_its_settings():
+    pytest.importorskip("sella")
+    from asebo import BOSaddle
+    from calculators import get_calculator
+
+    atoms = Atoms("HCN", positions=[[0.0, 0.0, 0.0], [1.1, 0.0, 0.0], [2.2, 0.3, 0.0]])
+    atoms.calc = get_calculator("gfn2")
+    walk = WalkTrustSettings(min_radius=0.05)
+    search = BOSaddle(atoms, logfile=None, settings=SaddleSettings(walk=walk), maxstep=0.3)
+    assert search.settings.walk.min_radius == 0.05
+    assert (search.settings.max_trust_radius, search.trust_radius) == (0.3, 0.1)
+
+
+def imported_modules(folder):
+    """Every module that a file of the package folder imports."""
+    names = set()
+    for path in (ROOT / "asebo" / folder).glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module)
+            elif isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_the_saddle_search_imports_nothing_of_the_band():
+    assert not [name for name in imported_modules("saddle") if name.startswith("asebo.neb")]
