@@ -77,3 +77,37 @@ def imported_modules(folder):
 
 def test_the_saddle_search_imports_nothing_of_the_band():
     assert not [name for name in imported_modules("saddle") if name.startswith("asebo.neb")]
+
+
+def test_a_restart_file_of_another_kind_of_run_is_refused_by_each_driver(tmp_path):
+    pytest.importorskip("sella")
+    from ase.calculators.emt import EMT
+    from ase.mep import NEB
+
+    from asebo import BONEB, BOOptimizer, BOSaddle
+    from asebo.optimize.observations import RestartError
+
+    def cluster():
+        atoms = Atoms("Cu3", positions=[[0, 0, 0], [2.5, 0, 0], [1.2, 2.1, 0.1]])
+        atoms.calc = EMT()
+        return atoms
+
+    files = {name: tmp_path / f"{name}.json" for name in ("minimisation", "band", "saddle")}
+    BOOptimizer(cluster(), restart=files["minimisation"], logfile=None).run(steps=1)
+    moved = cluster()
+    moved.positions[2, 1] = -2.1
+    images = [cluster(), cluster(), moved]
+    BONEB(NEB(images), restart=files["band"], logfile=None).run(steps=1)
+    BOSaddle(cluster(), restart=files["saddle"], logfile=None).run(steps=1)
+    drivers = {
+        "minimisation": lambda restart: BOOptimizer(cluster(), restart=restart, logfile=None),
+        "band": lambda restart: BONEB(NEB(images), restart=restart, logfile=None),
+        "saddle": lambda restart: BOSaddle(cluster(), restart=restart, logfile=None),
+    }
+    for driver, make in drivers.items():
+        for kind, path in files.items():
+            if kind != driver:
+                written = path.read_bytes()
+                with pytest.raises(RestartError):
+                    make(path)
+                assert path.read_bytes() == written

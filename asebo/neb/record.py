@@ -51,10 +51,10 @@ class BandRecord:
         numbers = images[0].get_atomic_numbers()
         identity = calculator_identity(images[1].calc)
         if check_restart(restart) is None:
-            self.observations = Observations(numbers, restart, comm)
+            self.observations = Observations(numbers, restart, comm, run="band")
             self.image_of, self.band = [], None
         else:
-            self.observations = Observations.load(numbers, restart, comm)
+            self.observations = Observations.load(numbers, restart, comm, run="band")
             state = self.observations.state
             check_calculator(restart, state.get("calculator"), identity)
             self.image_of = [int(index) for index in state.get("images", [])]

@@ -30,6 +30,10 @@ computed) within this; well above the rounding of positions written to a file, w
 below a change of geometry."""
 
 
+RUNS = {"minimisation": "BOOptimizer", "band": "BONEB", "saddle search": "BOSaddle"}
+"""The kinds of run a restart file may hold, each with the optimizer that writes it."""
+
+
 class RestartError(optimize.RestartError):
     """A restart file that cannot be used for these atoms (ASE's own ``RestartError``,
     so that code written for ASE's optimizers catches it)."""
@@ -46,6 +50,9 @@ class Observations:
         Restart file; None keeps the record in memory only.
     comm : communicator
         Only rank 0 writes the file.
+    run : str, optional
+        The kind of run (:data:`RUNS`), written in the file's ``run`` entry; a file of
+        another kind is refused when it is loaded.
 
     Attributes
     ----------
@@ -63,7 +70,7 @@ class Observations:
         The optimizer's state saved with the observations (JSON-encodable values).
     """
 
-    def __init__(self, numbers, path=None, comm=world):
+    def __init__(self, numbers, path=None, comm=world, run=None):
         self.numbers = np.asarray(numbers).copy()
         self.path = None if path is None else str(path)
         self.comm = comm
@@ -72,17 +79,19 @@ class Observations:
         self.forces = []
         self.stresses = []
         self.results = []
-        self.state = {}
+        self.state = {} if run is None else {"run": run}
         self._new_file_mode = None  # a new restart file's permissions, from the umask
 
     def __len__(self):
         return len(self.energies)
 
     @classmethod
-    def load(cls, numbers, path, comm=world):
-        """The observations stored in ``path``; :class:`RestartError` if unusable."""
+    def load(cls, numbers, path, comm=world, run=None):
+        """The observations stored in ``path``; :class:`RestartError` if unusable, or
+        of another kind of ``run`` than its ``run`` entry (files without one pass)."""
         record = cls(numbers, path, comm)
         stored = _read_restart(path)
+        check_run(path, stored.get("run"), run)
         numbers_on_file = np.asarray(stored.pop("numbers"))
         if (
             numbers_on_file.shape != record.numbers.shape
@@ -109,7 +118,7 @@ class Observations:
             else [None if r is None else numeric_results(r) for r in results]
         )
         stored.pop("version")
-        record.state = stored
+        record.state = stored if run is None else {**stored, "run": run}
         return record
 
     def append(self, positions, energy, forces, stress=None, results=None):
@@ -436,6 +445,16 @@ def calculator_parameters(calc):
     except Exception:  # a calculator without todict(): its name alone
         return {}
     return json.loads(encode(dict(parameters)))
+
+
+def check_run(path, stored, current):
+    """Raise :class:`RestartError` when a restart file holds another kind of run
+    (:data:`RUNS`) than ``current``; a file or a run of no kind passes."""
+    if stored is not None and current is not None and stored != current:
+        raise RestartError(
+            f"restart file {path} holds a {stored} ({RUNS.get(stored, 'another optimizer')}'s), "
+            f"not a {current}: pass another restart file name; this one was left untouched"
+        )
 
 
 def check_calculator(path, stored, current):

@@ -45,7 +45,7 @@ class RunState:
 def start_run(numbers, restart, comm, entries, trust):
     """The state of a new run: no observation, ``entries`` (dict) in the record's
     ``state`` (what the restart file checks on resuming), the first ``trust``."""
-    observations = Observations(numbers, restart, comm)
+    observations = Observations(numbers, restart, comm, run="minimisation")
     observations.state.update(entries)
     return RunState(observations, trust)
 
@@ -73,7 +73,7 @@ def resume_run(numbers, restart, comm, run, trust_region):
         Another calculator or start than the file's, or a kernel or prior given that
         is not the file's.
     """
-    observations = Observations.load(numbers, restart, comm)
+    observations = Observations.load(numbers, restart, comm, run="minimisation")
     state = observations.state
     check_calculator(restart, state.get("calculator"), run["calculator"])
     check_start(restart, run["start"], state.get("start"), observations)

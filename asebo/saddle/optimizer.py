@@ -64,6 +64,8 @@ from asebo.saddle.prior import saddle_prior, search_start
 from asebo.saddle.result import WALK_FAILED, WALK_ON_COMPUTED, judged_end, unjudged_end
 from asebo.threads import optimizer_threads, with_optimizer_threads
 
+SADDLE = "saddle search"  # the kind of run its restart file names
+
 
 class BOSaddle(Optimizer):
     """A first-order saddle point searched on a GP surrogate (module docstring).
@@ -213,7 +215,9 @@ class BOSaddle(Optimizer):
 
     def initialize(self):
         """A new record of the configurations computed."""
-        self.observations = Observations(self.atoms.numbers, self.restart, self.comm)
+        self.observations = Observations(
+            self.atoms.numbers, self.restart, self.comm, run="saddle search"
+        )
         self.observations.state.update(calculator=self.identity, start=self.atoms.positions.copy())
         for positions, energy, forces in zip(*self._given):
             self.observations.append(positions, energy, forces)
@@ -221,7 +225,9 @@ class BOSaddle(Optimizer):
     def read(self):
         """The record of the restart file; the atoms are moved to the next configuration
         it names."""
-        self.observations = Observations.load(self.atoms.numbers, self.restart, self.comm)
+        self.observations = Observations.load(
+            self.atoms.numbers, self.restart, self.comm, run="saddle search"
+        )
         state = self.observations.state
         check_calculator(self.restart, state.get("calculator"), self.identity)
         check_start(self.restart, self.atoms.positions, state.get("start"), self.observations)
