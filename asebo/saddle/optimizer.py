@@ -40,7 +40,6 @@ from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import broadcast, world
 
 from asebo.optimize.build import build_surrogate
-from asebo.optimize.model_calculators import ModelCalculator
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
 from asebo.optimize.observations import (
     Observations,
@@ -53,21 +52,18 @@ from asebo.optimize.observations import (
 from asebo.optimize.observed_atoms import ComputedResults, not_finite_message
 from asebo.optimize.resolve import positive_number, resolve_walk_settings
 from asebo.optimize.restart_lock import RestartLock
-from asebo.optimize.rigid import moved_rigidly, rigid_move_length, rigid_step
 from asebo.optimize.settings import SaddleSettings
-from asebo.optimize.stages import only_rigid_forces_left
-from asebo.optimize.walk_trust import adapted_radius, largest_norm
 from asebo.saddle.checks import check_order, check_saddle_system, checked_observations
-from asebo.saddle.model_search import saddle_on_model
-from asebo.saddle.order import judge_order
+from asebo.saddle.endpoint import SaddleEndpoint
 from asebo.saddle.prior import saddle_prior, search_start
-from asebo.saddle.result import WALK_FAILED, WALK_ON_COMPUTED, judged_end, unjudged_end
+from asebo.saddle.result import WALK_FAILED, WALK_ON_COMPUTED
+from asebo.saddle.walk import ModelWalk
 from asebo.threads import optimizer_threads, with_optimizer_threads
 
 SADDLE = "saddle search"  # the kind of run its restart file names
 
 
-class BOSaddle(Optimizer):
+class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
     """A first-order saddle point searched on a GP surrogate (module docstring).
 
     Parameters
@@ -290,61 +286,6 @@ class BOSaddle(Optimizer):
             self.max_steps = self.nsteps  # ASE's loop ends here
         return verdict.order == 1
 
-    @property
-    def result(self):
-        """The :class:`asebo.saddle.result.SaddleResult` where the atoms stand; None
-        before a run."""
-        if self.fmax is None:
-            return None
-        verdict = self._order_verdict()
-        if verdict is not None and verdict.step is None:
-            return judged_end(verdict)
-        order = None if verdict is None else verdict.order
-        return unjudged_end(verdict is not None, order, self._stopped)
-
-    def _order_step(self):
-        """The :class:`asebo.saddle.order.OrderStep` of :meth:`_order_verdict`, or None."""
-        verdict = self._order_verdict()
-        return None if verdict is None else verdict.step
-
-    @with_optimizer_threads
-    def _order_verdict(self):
-        """The :class:`asebo.saddle.order.OrderVerdict` at the atoms' positions where
-        they were computed and their forces are below ``fmax`` (its step at most
-        ``order_steps`` of the settings times a search); else None, on every rank
-        alike. Rank 0 decides, once per configuration and record."""
-        positions = self.atoms.positions.copy()  # (n, 3)
-        key = (len(self.observations.energies), positions.tobytes())
-        if self._order is not None and self._order[0] == key:
-            return self._order[1]
-        index = self.observations.find(positions)
-        if index is None or largest_norm(self._free_forces(index)) >= self.fmax:
-            return None
-        verdict = None
-        if self.comm.rank == 0:
-            taken = int(self.observations.state.get("order_steps", 0))
-            steps_left = self.settings.order_steps - taken
-            verdict = judge_order(
-                self._fitted(),
-                self.observations,
-                positions,
-                self._free(),
-                self.atoms.get_masses(),
-                self.trust_radius,
-                steps_left,
-            )
-        verdict = broadcast(verdict, root=0, comm=self.comm)
-        self._order = (key, verdict)
-        return verdict
-
-    def _note_order(self):
-        """The model's order where the search ends, in the log once."""
-        verdict = self._order_verdict()
-        if verdict is None or self.logfile is None or self._order_noted == self._order[0]:
-            return
-        self.logfile.write(verdict.note())
-        self._order_noted = self._order[0]
-
     def _free_forces(self, index):
         """The forces (n, 3) of observation ``index`` with the constraints applied."""
         forces = self.observations.forces[index].copy()
@@ -370,21 +311,6 @@ class BOSaddle(Optimizer):
         self.observations.append(positions, energy, forces)
         self._adapt_trust_radius(positions, forces)
         self.observations.save(trust_radius=self.trust_radius, next=positions)
-
-    def _adapt_trust_radius(self, positions, forces):
-        """Grow or shrink the trust radius by the model's force error at ``positions``."""
-        if self._predicted is None or not np.allclose(self._predicted[0], positions):
-            return
-        _, predicted, stopped = self._predicted
-        self.trust_radius = adapted_radius(
-            self.trust_radius,
-            forces,
-            predicted,
-            self.fmax or 0.0,
-            stopped,
-            self.settings.max_trust_radius,
-            self.settings.walk,
-        )
 
     def _save(self, following):
         """Write the restart file with ``following`` (n, 3) the next to compute and the
@@ -417,19 +343,6 @@ class BOSaddle(Optimizer):
         self._save(following)
         self.atoms.positions = following
 
-    def _step_off(self, stepped):
-        """Move the atoms to the :class:`asebo.saddle.order.OrderStep` ``stepped``, with
-        the model's forces there as the prediction the trust radius is judged by."""
-        if self.logfile is not None:
-            self.logfile.write(stepped.note())
-        following = stepped.positions  # (n, 3)
-        _, gradient = self._fitted().predict(following[None], return_gradient=True)
-        self._predicted = (following, -np.asarray(gradient)[0], False)
-        taken = int(self.observations.state.get("order_steps", 0))
-        self.observations.state["order_steps"] = taken + 1
-        self._save(following)
-        self.atoms.positions = following
-
     def _end_without_call(self, reason):
         """End the run after this step: the walk, which ended for ``reason``
         (:func:`asebo.saddle.model_search.saddle_on_model`), ended on a configuration
@@ -442,53 +355,6 @@ class BOSaddle(Optimizer):
                 f"({reason}), whose forces are above fmax: the search stops there, not "
                 "converged\n"
             )
-
-    def _walk(self):
-        """The walk on the model from the atoms' positions: (where it ends (n, 3), the
-        model's forces there (n, 3), whether the trust radius stopped it) and why it
-        ended."""
-        gp = self._fitted()
-        model_fmax = self.settings.model_fmax
-        fmax = self.fmax / 5 if model_fmax is None else model_fmax
-        known = np.array(self.observations.positions)  # (m, n, 3)
-        following, reason = saddle_on_model(
-            ModelCalculator(gp),
-            self.atoms,
-            known,
-            self.trust_radius,
-            fmax,
-            self.settings.model_steps,
-        )
-        following = self._moved_rigidly(following)
-        _, gradient = gp.predict(following[None], return_gradient=True)
-        return (following, -np.asarray(gradient)[0], reason == "trust radius"), reason
-
-    def _rigid_calls(self):
-        """The configurations computed last, in a row, that only their net force and
-        torque keep from converging (:func:`only_rigid_forces_left`)."""
-        free = self._free()
-        invariant = self.representation.invariant(self.gp.metric)
-        count = 0
-        for positions, forces in zip(
-            self.observations.positions[::-1], self.observations.forces[::-1]
-        ):
-            if not only_rigid_forces_left(positions, forces, self.fmax, free, invariant):
-                break
-            count += 1
-        return count
-
-    def _moved_rigidly(self, following):
-        """``following`` (n, 3) moved as a whole along the net force and torque of the
-        configuration last computed, where only they keep it from converging."""
-        index = self.observations.find(self.atoms.positions)
-        rigid = 0 if index != len(self.observations.energies) - 1 else self._rigid_calls()
-        if rigid == 0:
-            return following
-        length = rigid_move_length(self.observations.energies[-rigid:])
-        translation, rotation = rigid_step(
-            self.atoms.positions, self.observations.forces[index], length
-        )
-        return moved_rigidly(following, translation, rotation)
 
     def _free(self):
         """The coordinates (n, 3) that no FixAtoms holds."""
