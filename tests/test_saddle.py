@@ -20,6 +20,7 @@ from asebo.optimize.observations import RestartError
 from asebo.optimize.walk_trust import distance_to
 from asebo.saddle import BOSaddle
 from asebo.saddle.model_search import saddle_on_model
+from asebo.saddle.result import FIRST_ORDER, WALK_ON_COMPUTED
 from calculators import CountingCalculator, get_calculator
 
 pytest.importorskip("sella")
@@ -68,8 +69,9 @@ def test_a_second_order_saddle_point_its_forces_converge_on_is_stepped_off(tmp_p
     search = BOSaddle(atoms, restart=str(restart), logfile=str(log))
     assert search.run(fmax=0.05, steps=30)
     text = log.read_text()
-    assert "the model has 2 negative curvatures here" in text
-    assert "converged where the model has one negative curvature" in text
+    assert "the model has 2 negative curvatures here" in text  # the notes, between steps
+    assert "step off" in text  # the reason of the step line after it
+    assert search.result.reason == FIRST_ORDER
     assert atoms.calc.ncalls == len(search.observations.energies)  # none repeated
     assert search.model_order() == 1
     assert len(imaginary_modes(atoms, get_calculator("gfn2"))) == 1
@@ -296,7 +298,7 @@ def test_a_walk_that_ends_on_a_configuration_computed_ends_the_run(tmp_path):
     search = BOSaddle(atoms, logfile=str(log), model_fmax=100.0)  # the model is met at once
     assert not search.run(fmax=0.05, steps=50)
     assert search.nsteps == 1 and atoms.calc.ncalls == 1
-    assert "ends on a configuration already computed" in log.read_text()
+    assert search.result.reason == WALK_ON_COMPUTED
 
 
 def test_the_default_prior_is_gfn2_under_another_calculator_and_the_other_gfn_under_tblite(

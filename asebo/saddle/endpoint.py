@@ -14,7 +14,7 @@ from asebo.threads import with_optimizer_threads
 
 class SaddleEndpoint:
     """The order verdict and the result of :class:`asebo.saddle.BOSaddle`: a mixin of a
-    driver with ``atoms``, ``fmax``, ``comm``, ``logfile``, ``observations``,
+    driver with ``atoms``, ``fmax``, ``comm``, ``step_log``, ``observations``,
     ``settings``, ``trust_radius``, ``_order``, ``_order_noted``, ``_stopped``,
     ``_predicted``, ``_free()``, ``_free_forces()``, ``_fitted()`` and ``_save()``."""
 
@@ -68,16 +68,16 @@ class SaddleEndpoint:
     def _note_order(self):
         """The model's order where the search ends, in the log once."""
         verdict = self._order_verdict()
-        if verdict is None or self.logfile is None or self._order_noted == self._order[0]:
+        if verdict is None or self._order_noted == self._order[0]:
             return
-        self.logfile.write(verdict.note())
+        self.step_log.notes([verdict.note()])
         self._order_noted = self._order[0]
 
     def _step_off(self, stepped):
         """Move the atoms to the :class:`asebo.saddle.order.OrderStep` ``stepped``, with
         the model's forces there as the prediction the trust radius is judged by."""
-        if self.logfile is not None:
-            self.logfile.write(stepped.note())
+        self.step_log.notes([stepped.note()])
+        self.reason = "step off"
         following = stepped.positions  # (n, 3)
         _, gradient = self._fitted().predict(following[None], return_gradient=True)
         self._predicted = (following, -np.asarray(gradient)[0], False)

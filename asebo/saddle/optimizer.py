@@ -53,6 +53,7 @@ from asebo.optimize.observed_atoms import ComputedResults, not_finite_message
 from asebo.optimize.resolve import positive_number, resolve_walk_settings
 from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.settings import SaddleSettings
+from asebo.optimize.step_log import StepLog
 from asebo.saddle.checks import check_order, check_saddle_system, checked_observations
 from asebo.saddle.endpoint import SaddleEndpoint
 from asebo.saddle.prior import saddle_prior, search_start
@@ -183,8 +184,11 @@ class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
             **kwargs,
         )
         self.closelater(RestartLock.acquire(restart, comm))
-        if why is not None and self.logfile is not None:
-            self.logfile.write(f"BOSaddle: prior: {why}\n")
+        self.step_log = StepLog(self.logfile, type(self).__name__)
+        self.prior_choice = why  # why the default prior, or None
+        self.reason = ""  # how the walk to the configuration computed next ended
+        if why is not None:
+            self.step_log.notes([f"prior: {why}"])
 
     @classmethod
     def from_band(cls, band, **kwargs):
@@ -295,9 +299,12 @@ class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
 
     def log(self, gradient):
         """Record the configuration just computed (every one passes here), then write
-        ASE's log line."""
+        ASE's step line and how the walk to it ended (:meth:`StepLog.step`)."""
         self._record()
-        super().log(gradient)
+        energy = self.optimizable.get_value()
+        fmax = self.optimizable.gradient_norm(gradient)
+        self.step_log.header()
+        self.step_log.step(self.nsteps, energy, fmax, None, self.reason)
 
     def _record(self):
         """Add the atoms' computed energy and forces to the record once, judge the last
@@ -337,6 +344,7 @@ class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
             return
         walked = self._walk() if self.comm.rank == 0 else None
         self._predicted, reason = broadcast(walked, root=0, comm=self.comm)
+        self.reason = f"walk: {reason}"
         following = self._predicted[0]
         if self.observations.find(following) is not None:
             self._end_without_call(reason)
@@ -349,12 +357,12 @@ class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
         computed."""
         self.max_steps = self.nsteps + 1
         self._stopped = WALK_FAILED if reason == "walk failed" else WALK_ON_COMPUTED
-        if self.logfile is not None:
-            self.logfile.write(
-                f"BOSaddle: the walk on the model ends on a configuration already computed "
-                f"({reason}), whose forces are above fmax: the search stops there, not "
-                "converged\n"
-            )
+        self.step_log.notes(
+            [
+                f"the walk on the model ends on a configuration already computed ({reason}), "
+                "whose forces are above fmax: the search stops there, not converged"
+            ]
+        )
 
     def _free(self):
         """The coordinates (n, 3) that no FixAtoms holds."""

@@ -58,9 +58,9 @@ class OrderStep:
     def note(self):
         """The log's line."""
         return (
-            f"BOSaddle: the forces are converged, but the model has {self.order} negative "
+            f"the forces are converged, but the model has {self.order} negative "
             f"curvatures here and the second ({self.curvature:.3g} eV/Å²) is not the "
-            "interpolation's alone: a step along it\n"
+            "interpolation's alone: a step along it"
         )
 
 
@@ -96,14 +96,14 @@ class OrderVerdict:
         values = ", ".join(f"{value:.3g}" for value in self.curvatures)
         if self.order == 1:
             return (
-                f"BOSaddle: converged where the model has one negative curvature ({values} "
-                f"eV/Å², {self.imaginary:.0f}i cm⁻¹): a first-order saddle point by the model\n"
+                f"converged where the model has one negative curvature ({values} "
+                f"eV/Å², {self.imaginary:.0f}i cm⁻¹): a first-order saddle point by the model"
             )
         if not self.order:
             return (
-                "BOSaddle: the forces are converged where the model has no negative "
+                "the forces are converged where the model has no negative "
                 "curvature, a minimum by the model: not converged; start from a guess "
-                "nearer the transition state\n"
+                "nearer the transition state"
             )
         why = (
             "the search's steps off its endpoints are spent"
@@ -111,8 +111,8 @@ class OrderVerdict:
             else "the second is the interpolation's alone"
         )
         return (
-            f"BOSaddle: the forces are converged where the model has {self.order} negative "
-            f"curvatures ({values} eV/Å²; {why}): not converged; check the endpoint's modes\n"
+            f"the forces are converged where the model has {self.order} negative "
+            f"curvatures ({values} eV/Å²; {why}): not converged; check the endpoint's modes"
         )
 
 
