@@ -107,12 +107,3 @@ def _fixed(atoms):
     for constraint in atoms.constraints:
         mask[constraint.index] = True
     return mask
-
-
-def positive(name, value):
-    """``value`` as a finite float > 0; a one-line ValueError otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a number > 0, got {value!r}")
-    if not (np.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
