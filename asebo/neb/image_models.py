@@ -38,6 +38,20 @@ class ImageModels:
         """The feature map of every GP (None for Cartesian positions)."""
         return self.pooled.metric
 
+    def fitted(self, surrogate, record):
+        """Every image's GP after the GP of all calls is fitted to every image of
+        ``record`` (:class:`asebo.neb.record.BandRecord`) by ``surrogate``
+        (:class:`asebo.optimize.surrogate_model.Surrogate`, near the moving images'
+        latest calls), and each moving image's conditioned (:meth:`condition`); again
+        only after a new call."""
+        observations = record.observations
+        last = len(self._of) - 1
+        latest = {image: at for at, image in enumerate(record.image_of)}
+        latest = {image: at for image, at in sorted(latest.items()) if image not in (0, last)}
+        surrogate.fitted(observations, sorted(latest.values()) or None)
+        self.condition(len(observations), latest)
+        return self
+
     def condition(self, count, latest):
         """Each image's GP, once the GP of all calls is fitted to the ``count``
         observations (beyond its ``max_size`` rows, conditioned on those nearest to the

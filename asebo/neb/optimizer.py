@@ -309,16 +309,9 @@ class BONEB(ImageChoice, Optimizer):
         return {"trust_radius": self.trust_radius, "choices": self.choices}
 
     def _fitted(self):
-        """The GP of each image fitted to every image computed (fitted again only after
-        a new one): beyond the GP's ``max_size`` rows, each moving image's conditions on
-        the configurations nearest to its own latest call."""
-        observations = self.record.observations
-        last = len(self.images) - 1
-        latest = {image: at for at, image in enumerate(self.record.image_of)}
-        latest = {image: at for image, at in sorted(latest.items()) if image not in (0, last)}
-        self.surrogate.fitted(observations, sorted(latest.values()) or None)
-        self.models.condition(len(observations), latest)
-        return self.models
+        """Each image's GP, fitted to every image computed
+        (:meth:`asebo.neb.image_models.ImageModels.fitted`)."""
+        return self.models.fitted(self.surrogate, self.record)
 
     @with_optimizer_threads
     def step(self):
@@ -354,22 +347,11 @@ class BONEB(ImageChoice, Optimizer):
             saved = {"trust_radius": radius, "choices": [*self.choices, choice]}
             self.record.add(image, moving + 1, computed, forces, self.positions[1:-1], saved)
         except Exception as error:
-            error.add_note(self._failure_note(moving + 1))
+            error.add_note(self.record.failure_note(moving + 1, self.calls))
             raise
         self.trust_radius = radius
         self.choices.append(choice)
         self.calls += 1
-
-    def _failure_note(self, image):
-        """What a user can do after the calculator of ``image`` failed."""
-        where = f"BONEB: the calculator of image {image} failed after {self.calls} calls"
-        if self.restart is None:
-            return f"{where}; pass restart='band.json' to keep the calls of a band"
-        return (
-            f"{where}, every call before it is in {self.restart}, which it left as it was: "
-            f"fix the calculator and run again with restart={str(self.restart)!r} to go on "
-            "without repeating one"
-        )
 
 
 def describe(choice):

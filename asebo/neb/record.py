@@ -100,6 +100,19 @@ class BandRecord:
             )
             self.trajectory.write(frame)
 
+    def failure_note(self, image, calls):
+        """What a user can do after the calculator of ``image`` failed, ``calls`` calls of
+        the moving images into the run."""
+        where = f"BONEB: the calculator of image {image} failed after {calls} calls"
+        restart = self.observations.path
+        if restart is None:
+            return f"{where}; pass restart='band.json' to keep the calls of a band"
+        return (
+            f"{where}, every call before it is in {restart}, which it left as it was: "
+            f"fix the calculator and run again with restart={restart!r} to go on "
+            "without repeating one"
+        )
+
     def close(self):
         """Close the trajectory."""
         if self.trajectory is not None:
