@@ -2,9 +2,10 @@
 
 import numpy as np
 
+from asebo.model.closest_approach import CLOSEST_APPROACH as MIN_DISTANCE
+
 from .kpoints import AXES
 
-MIN_DISTANCE = 0.5  # Å: atoms closer than this (minimum image) are a mistake
 MIN_VOLUME = 1e-6  # Å³
 
 

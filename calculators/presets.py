@@ -2,61 +2,20 @@
 
 A preset is a function that imports its package lazily, so that
 ``import calculators`` works without tblite or GPAW, and a missing package is
-reported with the line that installs it.
+reported with the line that installs it. The GFN-xTB and CHGNet presets are the
+builders of asebo's automatic priors (:mod:`asebo.model.prior_calculators`), the one
+module of asebo this package imports: asebo's optimizers import nothing from here.
 """
 
 import ast
-import contextlib
-import functools
-import importlib
 import importlib.util
-import io
 
-from ase.calculators.calculator import CalculationFailed, all_changes
+from asebo.model import prior_calculators
+from asebo.model.prior_calculators import import_or_explain
 
 from .cell_aware_gpaw import CellAwareGPAW
 
-TBLITE_INSTALL = "pip install tblite"
 GPAW_INSTALL = "apt-get install libxc-dev libopenblas-dev && CC=g++ pip install gpaw gpaw-data"
-CHGNET_INSTALL = "pip install 'asebo[ml]'"
-
-
-def _import(module, package, install):
-    """Import ``module`` or raise an ImportError that says how to install it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise ImportError(f"{package} is not installed: {install}") from exc
-
-
-def _tblite(method, kw):
-    tblite_ase = _import("tblite.ase", "tblite", TBLITE_INSTALL)
-    return _guess_again_on_failure(tblite_ase.TBLite)(**{"method": method, "verbosity": 0, **kw})
-
-
-@functools.cache
-def _guess_again_on_failure(tblite_calculator):
-    """tblite's calculator class, whose SCF starts again from the atomic guess where it did
-    not converge from the previous configuration's wavefunction.
-
-    tblite starts each SCF from the last result of the same calculator: after a long
-    move (an image of a band relaxed on a model, say) that guess can keep the SCF from
-    converging where it converges from scratch. Only then is the calculation repeated,
-    as ASE's calculator does for a new system (``all_changes``); a configuration whose
-    SCF fails from both guesses raises tblite's ``CalculationFailed``.
-    """
-
-    class GuessingAgain(tblite_calculator):
-        def calculate(self, atoms=None, properties=None, system_changes=all_changes):
-            try:
-                super().calculate(atoms, properties, system_changes)
-            except CalculationFailed:
-                if set(system_changes) >= set(all_changes):
-                    raise  # started from the atomic guess already
-                super().calculate(atoms, properties, all_changes)
-
-    GuessingAgain.__name__ = GuessingAgain.__qualname__ = tblite_calculator.__name__
-    return GuessingAgain
 
 
 def gfn2(**kw):
@@ -72,7 +31,7 @@ def gfn2(**kw):
     ----------
     C. Bannwarth, S. Ehlert, S. Grimme, J. Chem. Theory Comput. 15, 1652 (2019).
     """
-    return _tblite("GFN2-xTB", kw)
+    return prior_calculators.gfn_xtb("GFN2-xTB", **kw)
 
 
 def gfn1(**kw):
@@ -87,7 +46,7 @@ def gfn1(**kw):
     ----------
     S. Grimme, C. Bannwarth, P. Shushkov, J. Chem. Theory Comput. 13, 1989 (2017).
     """
-    return _tblite("GFN1-xTB", kw)
+    return prior_calculators.gfn_xtb("GFN1-xTB", **kw)
 
 
 def gpaw(**kw):
@@ -110,8 +69,8 @@ def gpaw(**kw):
     ----------
     J. J. Mortensen et al., J. Chem. Phys. 160, 092503 (2024).
     """
-    _import("gpaw", "GPAW", GPAW_INSTALL)
-    _import("gpaw_data", "gpaw-data (the PAW setups)", GPAW_INSTALL)
+    import_or_explain("gpaw", "GPAW", GPAW_INSTALL)
+    import_or_explain("gpaw_data", "gpaw-data (the PAW setups)", GPAW_INSTALL)
     return CellAwareGPAW(**kw)
 
 
@@ -138,16 +97,7 @@ def chgnet(device="cpu", **kw):
     "CHGNet as a pretrained universal neural network potential for charge-informed
     atomistic modelling", Nat. Mach. Intell. 5, 1031 (2023).
     """
-    dynamics = _import("chgnet.model.dynamics", "CHGNet", CHGNET_INSTALL)
-    model = _import("chgnet.model", "CHGNet", CHGNET_INSTALL)
-    with contextlib.redirect_stdout(io.StringIO()):  # it prints its version and device
-        calculator = dynamics.CHGNetCalculator(
-            model.CHGNet.load(verbose=False), use_device=device, **kw
-        )
-    # it stores its energy as the free energy too (no electronic entropy) without
-    # naming it, and ASE's cell filters ask for the free energy
-    calculator.implemented_properties = (*calculator.implemented_properties, "free_energy")
-    return calculator
+    return prior_calculators.chgnet(device, **kw)
 
 
 def emt(**kw):

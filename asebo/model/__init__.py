@@ -7,5 +7,7 @@
 - :mod:`asebo.model.internals`: primitive internal coordinates;
 - :mod:`asebo.model.lindh`: Lindh's model Hessian;
 - :mod:`asebo.model.priors`: the GP's prior means (their names for the command line in
-  :mod:`asebo.model.prior_names`).
+  :mod:`asebo.model.prior_names`), and the calculators the automatic priors build
+  (:mod:`asebo.model.prior_calculators`);
+- :mod:`asebo.model.closest_approach`: the closest two atoms may come.
 """

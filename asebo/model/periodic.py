@@ -50,6 +50,7 @@ import importlib.util
 import numpy as np
 import torch
 
+from asebo.model import prior_calculators
 from asebo.model.cell_coordinates import GeneralizedCoordinates
 from asebo.model.metric import EIGENVALUE_FLOOR, POWER
 from asebo.model.priors import CalculatorPrior, Prior, wraps_calculator
@@ -374,10 +375,8 @@ def automatic_periodic_prior(system, recentre):
             f"pair springs (Exp force constants): {beyond}, and CHGNet is not installed "
             "(pip install 'asebo[ml]')",
         )
-    from calculators import get_calculator
-
     return (
-        calculator_prior(get_calculator("chgnet"), system),
+        calculator_prior(prior_calculators.chgnet(), system),
         f"CHGNet as the prior ({beyond}); the GP learns the difference",
     )
 

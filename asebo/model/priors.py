@@ -25,7 +25,9 @@ The kinds: a constant (:class:`ConstantPrior`, :class:`HighestEnergyPrior`,
 (:class:`RecentredLindh`). :func:`make_prior` turns the optimizer's ``prior``
 argument (a name of :data:`MODEL_PRIORS`, a number, a calculator or a prior) into one
 of them; :func:`resolve_prior` turns a calculator preset's name (``'gfn1'``,
-``'gpaw:mode=lcao'``, :func:`calculators.get_calculator`) into a calculator.
+``'gpaw:mode=lcao'``, :func:`calculators.get_calculator`) into a calculator. The
+calculators ``prior='auto'`` takes come from :mod:`asebo.model.prior_calculators`,
+not from the presets, so that a ``calculators.py`` of the user's does not break it.
 """
 
 import importlib.util
@@ -43,6 +45,7 @@ from asebo.model.lindh import (
     LindhModel,
     lindh_weights,
 )
+from asebo.model.prior_calculators import XTB_METHODS, gfn_xtb
 from asebo.model.prior_names import AUTO, MODEL_PRIORS
 from asebo.model.straightness import NEARLY_STRAIGHT
 
@@ -482,6 +485,8 @@ def resolve_prior(prior):
         return prior
     if prior in MODEL_PRIORS or prior == AUTO:
         return prior
+    if prior in XTB_METHODS:  # what prior='auto' takes: built without the presets
+        return gfn_xtb(XTB_METHODS[prior])
     from calculators import get_calculator
 
     try:
@@ -578,8 +583,6 @@ def barrier_prior(atoms):
     heavy = sorted({int(z) for z in atoms.numbers if z > XTB_LAST_ELEMENT})
     if heavy:
         return None, f"GFN-xTB has no parameters for atomic numbers {heavy}"
-    from calculators import get_calculator
-
     parameters = getattr(target, "parameters", {})
     method = parameters.get("method", "GFN2-xTB")
     other = "gfn1" if method == "GFN2-xTB" else "gfn2"
@@ -588,7 +591,7 @@ def barrier_prior(atoms):
         f"the target is tblite's {method}: {other.upper()}-xTB as the prior, the GP learns "
         "the difference"
     )
-    return get_calculator(other, **given), reason
+    return gfn_xtb(XTB_METHODS[other], **given), reason
 
 
 def constant_prior(prior):

@@ -53,8 +53,8 @@ from ase.calculators.calculator import Calculator, all_changes
 from ase.data import atomic_numbers
 from ase.neighborlist import neighbor_list
 
+from asebo.model.closest_approach import CLOSEST_APPROACH  # Å: closer is refused
 from asebo.model.lindh import STRETCH_CONSTANT, pair_weights
-from calculators.cells import MIN_DISTANCE as CLOSEST_APPROACH  # Å: closer is refused
 
 EXP_A = 3.0  # Packwood's A in exp(-A (r / r_NN - 1))
 CUTOFF = 2.0  # Packwood's r_cut / r_NN
