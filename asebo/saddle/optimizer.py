@@ -39,14 +39,12 @@ import numpy as np
 from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import broadcast, world
 
-from asebo.optimize.build import build_surrogate
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
 from asebo.optimize.observations import (
     Observations,
     RestartError,
     calculator_identity,
     check_calculator,
-    check_restart,
     check_start,
 )
 from asebo.optimize.observed_atoms import ComputedResults, not_finite_message
@@ -56,7 +54,7 @@ from asebo.optimize.settings import SaddleSettings
 from asebo.optimize.step_log import StepLog
 from asebo.saddle.checks import check_order, check_saddle_system, checked_observations
 from asebo.saddle.endpoint import SaddleEndpoint
-from asebo.saddle.prior import saddle_prior, search_start
+from asebo.saddle.prior import saddle_surrogate
 from asebo.saddle.result import WALK_FAILED, WALK_ON_COMPUTED
 from asebo.saddle.walk import ModelWalk
 from asebo.threads import optimizer_threads, with_optimizer_threads
@@ -157,16 +155,7 @@ class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
         )
         self.trust_radius = self.settings.trust_radius
         self._computed = ComputedResults()  # the force-consistent energy where given
-        prior, why = saddle_prior(prior, atoms)
-        start = search_start(atoms, check_restart(restart))
-        self.surrogate, _, _ = build_surrogate(
-            start,
-            {"numbers": atoms.numbers, "periodic": False},
-            3 * len(atoms),
-            prior,
-            kernel,
-            {"gp_options": gp_options},
-        )
+        self.surrogate, why = saddle_surrogate(atoms, restart, prior, kernel, gp_options)
         self.representation, self.prior = self.surrogate.representation, self.surrogate.prior
         self.gp = self.surrogate.gp
         self.identity = calculator_identity(atoms.calc)

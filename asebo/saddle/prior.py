@@ -1,8 +1,24 @@
-"""The saddle search's prior and the guess its model is built on."""
+"""The saddle search's model: its prior and the guess it is built on."""
 
 import numpy as np
 
 from asebo.model.prior_names import AUTO
+from asebo.optimize.build import build_surrogate
+from asebo.optimize.observations import check_restart
+
+
+def saddle_surrogate(atoms, restart, prior, kernel, gp_options):
+    """The :class:`asebo.optimize.surrogate_model.Surrogate` of a saddle search from
+    ``atoms`` (:func:`asebo.optimize.build.build_surrogate`, on the restart file's
+    guess where it has one: :func:`search_start`), and why its prior was chosen (None
+    unless chosen here: :func:`saddle_prior`)."""
+    prior, why = saddle_prior(prior, atoms)
+    start = search_start(atoms, check_restart(restart))
+    coordinates = {"numbers": atoms.numbers, "periodic": False}
+    surrogate, _, _ = build_surrogate(
+        start, coordinates, 3 * len(atoms), prior, kernel, {"gp_options": gp_options}
+    )
+    return surrogate, why
 
 
 def saddle_prior(prior, atoms):
