@@ -106,6 +106,59 @@ def test_an_existing_output_is_kept_unless_forced(tmp_path, capsys):
     assert "converged after" in capsys.readouterr().out
 
 
+def counted_calls(monkeypatch):
+    """The calculators the command builds from here on, each counting its calls."""
+    from calculators import CountingCalculator, get_calculator
+
+    built = []
+
+    def counting(name):
+        built.append(CountingCalculator(get_calculator(name)))
+        return built[-1]
+
+    monkeypatch.setattr("asebo.commands.optimize.get_calculator", counting)
+    return built
+
+
+def test_the_same_command_goes_on_from_its_restart_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argon_file(tmp_path)
+    built = counted_calls(monkeypatch)
+    argv = ["optimize", "argon.xyz", "--calc", "lj", "--steps", "2", "--restart", "r.json"]
+    argv += ["--logfile", "log", "--hessian", "argon.json"]
+    assert main(argv) == 1
+    first = check_restart("r.json")
+    assert len(first["energies"]) == built[0].ncalls == 3
+    statuses = [main(argv) for _ in range(4)]
+    assert statuses[-1] == 0 and set(statuses) == {0, 1}
+    stored = check_restart("r.json")
+    assert len(stored["energies"]) == sum(calculator.ncalls for calculator in built)
+    np.testing.assert_array_equal(stored["positions"][:3], first["positions"])
+    positions = np.reshape(stored["positions"], (len(stored["energies"]), -1))
+    assert len(np.unique(positions.round(8), axis=0)) == len(positions)  # none repeated
+    relaxed = read("argon_relaxed.xyz")
+    np.testing.assert_allclose(relaxed.positions, stored["positions"][-1], atol=1e-6)
+
+
+def test_a_resumed_run_keeps_an_output_it_did_not_write(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argon_file(tmp_path)
+    argv = ["optimize", "argon.xyz", "--calc", "lj", "--steps", "2", "--restart", "r.json"]
+    argv += ["--logfile", "log"]
+    assert main(argv) == 1
+    computed = saved_observations("r.json")
+    other = read("argon.xyz")
+    other.positions *= 1.1  # argon, but no configuration of r.json
+    other.write("argon_relaxed.xyz")
+    kept = Path("argon_relaxed.xyz").read_text()
+    one_line_exit(argv, "argon_relaxed.xyz exists: pass --force")
+    assert Path("argon_relaxed.xyz").read_text() == kept
+    assert saved_observations("r.json") == computed
+    Path("argon_relaxed.xyz").write_text("keep me\n")
+    one_line_exit(argv, "argon_relaxed.xyz exists: pass --force")
+    assert Path("argon_relaxed.xyz").read_text() == "keep me\n"
+
+
 @pytest.mark.parametrize(
     "options, match",
     [

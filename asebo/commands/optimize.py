@@ -3,7 +3,9 @@
 Logs, for every step, the time, the energy, the largest force and the energy the
 GP predicted for that configuration. Writes the relaxed structure to ``--output``
 (default: FILE's stem with ``_relaxed.xyz``; an existing file is kept unless
-``--force``). ``--threads`` sets the threads of the optimizer's own work
+``--force``, except one that holds a configuration of the ``--restart`` file: the
+structure an earlier run of the same command wrote, replaced, with its ``--hessian``
+file, by the run that goes on). ``--threads`` sets the threads of the optimizer's own work
 (:mod:`asebo.threads`). ``--hessian FILE`` also writes the model's vibrations at the end
 (:meth:`asebo.BOOptimizer.vibrations`) to a ``.json`` file, or its Hessian
 (:meth:`asebo.BOOptimizer.hessian`) to a ``.npy`` file, and prints the run's verdict
@@ -97,7 +99,12 @@ def add_arguments(parser):
     )
     parser.add_argument("--logfile", default="-")
     parser.add_argument("--output", type=Path, default=None)
-    parser.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite an existing output file (without it, only the output an earlier run "
+        "of the same --restart wrote is replaced)",
+    )
 
 
 def _one_line(error):
@@ -124,8 +131,9 @@ def _check_options(args, output):
             f"--hessian {args.hessian}: name it .json (ASE's VibrationsData) or .npy (the "
             "(3N, 3N) Hessian in eV/Å²)"
         )
+    ours = _written_from_restart(output, args.restart)
     for option, path in (("--output", output), ("--hessian", args.hessian)):
-        if path is not None and path.exists() and not args.force:
+        if path is not None and path.exists() and not (args.force or ours):
             raise _refuse(f"{path} exists: pass --force to overwrite it, or {option} another name")
     files = {
         "--output": output,
@@ -140,6 +148,29 @@ def _check_options(args, output):
         if problem is not None:
             raise _refuse(f"{option} {path}: {problem}")
     _check_output_format(output)
+
+
+def _written_from_restart(output, restart):
+    """Whether ``output`` holds a configuration of the restart file ``restart``: the
+    structure an earlier run of the same command wrote, which the run that goes on from
+    that file replaces, with the ``--hessian`` file written beside it. Any other
+    existing file is kept unless ``--force``; an unreadable restart file is refused
+    later, with its reason."""
+    from asebo.optimize.observations import RestartError, check_restart
+
+    if not output.is_file():
+        return False
+    try:
+        stored = check_restart(None if restart is None else os.fspath(restart))
+        written = _read_structure(output)
+    except (RestartError, CommandExit):
+        return False
+    if stored is None or len(written) != len(stored["numbers"]):
+        return False
+    if not np.array_equal(written.numbers, stored["numbers"]):
+        return False
+    configurations = np.reshape(stored["positions"], (-1, len(written), 3))  # (m, n, 3)
+    return bool(np.any(np.all(np.abs(configurations - written.positions) < 1e-6, axis=(1, 2))))
 
 
 def _check_distinct(args, output):
@@ -212,10 +243,18 @@ def run(args):
     print(
         f"{'converged' if converged else 'not converged'} after {opt.nsteps} steps; "
         f"energy {energy:.6f} eV, fmax {fmax:.4f} eV/Å; written to {output}"
+        f"{'' if converged else _going_on(args.restart)}"
     )
     if args.hessian is not None:
         _write_vibrations(opt, args.hessian, _where_the_hessian_is(args, output))
     return 0 if converged else 1
+
+
+def _going_on(restart):
+    """How an unconverged run goes on, as the end of its line."""
+    if restart is None:
+        return "; pass --restart to go on later without repeating its calls"
+    return f"; the same command goes on from {restart}"
 
 
 def _read_structure(path):
