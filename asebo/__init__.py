@@ -20,8 +20,6 @@ use, so that ``import asebo`` and the ``asebo`` command start quickly.
 
 import importlib
 
-__version__ = "0.1.0"
-
 _EXPORTS = {
     "BOOptimizer": "asebo.optimize",
     "BONEB": "asebo.neb",
@@ -39,6 +37,10 @@ __all__ = list(_EXPORTS)
 
 
 def __getattr__(name):
+    if name == "__version__":  # the installed distribution's, as ``asebo --version`` says
+        from importlib.metadata import version
+
+        return version("asebo")
     if name in _EXPORTS:
         return getattr(importlib.import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'asebo' has no attribute {name!r}")

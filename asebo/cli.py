@@ -127,6 +127,20 @@ def _add_module_parsers(subparsers, package, selected):
         parser.set_defaults(func=module.run)
 
 
+class _Version(argparse.Action):
+    """``--version``: the installed package's version (:mod:`importlib.metadata`), read
+    only when asked for."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from importlib.metadata import version
+
+        print(f"asebo {version('asebo')}")
+        parser.exit()
+
+
 def build_parser(argv=()):
     """The argument parser of the ``asebo`` command, complete for the command in ``argv``."""
     argv = list(argv)
@@ -135,6 +149,7 @@ def build_parser(argv=()):
     parser = argparse.ArgumentParser(
         prog="asebo", description=DESCRIPTION, epilog=EPILOG, formatter_class=_ListFormatter
     )
+    parser.add_argument("--version", action=_Version, help="print the version and exit")
     commands = parser.add_subparsers(
         dest="command", required=True, title="commands", metavar="COMMAND"
     )

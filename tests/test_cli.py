@@ -200,3 +200,15 @@ def test_the_saddle_benchmark_names_a_sets_guesses_where_none_matches(folder, pr
     with pytest.raises(SystemExit, match=f"no guess of --set {folder} matches nothere.*{present}"):
         main(["bench", "ts", "--set", folder, "--guesses", "nothere"])
     assert "BOSaddle" not in capsys.readouterr().out
+
+
+def test_version_prints_the_installed_version_and_exits_0(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exit_status:
+        main(["--version"])
+    assert exit_status.value.code == 0
+    assert capsys.readouterr().out.split() == ["asebo", version("asebo")]
+    import asebo
+
+    assert asebo.__version__ == version("asebo")
