@@ -212,3 +212,19 @@ def test_version_prints_the_installed_version_and_exits_0(capsys):
     import asebo
 
     assert asebo.__version__ == version("asebo")
+
+
+def test_compare_help_lists_every_optimizer_its_error_accepts(capsys):
+    from asebo.campaign.plan import parse_optimizer
+    from asebo.campaign.relax import OPTIMIZERS
+
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    with pytest.raises(ValueError) as refused:
+        parse_optimizer("nonsense")
+    accepted = re.search(r"choose among (.*) or bo", str(refused.value))[1].split(", ")
+    assert accepted == list(OPTIMIZERS)
+    listed = re.search(r"--optimizers OPTIMIZER \[OPTIMIZER \.\.\.\] (.*?), or bo\+PRIOR", text)
+    assert listed is not None, text
+    assert listed[1].split(", ") == accepted

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from ase import Atoms
 
-from asebo.campaign.relax import OPTIMIZERS
+from asebo.campaign.optimizer_names import OPTIMIZER_NAMES
 from asebo.extras import missing_optimizer_package
 from asebo.model.priors import MODEL_PRIORS
 from calculators import calculator_key, parse_preset
@@ -167,9 +167,9 @@ def parse_optimizer(label, prior=None):
     """
     optimizer, _, named_prior = str(label).partition(PRIOR_SEPARATOR)
     optimizer = optimizer.strip().lower()
-    if optimizer not in OPTIMIZERS:
+    if optimizer not in OPTIMIZER_NAMES:
         raise ValueError(
-            f"unknown optimizer {label!r}: choose among {', '.join(OPTIMIZERS)}"
+            f"unknown optimizer {label!r}: choose among {', '.join(OPTIMIZER_NAMES)}"
             f" or bo{PRIOR_SEPARATOR}PRIOR (e.g. bo+gfn1)"
         )
     missing = missing_optimizer_package(optimizer)

@@ -74,7 +74,8 @@ OPTIMIZERS = {
 PreconLBFGS with the ``Exp`` preconditioner, Sella in internal coordinates (Cartesian
 ones for periodic cells; ``pip install 'asebo[sella]'``) and geomeTRIC in TRIC
 coordinates (:class:`asebo.campaign.geometric_optimizer.GeomeTRIC`,
-``pip install 'asebo[geometric]'``)."""
+``pip install 'asebo[geometric]'``). Its keys are
+:data:`asebo.campaign.optimizer_names.OPTIMIZER_NAMES`, which the command line reads."""
 
 CELL_FILTERS = {
     "frechet": FrechetCellFilter,

@@ -14,6 +14,7 @@ example:
 
 import sys
 
+from asebo.campaign.optimizer_names import OPTIMIZER_NAMES
 from asebo.campaign.summary import (
     format_failures,
     format_legend,
@@ -36,8 +37,7 @@ def add_arguments(parser):
         nargs="+",
         default=["bo", "lbfgs"],
         metavar="OPTIMIZER",
-        help="bo, bfgs, lbfgs, fire, gpmin, sella, geometric, or bo+PRIOR such as "
-        "bo+gfn1 (default: bo lbfgs)",
+        help=f"{', '.join(OPTIMIZER_NAMES)}, or bo+PRIOR such as bo+gfn1 (default: bo lbfgs)",
     )
     parser.add_argument(
         "--starts",
