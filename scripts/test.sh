@@ -13,6 +13,8 @@ if ! dpkg -s $packages >/dev/null 2>&1; then
     $sudo_cmd apt-get update -qq
     $sudo_cmd apt-get install -y -qq $packages
 fi
+# libscalapack-mpich-dev brings Open MPI too, which takes the plain mpiexec: MPICH's
+scripts/mpich-alternatives.sh
 # PyTorch's CPU build, from its wheel index where that can be reached
 scripts/install-torch.sh
 GPAW_CONFIG="$PWD/scripts/gpaw-siteconfig.py" CC=g++ \
