@@ -4,6 +4,7 @@ import numpy as np
 from ase.constraints import FixAtoms
 from ase.mep.neb import BaseNEB
 
+from asebo.optimize.subspace import free_atoms
 from asebo.optimize.system_checks import check_closest_approach, check_finite
 
 METHODS = ("aseneb", "eb", "improvedtangent", "spline", "string")
@@ -95,15 +96,7 @@ def _check_constraints(first, image, index):
                 f"BONEB cannot honour the constraint {type(constraint).__name__} of image "
                 f"{index}: only FixAtoms; use ASE's NEB with an ASE optimizer for others"
             )
-    if not (_fixed(image) == _fixed(first)).all():
+    if not (free_atoms(image) == free_atoms(first)).all():
         raise ValueError(
             f"image {index} fixes other atoms than image 0: give every image the same FixAtoms"
         )
-
-
-def _fixed(atoms):
-    """Boolean mask (n,) of the atoms FixAtoms holds."""
-    mask = np.zeros(len(atoms), dtype=bool)
-    for constraint in atoms.constraints:
-        mask[constraint.index] = True
-    return mask

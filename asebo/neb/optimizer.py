@@ -45,6 +45,7 @@ from asebo.optimize.resolve import positive_number, resolve_walk_settings
 from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.settings import BandSettings
 from asebo.optimize.step_log import StepLog
+from asebo.optimize.subspace import free_atoms
 from asebo.optimize.system_checks import check_distinct_files
 from asebo.optimize.walk_trust import adapted_radius
 from asebo.threads import optimizer_threads, with_optimizer_threads
@@ -187,9 +188,7 @@ class BONEB(ImageChoice, Optimizer):
         self.representation, self.prior = self.surrogate.representation, self.surrogate.prior
         self.models = ImageModels(self.surrogate.gp, len(self.images))
         self.band_optimizer = band_optimizer
-        self._free = np.ones(len(moving), dtype=bool)  # (n,): the atoms the band moves
-        for constraint in moving.constraints:  # FixAtoms alone (check_band)
-            self._free[constraint.index] = False
+        self._free = free_atoms(moving).all(axis=1)  # (n,): the atoms the band moves
         self._computed = ComputedResults()  # the force-consistent energy where given
         lock = RestartLock.acquire(restart, comm)  # before any file is read or opened
         try:

@@ -19,6 +19,8 @@ import torch
 from ase.constraints import FixCartesian, FixedLine, FixedPlane, FixSymmetry
 from ase.spacegroup.symmetrize import symmetrize_rank2
 
+from asebo.model.cell_coordinates import GeneralizedCoordinates
+
 NULL_EIGENVALUE = 1e-6
 """Eigenvalues of the summed complements below this span the allowed subspace."""
 
@@ -75,6 +77,12 @@ def free_coordinates(coordinates):
         if held is not None:
             free[constraint.index] &= ~held
     return free
+
+
+def free_atoms(atoms):
+    """Boolean mask (n, 3) of the coordinates of ``atoms`` (ase.Atoms) no constraint
+    holds whole (:func:`free_coordinates`): the band's and the saddle search's."""
+    return free_coordinates(GeneralizedCoordinates.from_optimizable(atoms))
 
 
 def free_subspace(coordinates, free):

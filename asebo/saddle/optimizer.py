@@ -52,6 +52,7 @@ from asebo.optimize.resolve import positive_number, resolve_walk_settings
 from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.settings import SaddleSettings
 from asebo.optimize.step_log import StepLog
+from asebo.optimize.subspace import free_atoms
 from asebo.saddle.checks import check_order, check_saddle_system, checked_observations
 from asebo.saddle.endpoint import SaddleEndpoint
 from asebo.saddle.prior import saddle_surrogate
@@ -71,21 +72,17 @@ class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
         The guess, with a calculator; a molecule (no periodic cell) of two atoms or
         more, finite positions, no two atoms closer than 0.5 Å. ``FixAtoms`` only.
     restart : str, optional
-        JSON file of every configuration computed and of the next one to compute,
-        written after each call; read if it exists, so that a search stopped at any
-        moment resumes without a repeated call (one, where it was stopped between a
-        call and the file's writing).
+        JSON file of every configuration computed and of the next one, written after
+        each call and read if it exists: a search stopped at any moment resumes without
+        a repeated call.
     logfile, trajectory, append_trajectory
-        As for any ASE optimizer; the trajectory holds every configuration computed.
+        As for ASE's optimizers; the trajectory holds every configuration computed.
     prior, kernel : optional
-        The GP's prior mean and representation, as for
-        :class:`asebo.optimize.optimizer.BOOptimizer`. The default prior is
-        ``'auto'`` (:func:`asebo.model.priors.barrier_prior`): GFN2-xTB where the
-        target is another calculator, the other GFN-xTB method where the target is
-        tblite (GFN1-xTB under GFN2-xTB), the Lindh model where no GFN-xTB method
-        describes the molecule; its choice is the log's first line. The default
-        kernel: internal coordinates where they describe the guess, aligned positions
-        elsewhere (:func:`asebo.optimize.representations.make_representation`).
+        As for :class:`asebo.optimize.optimizer.BOOptimizer`; the default prior
+        ``'auto'`` (:func:`asebo.model.priors.barrier_prior`: GFN2-xTB under another
+        calculator, the other GFN-xTB method under tblite, else the Lindh model), its
+        choice the log's first line; the default kernel internal coordinates where they
+        describe the guess (:func:`asebo.optimize.representations.make_representation`).
     trust_radius, max_trust_radius, model_fmax, model_steps : optional
         Shortcuts into ``settings`` (:data:`asebo.optimize.resolve.WALK_SHORTCUTS`): the
         first trust radius (Å; the walk on the model goes no further from the
@@ -94,10 +91,9 @@ class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
         ``fmax / 5``) and Sella's steps per walk on the model. A value given both ways
         must be the same.
     settings : asebo.optimize.settings.SaddleSettings, optional
-        Every setting of the search, resolved once
-        (:func:`asebo.optimize.resolve.resolve_walk_settings`) into :attr:`settings`.
+        Every setting, resolved once (:func:`asebo.optimize.resolve.resolve_walk_settings`).
     gp_options : dict, optional
-        Passed to :class:`asebo.model.gp.EnergyForceGP`.
+        For :class:`asebo.model.gp.EnergyForceGP`.
     observations : (positions (m, n, 3), energies (m,), forces (m, n, 3)), optional
         Configurations already computed with the same calculator (a band's images:
         :meth:`from_band`), added to a new record; a restart file's record has them.
@@ -105,7 +101,7 @@ class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
         Ranks that search together (GPAW's): rank 0 walks on the model and broadcasts
         where to compute next; rank 0 alone writes.
     order : int
-        The saddle point's order, Sella's keyword: 1, the only one searched.
+        Sella's keyword: 1, the only order searched.
     threads : int, optional
         Threads of the optimizer's own work, given back to the calculator after it
         (:func:`asebo.threads.optimizer_threads`: ``OMP_NUM_THREADS`` where set, else 1).
@@ -113,7 +109,6 @@ class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
     Attributes
     ----------
     settings : asebo.optimize.settings.SaddleSettings
-        Resolved.
     result : asebo.saddle.result.SaddleResult or None
         What the search found where it ended (after ``run``).
     """
@@ -355,10 +350,7 @@ class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
 
     def _free(self):
         """The coordinates (n, 3) that no FixAtoms holds."""
-        free = np.ones(self.atoms.positions.shape, dtype=bool)
-        for constraint in self.atoms.constraints:
-            free[constraint.index] = False
-        return free
+        return free_atoms(self.atoms)
 
     @with_optimizer_threads
     def model_order(self):
