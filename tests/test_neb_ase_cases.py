@@ -61,7 +61,8 @@ def h7_band():
     return neb
 
 
-def test_h7_band_then_climbing_image_read_back_from_the_trajectory(tmp_path):
+def test_h7_band_then_climbing_image_read_back_from_the_trajectory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # NEBTools.plot_bands writes nebplots.pdf here
     neb = h7_band()
     trajectory = tmp_path / "mep.traj"
     optimizer = BONEB(neb, trajectory=str(trajectory), logfile=None)
@@ -121,7 +122,10 @@ def o4_band(remove_rotation_and_translation):
 
 
 @pytest.mark.slow
-def test_removing_rotation_and_translation_reaches_the_barrier_in_fewer_steps():
+def test_removing_rotation_and_translation_reaches_the_barrier_in_fewer_steps(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # the IDPP path writes its log and trajectory here
     barriers, steps = {}, {}
     for removed in (True, False):
         images = o4_band(removed)
