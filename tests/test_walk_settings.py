@@ -111,3 +111,53 @@ def test_a_restart_file_of_another_kind_of_run_is_refused_by_each_driver(tmp_pat
                 with pytest.raises(RestartError):
                     make(path)
                 assert path.read_bytes() == written
+
+
+LOCK_HOLDER = """
+import fcntl, sys
+with open(sys.argv[1], "a") as fd:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_a_restart_file_another_process_runs_is_refused_and_its_files_left(tmp_path):
+    pytest.importorskip("sella")
+    import subprocess
+    import sys
+
+    from ase.calculators.emt import EMT
+    from ase.mep import NEB
+
+    from asebo import BONEB, BOSaddle
+    from asebo.optimize.observations import RestartError
+
+    def cluster():
+        atoms = Atoms("Cu3", positions=[[0, 0, 0], [2.5, 0, 0], [1.2, 2.1, 0.1]])
+        atoms.calc = EMT()
+        return atoms
+
+    moved = cluster()
+    moved.positions[2, 1] = -2.1
+    drivers = {
+        "band": lambda files: BONEB(NEB([cluster(), cluster(), moved]), logfile=None, **files),
+        "saddle": lambda files: BOSaddle(cluster(), logfile=None, **files),
+    }
+    for name, make in drivers.items():
+        restart, trajectory = tmp_path / f"{name}.json", tmp_path / f"{name}.traj"
+        trajectory.write_bytes(b"the other process's frames")
+        holder = subprocess.Popen(
+            [sys.executable, "-c", LOCK_HOLDER, f"{restart}.lock"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert holder.stdout.readline().strip() == "held"
+            with pytest.raises(RestartError, match="in use by another process"):
+                make({"restart": str(restart), "trajectory": str(trajectory)})
+        finally:
+            holder.communicate("")
+        assert trajectory.read_bytes() == b"the other process's frames"
+        assert not restart.exists()

@@ -100,6 +100,16 @@ class BandRecord:
             )
             self.trajectory.write(frame)
 
+    def highest_computed(self, images):
+        """The highest-energy moving image of ``images`` (the band's) computed at its
+        place; ValueError where none was."""
+        found = [self.find(image.positions) for image in images[1:-1]]
+        energies = self.observations.energies
+        computed = [(energies[i], k) for k, i in enumerate(found) if i is not None]
+        if not computed:
+            raise ValueError("no moving image of the band was computed at its place: run it")
+        return images[1 + max(computed)[1]]
+
     def failure_note(self, image, calls):
         """What a user can do after the calculator of ``image`` failed, ``calls`` calls of
         the moving images into the run."""

@@ -158,16 +158,21 @@ class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
         self._order = None  # (key, OrderVerdict or None) of the last configuration judged
         self._order_noted = None  # the key whose verdict the log has
         self._stopped = None  # why the walk ended the run on a configuration computed
-        super().__init__(
-            atoms,
-            restart=restart,
-            logfile=logfile,
-            trajectory=trajectory,
-            append_trajectory=append_trajectory,
-            comm=comm,
-            **kwargs,
-        )
-        self.closelater(RestartLock.acquire(restart, comm))
+        lock = RestartLock.acquire(restart, comm)  # before ASE opens any file
+        try:
+            super().__init__(
+                atoms,
+                restart=restart,
+                logfile=logfile,
+                trajectory=trajectory,
+                append_trajectory=append_trajectory,
+                comm=comm,
+                **kwargs,
+            )
+        except BaseException:
+            lock.release()
+            raise
+        self.closelater(lock)
         self.step_log = StepLog(self.logfile, type(self).__name__)
         self.prior_choice = why  # why the default prior, or None
         self.reason = ""  # how the walk to the configuration computed next ended
@@ -187,12 +192,7 @@ class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
         **kwargs
             For :class:`BOSaddle`.
         """
-        record = band.record.observations
-        found = [record.find(image.positions) for image in band.images[1:-1]]
-        computed = [(record.energies[i], k) for k, i in enumerate(found) if i is not None]
-        if not computed:
-            raise ValueError("no moving image of the band was computed at its place: run it")
-        top = band.images[1 + max(computed)[1]]  # the highest image computed
+        top = band.record.highest_computed(band.images)
         atoms = top.copy()
         atoms.calc = top.calc
         return cls(atoms, observations=band.record.observations.arrays(), **kwargs)
