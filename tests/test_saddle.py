@@ -3,8 +3,6 @@ one imaginary mode there, in fewer calls; a second-order saddle point stepped of
 walk on the model that stays within its trust radius; a resumed search that repeats no
 call; bad input refused before any call."""
 
-import os
-
 import numpy as np
 import pytest
 from ase import Atoms
@@ -90,8 +88,10 @@ def test_the_walk_on_the_model_stays_within_the_trust_radius():
         assert reason == "trust radius"
 
 
-def test_a_search_stopped_and_resumed_repeats_no_call_and_ends_where_one_run_ends(tmp_path):
-    os.chdir(tmp_path)
+def test_a_search_stopped_and_resumed_repeats_no_call_and_ends_where_one_run_ends(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
     whole = counted("01_hcn")
     assert BOSaddle(whole, logfile=None).run(fmax=0.05)
     first = counted("01_hcn")
@@ -109,8 +109,8 @@ def test_a_search_stopped_and_resumed_repeats_no_call_and_ends_where_one_run_end
     np.testing.assert_allclose(again.positions, second.positions)
 
 
-def test_a_search_between_a_calls_record_and_its_walk_resumes_with_the_walk(tmp_path):
-    os.chdir(tmp_path)
+def test_a_search_between_a_calls_record_and_its_walk_resumes_with_the_walk(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     first = counted("01_hcn")
     with BOSaddle(first, restart="saddle.json", logfile=None) as search:
         search.run(fmax=0.05, steps=2)
@@ -176,8 +176,8 @@ def test_an_fmax_that_is_not_positive_is_refused_before_any_call(fmax):
     assert atoms.calc.ncalls == 0
 
 
-def test_a_restart_file_of_other_atoms_or_of_a_minimisation_is_refused(tmp_path):
-    os.chdir(tmp_path)
+def test_a_restart_file_of_other_atoms_or_of_a_minimisation_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     atoms = counted("01_hcn")
     with BOSaddle(atoms, restart="saddle.json", logfile=None) as search:
         search.run(fmax=0.05, steps=1)

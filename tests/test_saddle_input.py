@@ -3,7 +3,7 @@ position that is not finite or two atoms on one another refused before any call,
 isomer's restart file refused, and a calculator's NaN leaving a restart file that the
 same command resumes from without repeating a call."""
 
-import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -74,15 +74,18 @@ def dimethyl_ether():
     return atoms
 
 
-def test_an_isomers_restart_file_is_refused_before_any_call(tmp_path):
-    os.chdir(tmp_path)
-    with BOSaddle(dimethyl_ether(), restart="ether.json", logfile=None) as search:
+def test_an_isomers_restart_file_is_refused_before_any_call(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    files = {"restart": "ether.json", "trajectory": "ether.traj"}
+    with BOSaddle(dimethyl_ether(), logfile=None, **files) as search:
         search.run(fmax=0.05, steps=1)
+    frames = Path("ether.traj").read_bytes()
     atoms = ethanol()
     assert (atoms.numbers == dimethyl_ether().numbers).all()
     with pytest.raises(RestartError, match="another start"):
-        BOSaddle(atoms, restart="ether.json", logfile=None)
+        BOSaddle(atoms, logfile=None, **files)
     assert atoms.calc.ncalls == 0
+    assert Path("ether.traj").read_bytes() == frames  # the refused run removed nothing
     ether = dimethyl_ether()  # the same start resumes
     with BOSaddle(ether, restart="ether.json", logfile=None) as search:
         search.run(fmax=0.05, steps=1)
@@ -113,8 +116,10 @@ def hcn(calc):
     return atoms
 
 
-def test_a_nan_leaves_every_earlier_call_in_the_restart_file_and_the_run_resumes(tmp_path):
-    os.chdir(tmp_path)
+def test_a_nan_leaves_every_earlier_call_in_the_restart_file_and_the_run_resumes(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
     whole = hcn(CountingCalculator(get_calculator("gfn2")))
     assert BOSaddle(whole, logfile=None).run(fmax=0.05)
     failing = hcn(NaNAt(4))

@@ -2,8 +2,6 @@
 the model, never at a minimum or at a saddle point of higher order; a walk on the model
 that fails is a shorter walk, never the caller's exception."""
 
-import os
-
 import numpy as np
 import pytest
 from ase.build import molecule
@@ -30,8 +28,8 @@ def water_at_its_minimum():
     return atoms
 
 
-def test_a_guess_at_a_minimum_ends_at_once_not_converged(tmp_path):
-    os.chdir(tmp_path)
+def test_a_guess_at_a_minimum_ends_at_once_not_converged(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     atoms = water_at_its_minimum()
     with BOSaddle(atoms, restart="saddle.json", logfile=None) as search:
         assert not search.run(fmax=0.05)

@@ -35,6 +35,8 @@ The optimizer's own work (the fit, the walk, the model's Hessian) runs on
 :class:`asebo.BOOptimizer`'s does; the calculator keeps its own.
 """
 
+import os
+
 import numpy as np
 from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import broadcast, world
@@ -160,6 +162,7 @@ class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
         self._stopped = None  # why the walk ended the run on a configuration computed
         lock = RestartLock.acquire(restart, comm)  # before ASE opens any file
         try:
+            self._stored = stored_search(restart, atoms, self.identity, comm)
             super().__init__(
                 atoms,
                 restart=restart,
@@ -199,26 +202,17 @@ class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
 
     def initialize(self):
         """A new record of the configurations computed."""
-        self.observations = Observations(
-            self.atoms.numbers, self.restart, self.comm, run="saddle search"
-        )
+        self.observations = Observations(self.atoms.numbers, self.restart, self.comm, SADDLE)
         self.observations.state.update(calculator=self.identity, start=self.atoms.positions.copy())
         for positions, energy, forces in zip(*self._given):
             self.observations.append(positions, energy, forces)
 
     def read(self):
-        """The record of the restart file; the atoms are moved to the next configuration
-        it names."""
-        self.observations = Observations.load(
-            self.atoms.numbers, self.restart, self.comm, run="saddle search"
-        )
+        """The record of the restart file (read and checked before ASE opened the
+        trajectory: :func:`stored_search`); the atoms are moved to the next
+        configuration it names."""
+        self.observations = self._stored
         state = self.observations.state
-        check_calculator(self.restart, state.get("calculator"), self.identity)
-        check_start(self.restart, self.atoms.positions, state.get("start"), self.observations)
-        if "next" not in state:
-            raise RestartError(
-                f"restart file {self.restart} is not a saddle search's: pass another name"
-            )
         self.trust_radius = float(state["trust_radius"])
         self.atoms.positions = np.asarray(state["next"], dtype=float)
         if "predicted" in state:
@@ -363,3 +357,24 @@ class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
 
     def todict(self):
         return {**super().todict(), "trust_radius": self.trust_radius}
+
+
+def stored_search(restart, atoms, identity, comm):
+    """The record (:class:`asebo.optimize.observations.Observations`) of the saddle
+    search in the restart file ``restart``, checked against ``atoms`` and the calculator
+    ``identity``; None where there is no such file.
+
+    Raises
+    ------
+    asebo.optimize.observations.RestartError
+        Another kind of run, other atoms, another calculator or another start.
+    """
+    if restart is None or not os.path.isfile(restart):
+        return None
+    record = Observations.load(atoms.numbers, restart, comm, SADDLE)
+    state = record.state
+    check_calculator(restart, state.get("calculator"), identity)
+    check_start(restart, atoms.positions, state.get("start"), record)
+    if "next" not in state:
+        raise RestartError(f"restart file {restart} is not a saddle search's: pass another name")
+    return record
