@@ -191,22 +191,14 @@ class BONEB(ImageChoice, Optimizer):
         self._free = free_atoms(moving).all(axis=1)  # (n,): the atoms the band moves
         self._computed = ComputedResults()  # the force-consistent energy where given
         lock = RestartLock.acquire(restart, comm)  # before any file is read or opened
-        try:
+        with lock.released_on_error():
             self.record = BandRecord(self.images, restart, calls_trajectory, comm)
             if append_trajectory is None:
                 append_trajectory = restart is not None and os.path.isfile(restart)
+            files = {"logfile": logfile, "trajectory": trajectory}
             super().__init__(
-                neb,
-                restart=restart,
-                logfile=logfile,
-                trajectory=trajectory,
-                append_trajectory=append_trajectory,
-                comm=comm,
-                **kwargs,
+                neb, restart, append_trajectory=append_trajectory, comm=comm, **files, **kwargs
             )
-        except BaseException:
-            lock.release()
-            raise
         self.closelater(lock)
         self.closelater(self.record)
         self.optimizable = RecordedBand(self)

@@ -194,7 +194,7 @@ class BOOptimizer(ModelResults, RunViews, LoggedSteps, WarmStart, Optimizer):
         """Lock the restart file, open the trajectory (writing the observations not in
         it), take a warm start's frames, write the log's header and a periodic note."""
         lock = self.closelater(RestartLock.acquire(self.restart, self.comm))
-        try:
+        with lock.released_on_error():
             self.frames = TrajectoryFrames.of_run(  # each observation written once
                 trajectory,
                 append_trajectory,
@@ -208,9 +208,6 @@ class BOOptimizer(ModelResults, RunViews, LoggedSteps, WarmStart, Optimizer):
                 self._write_notes([self.frames.note])
             if observations is not None:
                 self._replay_trajectory(observations)
-        except BaseException:
-            lock.release()
-            raise
         self.step_log.header()
         if self.periodic:
             self._write_notes([periodic_note(self.coordinates, self.representation, self.prior)])

@@ -8,6 +8,7 @@ restart file (a script that resumes, ASE's restart pattern) take it in turn or
 together, and it is released when the last of them is closed or collected.
 """
 
+import contextlib
 import fcntl
 import os
 import threading
@@ -70,6 +71,16 @@ class RestartLock:
             if held[1] == 0:
                 del _HELD[key]
                 held[0].close()  # closing the file releases the flock
+
+    @contextlib.contextmanager
+    def released_on_error(self):
+        """Within the block (an optimizer opening its files), an exception releases
+        this hold before it propagates; otherwise the hold is kept."""
+        try:
+            yield self
+        except BaseException:
+            self.release()
+            raise
 
     def __enter__(self):
         return self

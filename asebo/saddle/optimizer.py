@@ -161,20 +161,12 @@ class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
         self._order_noted = None  # the key whose verdict the log has
         self._stopped = None  # why the walk ended the run on a configuration computed
         lock = RestartLock.acquire(restart, comm)  # before ASE opens any file
-        try:
+        with lock.released_on_error():
             self._stored = stored_search(restart, atoms, self.identity, comm)
+            files = {"logfile": logfile, "trajectory": trajectory}
             super().__init__(
-                atoms,
-                restart=restart,
-                logfile=logfile,
-                trajectory=trajectory,
-                append_trajectory=append_trajectory,
-                comm=comm,
-                **kwargs,
+                atoms, restart, append_trajectory=append_trajectory, comm=comm, **files, **kwargs
             )
-        except BaseException:
-            lock.release()
-            raise
         self.closelater(lock)
         self.step_log = StepLog(self.logfile, type(self).__name__)
         self.prior_choice = why  # why the default prior, or None
