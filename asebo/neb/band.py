@@ -13,9 +13,6 @@ from ase.mep import NEB
 
 from asebo.optimize.model_calculators import ComputedValues, rigid_rotation
 
-PRECONDITIONED = ("spline", "string")
-"""The NEB methods that take a preconditioner (ASE sets one for the others itself)."""
-
 
 class OnceAtEachBand(NEB):
     """ASE's NEB, whose forces are evaluated once for each configuration of the band.
@@ -43,8 +40,9 @@ class OnceAtEachBand(NEB):
 
 def like(neb, images, kind=NEB):
     """An NEB of ``images`` with the parameters of ``neb`` (spring constants, climbing
-    image, method, preconditioner, removal of rotations and translations), of class
-    ``kind`` (:class:`ase.mep.NEB` or a subclass)."""
+    image, method, removal of rotations and translations), of class ``kind``
+    (:class:`ase.mep.NEB` or a subclass). No preconditioner: the methods that take one
+    are refused (:data:`asebo.neb.checks.REFUSED_METHODS`)."""
     return kind(
         images,
         k=list(neb.k),
@@ -52,7 +50,6 @@ def like(neb, images, kind=NEB):
         method=neb.method,
         remove_rotation_and_translation=neb.remove_rotation_and_translation,
         allow_shared_calculator=True,
-        precon=neb.precon if neb.method in PRECONDITIONED else None,
     )
 
 
