@@ -43,6 +43,7 @@ from asebo.optimize.build import build_surrogate
 from asebo.optimize.observed_atoms import ComputedResults
 from asebo.optimize.resolve import positive_number, resolve_walk_settings
 from asebo.optimize.restart_lock import RestartLock
+from asebo.optimize.run_summary import BandSummary
 from asebo.optimize.settings import BandSettings
 from asebo.optimize.step_log import StepLog
 from asebo.optimize.subspace import free_atoms
@@ -51,7 +52,7 @@ from asebo.optimize.walk_trust import adapted_radius
 from asebo.threads import optimizer_threads, with_optimizer_threads
 
 
-class BONEB(ImageChoice, Optimizer):
+class BONEB(BandSummary, ImageChoice, Optimizer):
     """A nudged elastic band optimized on a GP surrogate (module docstring).
 
     Parameters

@@ -50,6 +50,7 @@ from asebo.optimize.proposal import PROBE
 from asebo.optimize.resolve import positive_number as _number
 from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.run_state import resume_run, start_run
+from asebo.optimize.run_summary import MinimumSummary
 from asebo.optimize.run_views import RunViews
 from asebo.optimize.settings import TrustSettings
 from asebo.optimize.stages import NoProgressError
@@ -66,7 +67,7 @@ from asebo.optimize.warm_start import WarmStart
 from asebo.threads import optimizer_threads, with_optimizer_threads
 
 
-class BOOptimizer(ModelResults, RunViews, LoggedSteps, WarmStart, Optimizer):
+class BOOptimizer(MinimumSummary, ModelResults, RunViews, LoggedSteps, WarmStart, Optimizer):
     """Bayesian optimization with a GP on energies and forces (Wong and Kolter).
 
     A thin ASE driver around :class:`asebo.optimize.engine.Engine`: the run's state, the

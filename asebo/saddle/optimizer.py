@@ -52,6 +52,7 @@ from asebo.optimize.observations import (
 from asebo.optimize.observed_atoms import ComputedResults, not_finite_message
 from asebo.optimize.resolve import positive_number, resolve_walk_settings
 from asebo.optimize.restart_lock import RestartLock
+from asebo.optimize.run_summary import SaddleSummary
 from asebo.optimize.settings import SaddleSettings
 from asebo.optimize.step_log import StepLog
 from asebo.optimize.subspace import free_atoms
@@ -65,7 +66,7 @@ from asebo.threads import optimizer_threads, with_optimizer_threads
 SADDLE = "saddle search"  # the kind of run its restart file names
 
 
-class BOSaddle(SaddleEndpoint, ModelWalk, Optimizer):
+class BOSaddle(SaddleSummary, SaddleEndpoint, ModelWalk, Optimizer):
     """A first-order saddle point searched on a GP surrogate (module docstring).
 
     Parameters

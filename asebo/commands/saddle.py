@@ -1,0 +1,163 @@
+"""Search a first-order saddle point from a guess in a structure file with BOSaddle.
+
+GUESS is a molecule near the transition state (no periodic cell), whose calculator is
+the ``--calc`` preset. BOSaddle (:class:`asebo.saddle.BOSaddle`) walks on its GP towards
+the model's saddle point and computes where the walk ends, one call a step, its log on
+the screen (``--logfile``). The configuration where the search ends is written to
+``--output`` (default: GUESS's stem with ``_saddle.xyz``) with its energy and forces, and
+the last line says how it ended (:meth:`asebo.saddle.BOSaddle.summary`): the calls, the
+verdict of :attr:`asebo.saddle.BOSaddle.result` (a first-order saddle point by the
+model, or why not: a minimum, a saddle point of higher order, the steps) and the model's
+imaginary frequency there. An existing output is kept unless ``--force``, except one that
+holds a configuration of the ``--restart`` file, which the run that goes on replaces.
+
+Exit status: 0 converged at a first-order saddle point by the model; 1 not converged
+(the same command with the same ``--restart`` goes on where its steps ran out); 2 the
+input refused before any calculator call (a file ASE cannot read, a periodic cell, one
+atom, an unusable restart file, an ``--fmax``, ``--steps`` or ``--threads`` that cannot
+be, an existing output without ``--force``, an output name of no format ASE writes, a
+file that cannot be written there, two files that are one); 3 a run stopped by its
+calculator or by a file it could not write; 130 interrupted by Ctrl-C. Each stop prints
+one line, with the number of configurations the restart file keeps.
+"""
+
+from pathlib import Path
+
+import numpy as np
+
+from asebo.commands._barrier_run import (
+    check_distinct,
+    check_numbers,
+    check_writable,
+    driver,
+    run_driver,
+    where_kept,
+)
+from asebo.commands.optimize import (
+    _check_output_format,
+    _going_on,
+    _read_structure,
+    _refuse,
+    _write_result,
+    _written_from_restart,
+)
+from asebo.model.prior_names import AUTO, MODEL_PRIORS
+from calculators import available, get_calculator
+
+NOUN = "configurations computed"
+"""What the restart file keeps, in the command's lines."""
+
+
+def add_arguments(parser):
+    parser.add_argument("guess", type=Path, help="a structure file ASE reads: the guess")
+    parser.add_argument(
+        "--calc",
+        default="gfn2",
+        choices=available(),
+        help="calculator preset (default: gfn2, GFN2-xTB)",
+    )
+    parser.add_argument(
+        "--prior",
+        default=None,
+        choices=[*MODEL_PRIORS, AUTO, *available()],
+        help="the GP's prior mean (default: auto, GFN2-xTB under another calculator, the "
+        "other GFN-xTB method under tblite, else the Lindh model): a model prior, auto, or "
+        "a calculator preset",
+    )
+    parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å")
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument(
+        "--trajectory", type=Path, default=None, help="every configuration computed"
+    )
+    parser.add_argument(
+        "--restart",
+        type=Path,
+        default=None,
+        help="restart file: read if present, written after every call",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads of the optimizer's own linear algebra, between the calculator's calls "
+        "(default: OMP_NUM_THREADS where set, else 1; the calculator keeps its own)",
+    )
+    parser.add_argument("--logfile", default="-")
+    parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="overwrite an existing output file (without it, only the output an earlier run "
+        "of the same --restart wrote is replaced)",
+    )
+
+
+def run(args):
+    # BOSaddle brings PyTorch and Sella: imported here, not for --help
+    import ase.io
+
+    output = args.output or args.guess.with_name(f"{args.guess.stem}_saddle.xyz")
+    _check_options(args, output)
+    atoms = _read_structure(args.guess)
+    atoms.calc = get_calculator(args.calc)
+    opt = _search(args, atoms)
+    converged = run_driver(
+        opt, args, lambda: f"asebo saddle: interrupted at step {opt.nsteps}", args.guess, NOUN
+    )
+    found = _where_it_ends(opt)
+    _write_result(output, lambda: ase.io.write(output, found), where_kept(args.restart, NOUN))
+    print(f"{opt.summary()}; written to {output}{'' if converged else _going_on(args.restart)}")
+    return 0 if converged else 1
+
+
+def _check_options(args, output):
+    """Refuse a number, output or file the search could not use, before any call."""
+    files = {
+        "--output": output,
+        "--restart": args.restart,
+        "--trajectory": args.trajectory,
+        "--logfile": args.logfile,
+    }
+    check_distinct(files)
+    check_numbers(args)
+    if output.exists() and not (args.force or _written_from_restart(output, args.restart)):
+        raise _refuse(f"{output} exists: pass --force to overwrite it, or --output another name")
+    check_writable(files)
+    _check_output_format(output)
+
+
+def _search(args, atoms):
+    """The BOSaddle of the options, or a refusal in one line before any call."""
+    from asebo.model.priors import resolve_prior
+    from asebo.saddle import BOSaddle
+
+    return driver(
+        lambda: BOSaddle(
+            atoms,
+            restart=None if args.restart is None else str(args.restart),
+            logfile=args.logfile,
+            trajectory=None if args.trajectory is None else str(args.trajectory),
+            prior=resolve_prior(args.prior),
+            threads=args.threads,
+        ),
+        args.guess,
+    )
+
+
+def _where_it_ends(opt):
+    """The atoms where the search ends with the energy and forces computed there, from
+    the search's record: no call."""
+    from ase.calculators.singlepoint import SinglePointCalculator
+
+    observations = opt.observations
+    index = observations.find(opt.atoms.positions)
+    if index is None:  # not computed where it stands: the latest computed
+        index = len(observations) - 1
+    found = opt.atoms.copy()
+    found.positions = np.array(observations.positions[index])
+    found.calc = SinglePointCalculator(
+        found,
+        energy=float(observations.energies[index]),
+        forces=np.array(observations.forces[index]),
+    )
+    return found
