@@ -54,6 +54,23 @@ def optimizer_threads(threads=None, environ=None):
 
 
 @contextlib.contextmanager
+def limited_library_threads(threads):
+    """Within the block, every BLAS and OpenMP library loaded runs ``threads`` threads
+    (:func:`threadpoolctl.threadpool_limits`); the caller's numbers are set back on
+    leaving it.
+
+    Parameters
+    ----------
+    threads : int
+        Threads, >= 1.
+    """
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=threads):
+        yield
+
+
+@contextlib.contextmanager
 def limited_threads(threads):
     """Within the block, PyTorch (``torch.set_num_threads``) and every BLAS and OpenMP
     library loaded (:func:`threadpoolctl.threadpool_limits`) run ``threads`` threads;
@@ -65,10 +82,9 @@ def limited_threads(threads):
         Threads, >= 1.
     """
     import torch
-    from threadpoolctl import threadpool_limits
 
     before = torch.get_num_threads()
-    with threadpool_limits(limits=threads):
+    with limited_library_threads(threads):
         torch.set_num_threads(threads)
         try:
             yield

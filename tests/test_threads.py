@@ -5,6 +5,7 @@ import contextlib
 import numpy as np
 import pytest
 import torch
+from ase.build import molecule
 from ase.calculators.emt import EMT
 from ase.cluster import Octahedron
 from ase.io import Trajectory
@@ -12,7 +13,9 @@ from threadpoolctl import threadpool_info, threadpool_limits
 
 from asebo import BOOptimizer
 from asebo.cli import main
+from asebo.model.prior_calculators import guess_again_on_failure
 from asebo.threads import limited_threads, optimizer_threads
+from calculators import get_calculator
 
 
 def fixed_libraries():
@@ -166,3 +169,44 @@ def test_the_threads_option_reaches_the_optimizer(tmp_path, capsys):
         assert frames.description["threads"] == 2
     with pytest.raises(SystemExit, match="--threads must be 1 or more, got 0"):
         main([*argv, "--threads", "0", "--force"])
+
+
+def tblite_recording_threads():
+    """tblite's calculator, held to its threads as the GFN-xTB presets are, recording
+    the OpenMP threads each of its calculations runs with."""
+    tblite_ase = pytest.importorskip("tblite.ase")
+
+    class Recording(tblite_ase.TBLite):
+        seen = []
+
+        def calculate(self, *args, **kwargs):
+            self.seen.append(
+                {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "openmp"}
+            )
+            super().calculate(*args, **kwargs)
+
+    return guess_again_on_failure(Recording)
+
+
+@pytest.mark.parametrize(
+    "threads, environment, chosen", [(None, None, 1), (None, "2", 2), (2, "1", 2)]
+)
+def test_the_gfn_xtb_presets_compute_on_the_threads_the_user_gave(
+    monkeypatch, threads, environment, chosen
+):
+    if environment is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", environment)
+    calculator = tblite_recording_threads()(method="GFN2-xTB", verbosity=0, threads=threads)
+    atoms = molecule("H2O")
+    atoms.calc = calculator
+    with threadpool_limits(limits=3, user_api="openmp"):
+        atoms.get_forces()
+        assert {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "openmp"} == {
+            3
+        }
+    assert calculator.seen == [{chosen}]
+    assert atoms.get_potential_energy() == pytest.approx(
+        get_calculator("gfn2").get_potential_energy(molecule("H2O")), abs=1e-10
+    )

@@ -16,6 +16,8 @@ import io
 
 from ase.calculators.calculator import CalculationFailed, all_changes
 
+from asebo.threads import limited_library_threads, optimizer_threads
+
 TBLITE_INSTALL = "pip install tblite"
 CHGNET_INSTALL = "pip install 'asebo[ml]'"
 
@@ -31,19 +33,28 @@ def import_or_explain(module, package, install):
         raise ImportError(f"{package} is not installed: {install}") from exc
 
 
-def gfn_xtb(method, **kw):
+def gfn_xtb(method, threads=None, **kw):
     """A quiet (``verbosity=0``) tblite calculator of ``method`` (``'GFN2-xTB'``,
     ``'GFN1-xTB'``) whose SCF starts again from the atomic guess where it fails from the
-    last wavefunction (:func:`guess_again_on_failure`); ``kw`` go to
-    ``tblite.ase.TBLite`` (``charge``, ``multiplicity``, ``accuracy``, ...)."""
+    last wavefunction and which computes on ``threads`` OpenMP threads
+    (:func:`guess_again_on_failure`); ``kw`` go to ``tblite.ase.TBLite`` (``charge``,
+    ``multiplicity``, ``accuracy``, ...)."""
     tblite_ase = import_or_explain("tblite.ase", "tblite", TBLITE_INSTALL)
-    return guess_again_on_failure(tblite_ase.TBLite)(**{"method": method, "verbosity": 0, **kw})
+    calculator = guess_again_on_failure(tblite_ase.TBLite)
+    return calculator(**{"method": method, "verbosity": 0, "threads": threads, **kw})
 
 
 @functools.cache
 def guess_again_on_failure(tblite_calculator):
     """tblite's calculator class, whose SCF starts again from the atomic guess where it did
-    not converge from the previous configuration's wavefunction.
+    not converge from the previous configuration's wavefunction, and which computes on
+    the threads the user gave.
+
+    Its ``threads`` argument (default: ``OMP_NUM_THREADS`` where set, else one:
+    :func:`asebo.threads.optimizer_threads`) holds tblite's OpenMP threads during each
+    calculation, the caller's number given back afterwards. Left to OpenMP's default,
+    tblite takes a thread per core, and where other work holds the cores its threads
+    wait on one another.
 
     tblite starts each SCF from the last result of the same calculator: after a long
     move (an image of a band relaxed on a model, say) that guess can keep the SCF from
@@ -53,13 +64,18 @@ def guess_again_on_failure(tblite_calculator):
     """
 
     class GuessingAgain(tblite_calculator):
+        def __init__(self, threads=None, **kw):
+            self.threads = optimizer_threads(threads)
+            super().__init__(**kw)
+
         def calculate(self, atoms=None, properties=None, system_changes=all_changes):
-            try:
-                super().calculate(atoms, properties, system_changes)
-            except CalculationFailed:
-                if set(system_changes) >= set(all_changes):
-                    raise  # started from the atomic guess already
-                super().calculate(atoms, properties, all_changes)
+            with limited_library_threads(self.threads):
+                try:
+                    super().calculate(atoms, properties, system_changes)
+                except CalculationFailed:
+                    if set(system_changes) >= set(all_changes):
+                        raise  # started from the atomic guess already
+                    super().calculate(atoms, properties, all_changes)
 
     GuessingAgain.__name__ = GuessingAgain.__qualname__ = tblite_calculator.__name__
     return GuessingAgain
