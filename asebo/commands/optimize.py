@@ -238,13 +238,7 @@ def run(args):
     opt = _optimizer(args, atoms)
     converged = _relax(args, opt)
     _write_result(output, lambda: ase.io.write(output, atoms), _where_the_result_is(args))
-    energy = opt.optimizable.get_value()
-    fmax = opt.optimizable.gradient_norm(opt.optimizable.get_gradient())
-    print(
-        f"{'converged' if converged else 'not converged'} after {opt.nsteps} steps; "
-        f"energy {energy:.6f} eV, fmax {fmax:.4f} eV/Å; written to {output}"
-        f"{'' if converged else _going_on(args.restart)}"
-    )
+    print(f"{opt.summary()}; written to {output}{'' if converged else _going_on(args.restart)}")
     if args.hessian is not None:
         _write_vibrations(opt, args.hessian, _where_the_hessian_is(args, output))
     return 0 if converged else 1
