@@ -1,0 +1,64 @@
+"""The band between two minima that :func:`asebo.barrier.transition_state` relaxes, and
+the checks of what it is given, each a one-line error before any call."""
+
+import numbers
+
+import numpy as np
+from ase import Atoms
+from ase.calculators.calculator import BaseCalculator
+from ase.mep import NEB
+
+from asebo.barrier.connection import rmsd
+
+SAME_MINIMUM = 0.05
+"""Å: two minima this close (RMSD) are one, and no reaction joins them."""
+
+
+def check_endpoints(initial, final, calculator, n_images):
+    """Raise ValueError (TypeError for what is not an ``ase.Atoms`` or a calculator)
+    where no band can join ``initial`` and ``final``: other atoms, cells or boundary
+    conditions, one configuration twice, fewer than one moving image."""
+    for name, atoms in (("initial", initial), ("final", final)):
+        if not isinstance(atoms, Atoms):
+            raise TypeError(f"{name} must be an ase.Atoms, got {type(atoms).__name__}")
+    if not isinstance(calculator, BaseCalculator):
+        raise TypeError(
+            f"calculator must be an ASE calculator (EMT(), TBLite(...)), got "
+            f"{type(calculator).__name__}"
+        )
+    whole = isinstance(n_images, numbers.Integral) and not isinstance(n_images, bool)
+    if not whole or n_images < 1:
+        raise ValueError(
+            f"n_images must be a whole number of moving images, 1 or more, got {n_images!r}"
+        )
+    same = (
+        len(initial) == len(final)
+        and np.array_equal(initial.numbers, final.numbers)
+        and np.array_equal(initial.pbc, final.pbc)
+        and np.allclose(initial.cell, final.cell, atol=1e-8)
+    )
+    if not same:
+        raise ValueError(
+            "initial and final hold other atoms (numbers, order), cells or boundary "
+            "conditions: give the same atoms in the same order and cell"
+        )
+    apart = rmsd(initial, final)
+    if apart < SAME_MINIMUM:
+        raise ValueError(
+            f"initial and final are one configuration (RMSD {apart:.3f} Å): give the two "
+            "minima the transition state joins"
+        )
+
+
+def interpolated_band(initial, final, calculator, n_images, climb):
+    """The band of ``n_images`` moving images between ``initial`` and ``final`` (their
+    constraints kept) by ASE's image-dependent pair potential (IDPP: S. Smidstrup, A.
+    Pedersen, K. Stokbro and H. Jónsson, J. Chem. Phys. 140, 214106 (2014)), every
+    image computed by the one ``calculator`` (one image at a time), ASE's
+    ``improvedtangent`` method, the climbing image where ``climb``."""
+    images = [initial.copy() for _ in range(n_images + 1)] + [final.copy()]
+    for image in images:
+        image.calc = calculator
+    neb = NEB(images, climb=climb, method="improvedtangent", allow_shared_calculator=True)
+    neb.interpolate(method="idpp", apply_constraint=False)
+    return neb

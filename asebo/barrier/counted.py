@@ -1,0 +1,35 @@
+"""A calculator that counts the calls of the one it wraps."""
+
+from ase.calculators.calculator import Calculator, PropertyNotImplementedError, all_changes
+
+
+class CountedCalls(Calculator):
+    """The energy, force-consistent energy and forces of ``calculator`` (kept as
+    ``calc``, as wrappers keep it), each configuration's call counted.
+
+    Parameters
+    ----------
+    calculator : ase calculator
+
+    Attributes
+    ----------
+    calls : int
+    """
+
+    implemented_properties = ("energy", "free_energy", "forces")
+
+    def __init__(self, calculator):
+        super().__init__()
+        self.calc, self.calls = calculator, 0
+
+    def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        super().calculate(atoms, properties, system_changes)
+        self.calls += 1
+        work = self.atoms.copy()
+        work.calc = self.calc
+        energy = work.get_potential_energy()
+        try:
+            free_energy = work.get_potential_energy(force_consistent=True)
+        except PropertyNotImplementedError:
+            free_energy = energy
+        self.results = {"energy": energy, "free_energy": free_energy, "forces": work.get_forces()}

@@ -1,0 +1,111 @@
+"""The saddle point from a relaxed band: :class:`asebo.BOSaddle` from its highest image
+with every call of the band as an observation, or, where the saddle search does not
+take the system (a periodic cell, one atom, Sella not installed), the band's climbing
+image converged on the same GP.
+
+Either way the stage ends with the configuration reached and its computed energy and
+forces (:class:`SaddleStage`), and the GP of every call made, the model the check reads.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from ase.calculators.singlepoint import SinglePointCalculator
+
+SEARCH = "saddle search"
+CLIMBING = "climbing image"
+AFTER_SEARCH = "climbing image after the saddle search"
+
+
+@dataclass(frozen=True)
+class SaddleStage:
+    """Where the saddle stage ended.
+
+    Attributes
+    ----------
+    atoms : ase.Atoms
+        The configuration computed last (the saddle point where converged), with its
+        computed energy and forces (a single-point calculator), constraints kept.
+    converged : bool
+    why : str
+        Why not converged (:class:`asebo.saddle.result.SaddleResult`'s reason, or
+        ``'steps'``); empty where converged.
+    surrogate : asebo.optimize.surrogate_model.Surrogate
+        The model of the stage (:meth:`asebo.optimize.surrogate_model.Surrogate.fitted`).
+    gp : asebo.model.gp.EnergyForceGP
+        Its GP, fitted to every call of the band and the stage.
+    observations : asebo.optimize.observations.Observations
+        Those calls.
+    calls : int
+        Calculator calls of the stage.
+    route : str
+        :data:`SEARCH`, :data:`CLIMBING`, or :data:`AFTER_SEARCH` (the search did not
+        converge, the band's climbing image did the rest).
+    """
+
+    atoms: object
+    converged: bool
+    why: str
+    surrogate: object
+    gp: object
+    observations: object
+    calls: int
+    route: str
+
+
+def route_of(atoms):
+    """:data:`SEARCH` where :class:`asebo.BOSaddle` takes ``atoms`` (a molecule of two
+    atoms or more, Sella installed), else :data:`CLIMBING`."""
+    if np.any(atoms.pbc) or len(atoms) < 2:
+        return CLIMBING
+    try:
+        import sella  # noqa: F401
+    except ImportError:
+        return CLIMBING
+    return SEARCH
+
+
+def computed(atoms, observations, index):
+    """A copy of ``atoms`` at observation ``index`` of ``observations`` with its energy and
+    forces as a single-point calculator."""
+    positions, energies, forces = observations.arrays()
+    result = atoms.copy()
+    result.positions = positions[index]
+    energy = float(energies[index])
+    result.calc = SinglePointCalculator(
+        result, energy=energy, free_energy=energy, forces=forces[index]
+    )
+    return result
+
+
+def searched_saddle(band, fmax, steps, **options):
+    """The :class:`SaddleStage` of :meth:`asebo.BOSaddle.from_band` run to ``fmax`` (eV/Å)
+    in at most ``steps`` calls; ``options`` for :class:`asebo.BOSaddle`."""
+    from asebo.saddle import BOSaddle
+
+    before = len(band.record.observations)
+    with BOSaddle.from_band(band, **options) as search:
+        converged = bool(search.run(fmax=fmax, steps=steps))
+        record = search.observations
+        index = record.find(search.atoms.positions)
+        index = len(record) - 1 if index is None else index  # a search cut short by steps
+        gp, _ = search.surrogate.fitted(record)
+        why = "" if converged else search.result.reason
+        atoms = computed(search.atoms, record, index)
+    calls = len(record) - before
+    return SaddleStage(atoms, converged, why, search.surrogate, gp, record, calls, SEARCH)
+
+
+def climbed_saddle(band, fmax, steps):
+    """The :class:`SaddleStage` of ``band`` (:class:`asebo.neb.BONEB`, after its run)
+    run on with its climbing image to ``fmax`` (eV/Å), at most ``steps`` calls more."""
+    before = band.calls
+    band.neb.climb = True
+    converged = bool(band.run(fmax=fmax, steps=steps))
+    record = band.record.observations
+    top = band.record.highest_computed(band.images)
+    gp, _ = band.surrogate.fitted(record)
+    atoms = computed(top, record, band.record.find(top.positions))
+    why = "" if converged else "steps"
+    calls = band.calls - before
+    return SaddleStage(atoms, converged, why, band.surrogate, gp, record, calls, CLIMBING)
