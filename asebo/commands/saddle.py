@@ -1,7 +1,7 @@
 """Search a first-order saddle point from a guess in a structure file with BOSaddle.
 
-GUESS is a molecule near the transition state (no periodic cell), whose calculator is
-the ``--calc`` preset. BOSaddle (:class:`asebo.saddle.BOSaddle`) walks on its GP towards
+GUESS is a structure near the transition state, whose calculator is the ``--calc``
+preset. BOSaddle (:class:`asebo.saddle.BOSaddle`) walks on its GP towards
 the model's saddle point and computes where the walk ends, one call a step, its log on
 the screen (``--logfile``). The configuration where the search ends is written to
 ``--output`` (default: GUESS's stem with ``_saddle.xyz``) with its energy and forces, and
@@ -13,12 +13,13 @@ holds a configuration of the ``--restart`` file, which the run that goes on repl
 
 Exit status: 0 converged at a first-order saddle point by the model; 1 not converged
 (the same command with the same ``--restart`` goes on where its steps ran out); 2 the
-input refused before any calculator call (a file ASE cannot read, a periodic cell, one
-atom, an unusable restart file, an ``--fmax``, ``--steps`` or ``--threads`` that cannot
-be, an existing output without ``--force``, an output name of no format ASE writes, a
-file that cannot be written there, two files that are one); 3 a run stopped by its
-calculator or by a file it could not write; 130 interrupted by Ctrl-C. Each stop prints
-one line, with the number of configurations the restart file keeps.
+input refused before any calculator call (a file ASE cannot read, what BOSaddle refuses:
+one atom, atoms on top of one another; an unusable restart file, an ``--fmax``,
+``--steps`` or ``--threads`` that cannot be, an existing output without ``--force``, an
+output name of no format ASE writes, a file that cannot be written there, two files
+that are one); 3 a run stopped by its calculator or by a file it could not write; 130
+interrupted by Ctrl-C. Each stop prints one line, with the number of configurations the
+restart file keeps.
 """
 
 from pathlib import Path
