@@ -137,8 +137,9 @@ def one_atom():
     return atoms
 
 
-def periodic():
+def flat_cell():
     atoms = bulk("Cu") * 2
+    atoms.cell[2] = 0.0
     atoms.calc = EMT()
     return atoms
 
@@ -157,7 +158,7 @@ def no_calculator():
     "build, message",
     [
         (one_atom, "two atoms or more"),
-        (periodic, "no periodic cell"),
+        (flat_cell, "zero volume"),
         (bond_held, "FixAtoms only"),
         (no_calculator, "needs a calculator"),
     ],

@@ -5,14 +5,15 @@ import numpy as np
 from ase import Atoms
 from ase.constraints import FixAtoms
 
-from asebo.optimize.system_checks import check_closest_approach, check_finite
+from asebo.optimize.system_checks import check_cell, check_closest_approach, check_finite
 
 
 def check_saddle_system(atoms):
     """Raise ValueError for what the saddle search cannot take, before any call: not an
-    ``ase.Atoms``, one atom, no calculator, a periodic cell, a constraint but
-    ``FixAtoms``, a position that is not finite, two atoms closer than
-    :data:`asebo.model.springs.CLOSEST_APPROACH` Å; ImportError without Sella."""
+    ``ase.Atoms``, one atom, no calculator, a constraint but ``FixAtoms``, a position
+    that is not finite, two atoms closer than
+    :data:`asebo.model.springs.CLOSEST_APPROACH` Å (across the cell's faces where it is
+    periodic); ImportError without Sella."""
     if not isinstance(atoms, Atoms):
         raise ValueError(
             f"BOSaddle searches a saddle point of an ase.Atoms, got {type(atoms).__name__}: "
@@ -22,18 +23,17 @@ def check_saddle_system(atoms):
         raise ValueError("BOSaddle needs two atoms or more: one atom has no saddle point")
     if atoms.calc is None:
         raise ValueError("BOSaddle needs a calculator: attach one (atoms.calc = ...)")
-    if atoms.pbc.any():
-        raise ValueError(
-            "BOSaddle searches molecules (no periodic cell): for a periodic system use "
-            "BONEB with climb=True"
-        )
     other = [type(c).__name__ for c in atoms.constraints if not isinstance(c, FixAtoms)]
     if other:
         raise ValueError(
             f"BOSaddle honours FixAtoms only, not {', '.join(other)}: remove those constraints"
         )
-    check_finite(atoms, False)
-    check_closest_approach(atoms)
+    periodic = bool(atoms.pbc.any())
+    check_finite(atoms, periodic)
+    if periodic:
+        check_cell(atoms, False)
+    else:
+        check_closest_approach(atoms)
     try:
         import sella  # noqa: F401
     except ImportError as error:

@@ -15,7 +15,7 @@ from asebo.threads import with_optimizer_threads
 class SaddleEndpoint:
     """The order verdict and the result of :class:`asebo.saddle.BOSaddle`: a mixin of a
     driver with ``atoms``, ``fmax``, ``comm``, ``step_log``, ``observations``,
-    ``settings``, ``trust_radius``, ``_order``, ``_order_noted``, ``_stopped``,
+    ``settings``, ``trust_radius``, ``rotations``, ``_order``, ``_order_noted``, ``_stopped``,
     ``_predicted``, ``_free()``, ``_free_forces()``, ``_fitted()`` and ``_save()``."""
 
     @property
@@ -60,6 +60,7 @@ class SaddleEndpoint:
                 self.atoms.get_masses(),
                 self.trust_radius,
                 steps_left,
+                self.rotations,
             )
         verdict = broadcast(verdict, root=0, comm=self.comm)
         self._order = (key, verdict)

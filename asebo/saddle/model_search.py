@@ -1,9 +1,10 @@
 """The first-order saddle point of the GP's posterior mean near a configuration.
 
-Sella's partitioned rational-function optimization in internal coordinates
-(E. D. Hermes, K. Sargsyan, H. N. Najm and J. Zádor, J. Chem. Theory Comput. 18, 6974
-(2022)) walks on the GP's mean (:class:`asebo.optimize.model_calculators.ModelCalculator`), whose
-gradients cost no calculator call: Sella's iterative diagonalisation finds the model's
+Sella's partitioned rational-function optimization in internal coordinates, Cartesian
+ones for a periodic system (E. D. Hermes, K. Sargsyan, H. N. Najm and J. Zádor, J. Chem.
+Theory Comput. 18, 6974 (2022)), walks on the GP's mean
+(:class:`asebo.optimize.model_calculators.ModelCalculator`), whose gradients cost no
+calculator call: Sella's iterative diagonalisation finds the model's
 lowest mode and its steps maximise the energy along it and minimise it along the
 others. The walk may stray only a trust radius from the configurations computed, as
 the band's relaxation in :mod:`asebo.neb.relax`; the first step beyond is cut back to
@@ -28,7 +29,14 @@ decomposition that does not converge."""
 
 
 def saddle_on_model(
-    surface, atoms, known, trust_radius, fmax, steps, bisections=WalkTrustSettings.bisections
+    surface,
+    atoms,
+    known,
+    trust_radius,
+    fmax,
+    steps,
+    bisections=WalkTrustSettings.bisections,
+    internal=True,
 ):
     """Walk from ``atoms``' positions towards the saddle point of ``surface``.
 
@@ -50,6 +58,9 @@ def saddle_on_model(
     bisections : int
         Halvings of the step that crosses the trust radius
         (:func:`asebo.optimize.walk_trust.cut_back`).
+    internal : bool
+        Sella's internal coordinates (a molecule's); False walks in Cartesian
+        coordinates (a periodic system's, as Sella's ``internal=False``).
 
     Returns
     -------
@@ -68,7 +79,7 @@ def saddle_on_model(
         return distance_to(known, positions) > trust_radius
 
     try:
-        walk = Sella(model, internal=True, order=1, logfile=None, trajectory=None)
+        walk = Sella(model, internal=internal, order=1, logfile=None, trajectory=None)
         for converged in walk.irun(fmax=fmax, steps=steps):
             now = model.positions.copy()
             if beyond(now):

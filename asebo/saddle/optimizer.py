@@ -30,6 +30,10 @@ call of that row after the lowest energy in it
 already computed would repeat it (a walk that failed at its first step, say): the search
 then ends there, not converged, with a line in the log.
 
+A periodic system (a slab with ``FixAtoms``, a bulk hop) takes the periodic
+representation and prior of :class:`asebo.BOOptimizer`, Sella walks on its model in
+Cartesian coordinates, and only the translations are rigid motions.
+
 The optimizer's own work (the fit, the walk, the model's Hessian) runs on
 ``threads`` threads (:func:`asebo.threads.optimizer_threads`), as
 :class:`asebo.BOOptimizer`'s does; the calculator keeps its own.
@@ -72,7 +76,7 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, ModelWalk, Optimizer):
     Parameters
     ----------
     atoms : ase.Atoms
-        The guess, with a calculator; a molecule (no periodic cell) of two atoms or
+        The guess, with a calculator; a molecule or a periodic system of two atoms or
         more, finite positions, no two atoms closer than 0.5 Å. ``FixAtoms`` only.
     restart : str, optional
         JSON file of every configuration computed and of the next one, written after
@@ -81,10 +85,11 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, ModelWalk, Optimizer):
     logfile, trajectory, append_trajectory
         As for ASE's optimizers; the trajectory holds every configuration computed.
     prior, kernel : optional
-        As for :class:`asebo.optimize.optimizer.BOOptimizer`; the default prior
-        ``'auto'`` (:func:`asebo.model.priors.barrier_prior`: GFN2-xTB under another
-        calculator, the other GFN-xTB method under tblite, else the Lindh model), its
-        choice the log's first line; the default kernel internal coordinates where they
+        As for :class:`asebo.optimize.optimizer.BOOptimizer`; the default prior of a
+        molecule ``'auto'`` (:func:`asebo.model.priors.barrier_prior`: GFN2-xTB under
+        another calculator, the other GFN-xTB method under tblite, else the Lindh
+        model), its choice the log's first line, of a periodic system
+        :class:`asebo.BOOptimizer`'s; the default kernel internal coordinates where they
         describe the guess (:func:`asebo.optimize.representations.make_representation`).
     trust_radius, max_trust_radius, model_fmax, model_steps : optional
         Shortcuts into ``settings`` (:data:`asebo.optimize.resolve.WALK_SHORTCUTS`): the
@@ -141,6 +146,7 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, ModelWalk, Optimizer):
         check_order(order)
         self.threads = optimizer_threads(threads)
         check_saddle_system(atoms)
+        self.rotations = not atoms.pbc.any()  # rigid motions of a molecule, walked internally
         self._given = checked_observations(observations, len(atoms))
         self.settings = resolve_walk_settings(
             SaddleSettings,
@@ -345,7 +351,7 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, ModelWalk, Optimizer):
         (rigid motions and fixed atoms left out): 1 at a first-order saddle point."""
         positions, free = self.atoms.positions, self._free()
         hessian = posterior_hessian(self._fitted(), positions, free)  # (3n, 3n)
-        basis = internal_basis(positions, free)  # (3n, k)
+        basis = internal_basis(positions, free, self.rotations)  # (3n, k)
         return int((np.linalg.eigvalsh(basis.T @ hessian @ basis) < 0).sum())
 
     def todict(self):

@@ -116,7 +116,7 @@ class OrderVerdict:
         )
 
 
-def judge_order(gp, observations, positions, free, masses, radius, steps_left):
+def judge_order(gp, observations, positions, free, masses, radius, steps_left, rotations=True):
     """The :class:`OrderVerdict` at ``positions``, whose forces are converged: a step
     along the lowest negative curvature of the model beyond the lowest that the evidence
     supports, where ``steps_left`` allows one.
@@ -129,15 +129,19 @@ def judge_order(gp, observations, positions, free, masses, radius, steps_left):
         ``positions`` among them.
     positions : array (n, 3)
     free : bool array (n, 3)
-        The coordinates no constraint holds; rotations are rigid motions where all are.
+        The coordinates no constraint holds; the translations are rigid motions where
+        all are.
     masses : array (n,)
         amu, for the imaginary frequency.
     radius : float
         Å: the step's largest atomic move.
     steps_left : int
         The steps off an endpoint the search may still take.
+    rotations : bool
+        Whether the rotations are rigid motions too where every coordinate is free (a
+        molecule's; not a periodic system's).
     """
-    rotations = bool(np.all(free))
+    rotations = bool(np.all(free)) and rotations
     _, curvature = curvature_with_evidence(
         gp, observations, positions, free, rotations, gp.prior.is_calculator, False
     )
@@ -150,14 +154,15 @@ def judge_order(gp, observations, positions, free, masses, radius, steps_left):
         step = OrderStep(moved, float(curvature.curvatures[index]), len(downward))
     imaginary = None
     if len(downward) == 1:
-        imaginary = -lowest_frequency(curvature.hessian, positions, masses, free)
+        imaginary = -lowest_frequency(curvature.hessian, positions, masses, free, rotations)
     return OrderVerdict(curvature.curvatures[downward], len(supported), step, imaginary)
 
 
-def lowest_frequency(hessian, positions, masses, free):
+def lowest_frequency(hessian, positions, masses, free, rotations=True):
     """The lowest harmonic frequency of ``hessian`` (3n, 3n), eV/Å², in cm⁻¹, negative
     where imaginary: its mass-weighted eigenvalues in the free coordinates, less the
-    rigid motions where every coordinate is free, as :mod:`ase.vibrations` converts them.
+    rigid motions where every coordinate is free (the translations, and the rotations
+    with ``rotations``), as :mod:`ase.vibrations` converts them.
 
     Parameters
     ----------
@@ -168,7 +173,7 @@ def lowest_frequency(hessian, positions, masses, free):
     free : bool array (n, 3)
     """
     if np.all(free):
-        basis = mass_weighted_internal_basis(positions, masses)  # (3n, k)
+        basis = mass_weighted_internal_basis(positions, masses, rotations)  # (3n, k)
     else:
         basis = internal_basis(positions, free)  # (3n, f): no rigid motion
     weights = np.repeat(np.sqrt(np.asarray(masses, dtype=float)), 3)  # (3n,)

@@ -11,10 +11,13 @@ def saddle_surrogate(atoms, restart, prior, kernel, gp_options):
     """The :class:`asebo.optimize.surrogate_model.Surrogate` of a saddle search from
     ``atoms`` (:func:`asebo.optimize.build.build_surrogate`, on the restart file's
     guess where it has one: :func:`search_start`), and why its prior was chosen (None
-    unless chosen here: :func:`saddle_prior`)."""
-    prior, why = saddle_prior(prior, atoms)
+    unless chosen here: :func:`saddle_prior`). A periodic system takes
+    :class:`asebo.BOOptimizer`'s periodic representation and prior, as a periodic
+    band does."""
+    periodic = bool(atoms.pbc.any())
+    prior, why = (prior, None) if periodic else saddle_prior(prior, atoms)
     start = search_start(atoms, check_restart(restart))
-    coordinates = {"numbers": atoms.numbers, "periodic": False}
+    coordinates = {"numbers": atoms.numbers, "periodic": periodic}
     surrogate, _, _ = build_surrogate(
         start, coordinates, 3 * len(atoms), prior, kernel, {"gp_options": gp_options}
     )

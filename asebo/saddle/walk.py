@@ -15,8 +15,9 @@ from asebo.saddle.model_search import saddle_on_model
 
 class ModelWalk:
     """The walk of :class:`asebo.saddle.BOSaddle`: a mixin of a driver with ``atoms``,
-    ``fmax``, ``observations``, ``settings``, ``trust_radius``, ``representation``,
-    ``gp``, ``_predicted``, ``_free()`` and ``_fitted()``."""
+    ``fmax``, ``observations``, ``settings``, ``trust_radius``, ``rotations`` (a
+    molecule's: walked in internal coordinates), ``representation``, ``gp``,
+    ``_predicted``, ``_free()`` and ``_fitted()``."""
 
     def _walk(self):
         """The walk on the model from the atoms' positions: (where it ends (n, 3), the
@@ -33,6 +34,8 @@ class ModelWalk:
             self.trust_radius,
             fmax,
             self.settings.model_steps,
+            self.settings.walk.bisections,
+            internal=self.rotations,
         )
         following = self._moved_rigidly(following)
         _, gradient = gp.predict(following[None], return_gradient=True)
