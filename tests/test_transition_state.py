@@ -190,18 +190,32 @@ def au_al():
     return initial, final
 
 
+class CountedEMT(EMT):
+    """EMT whose calls are counted in the list ``calls``."""
+
+    def __init__(self, calls):
+        super().__init__()
+        self.calls = calls
+
+    def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        self.calls.append(atoms.positions.copy())
+        super().calculate(atoms, properties, system_changes)
+
+
 @pytest.fixture(scope="module")
 def au_al_saddle(au_al):
-    """The workflow on the Au/Al(100) hop, with its model's check."""
+    """The workflow on the Au/Al(100) hop, with its model's check: (result, calls)."""
     initial, final = au_al
-    return transition_state(initial, final, EMT(), n_images=3)
+    calls = []
+    return transition_state(initial, final, CountedEMT(calls), n_images=3), calls
 
 
 def test_an_emt_hop_ends_at_a_checked_transition_state(au_al, au_al_saddle):
     initial, final = au_al
-    result = au_al_saddle
+    result, calls = au_al_saddle
     assert result.verified and result.route == "climbing image"
-    assert result.calls["check"] == 0
+    assert result.total_calls == len(calls)
+    assert result.calls["saddle"] == 0  # the band's climbing image converged in the band
     checked = transition_state(
         initial, final, EMT(), n_images=3, hessian="calculator", descent="calculator"
     )
@@ -259,7 +273,7 @@ def test_the_command_finds_and_checks_the_transition_state_of_a_hop(
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert last.startswith("a first-order saddle point") and str(output) in last
     saddle = read(output)
-    expected = au_al_saddle.atoms.get_potential_energy()
+    expected = au_al_saddle[0].atoms.get_potential_energy()
     assert saddle.get_potential_energy() == pytest.approx(expected, abs=1e-3)
     with pytest.raises(SystemExit) as stop:
         main(["ts", str(tmp_path / "initial.traj"), str(tmp_path / "initial.traj")])

@@ -3,22 +3,25 @@
 Three stages on one record of calls, none repeated:
 
 1. **Band.** :class:`asebo.neb.BONEB` relaxes an IDPP band between the minima to a
-   loose ``band_fmax`` (:mod:`asebo.barrier.band_setup`), its climbing image on.
+   loose ``band_fmax`` (:mod:`asebo.barrier.band_setup`), its climbing image on by
+   default (the choice measured in docs/notes/two-minima-workflow.md).
 2. **Saddle point.** :class:`asebo.BOSaddle` searches from the band's highest image,
-   every call of the band an observation, to ``fmax``; where it does not take the
-   system (a periodic cell, one atom) the band's climbing image is converged instead
-   (:mod:`asebo.barrier.saddle_stage`).
+   every call of the band an observation, to ``fmax``; where it does not converge in
+   :data:`SEARCH_CALLS` calls, the band's climbing image is converged instead
+   (:mod:`asebo.barrier.saddle_stage`). Where the search does not take the system (a
+   periodic cell, one atom), there is nothing to hand the band to: its climbing image
+   converges to ``fmax`` in the band stage.
 3. **Check.** The Hessian at the end, the GP's (no call) or the calculator's by finite
    differences, must have one imaginary mode (:mod:`asebo.barrier.modes`), and a
    descent either way along it, on the GP or on the calculator, must end at the two
    minima given (:mod:`asebo.barrier.connection`).
 
-This is the workflow of a loose band handed to a saddle search (P. Zimmerman's and
-others' "NEB then transition-state search"; ASE's NEB then Sella, E. D. Hermes, K.
-Sargsyan, H. N. Najm and J. Zádor, J. Chem. Theory Comput. 18, 6974 (2022)), with every
-stage on the GP of the calls made: the band of O.-P. Koistinen et al. (J. Chem. Phys.
-147, 152720 (2017)), the saddle search of A. Denzel and J. Kästner (J. Chem. Theory
-Comput. 14, 5777 (2018)).
+This is the workflow of a loose band whose highest image a saddle search refines, as
+ASE's NEB followed by Sella (E. D. Hermes, K. Sargsyan, H. N. Najm and J. Zádor, J.
+Chem. Theory Comput. 18, 6974 (2022)) runs it, with every stage on the GP of the calls
+made: the band of O.-P. Koistinen, F. B. Dagbjartsdóttir, V. Ásgeirsson, A. Vehtari and
+H. Jónsson (J. Chem. Phys. 147, 152720 (2017)), the saddle search of A. Denzel and J.
+Kästner (J. Chem. Theory Comput. 14, 5777 (2018)).
 """
 
 import math
@@ -91,9 +94,11 @@ def transition_state(
     fmax : float
         eV/Å: the saddle point's largest force.
     band_fmax : float
-        eV/Å: the band's, before the saddle stage.
+        eV/Å: the band's, before the saddle search (where the search does not take the
+        system, the band's climbing image converges to ``fmax``).
     climb : bool
-        The band's climbing image during its loose relaxation.
+        The band's climbing image during its loose relaxation (always on where the
+        band converges to ``fmax``).
     steps : int
         Calls at most of the band, and again of the saddle stage.
     prior : optional
@@ -131,16 +136,16 @@ def transition_state(
 
     with IOContext() as files:
         log = files.openfile(logfile, world, mode="a")
-        neb = interpolated_band(initial, final, calculator, n_images, climb)
+        searching = route_of(initial) == SEARCH
+        loose = band_fmax if searching else fmax  # no search: the climbing image converges
+        neb = interpolated_band(initial, final, calculator, n_images, climb or not searching)
         band_file = None if restart is None else f"{restart}-band.json"
         with BONEB(neb, restart=band_file, logfile=log, prior=prior) as band:
             before = len(band.record.observations)
-            band_converged = bool(band.run(fmax=band_fmax, steps=steps))
+            band_converged = bool(band.run(fmax=loose, steps=steps))
             endpoint_calls = len(band.record.observations) - before - band.calls
             ends = [_computed_image(band, index) for index in (0, len(neb.images) - 1)]
-            _note(
-                log, f"band: {band.calls} calls, {_converged(band_converged)} to {band_fmax} eV/Å"
-            )
+            _note(log, f"band: {band.calls} calls, {_converged(band_converged)} to {loose} eV/Å")
             band_calls = band.calls
             saddle_file = None if restart is None else f"{restart}-saddle.json"
             stage = _saddle_stage(band, fmax, steps, log, restart=saddle_file, prior=prior)
