@@ -13,7 +13,13 @@ from ase.calculators.emt import EMT
 from ase.mep import NEB
 from ase.optimize import BFGS
 
-from asebo.benchmarks.hop_saddles import FLAT, HOPS, free_curvatures, hop_guess
+from asebo.benchmarks.hop_saddles import (
+    FLAT,
+    HOPS,
+    direction_of_hop,
+    free_curvatures,
+    hop_guess,
+)
 from asebo.optimize.subspace import free_atoms
 
 pytest.importorskip("sella")
@@ -58,3 +64,36 @@ def test_held_atoms_do_not_move_and_the_model_order_counts_no_rotation():
     assert np.array_equal(guess.positions[held], start[held])
     assert search.rotations is False
     assert search.model_order() == 1
+
+
+def test_the_start_mode_is_probed_by_calls_kept_as_observations():
+    # At the IDPP midpoint of Au's hop on Al(100) the pair springs alone leave the
+    # curvature along the hop unknown; the probe calls measure it, and the search
+    # ends at the hop's saddle point
+    initial, final = HOPS["au_al100"]()
+    guess = hop_guess(initial, final)
+    guess.calc = EMT()
+    search = BOSaddle(guess, logfile=None)
+    assert search.run(fmax=0.05, steps=40)
+    assert (free_curvatures(guess, EMT()) < FLAT).sum() == 1
+    barrier = guess.get_potential_energy() - initial.get_potential_energy()
+    assert barrier == pytest.approx(climbing_image_barrier(initial, final), abs=0.01)
+    state = search.observations.state
+    probed = [np.asarray(mode) for mode in state["probed"]]
+    assert state["mode_tested"] and 1 <= len(probed) <= search.settings.mode_probes
+    # the mode probed last is the hop's: mostly the adatom along it
+    assert abs(np.vdot(probed[-1], direction_of_hop(initial, final))) > 0.7
+    # each probe was a call, kept as an observation, a probe_length from the start
+    start = np.asarray(state["start"])
+    for mode in probed:
+        moved = start + search.settings.probe_length * mode / np.linalg.norm(mode, axis=1).max()
+        assert search.observations.find(moved) is not None
+
+
+def test_a_prior_calculator_climbs_its_own_lowest_mode_untested():
+    initial, final = HOPS["pt_pt111"]()
+    guess = hop_guess(initial, final)
+    guess.calc = EMT()
+    search = BOSaddle(guess, logfile=None, prior=EMT())
+    search.run(fmax=0.05, steps=5)
+    assert "probed" not in search.observations.state

@@ -333,6 +333,14 @@ class SaddleSettings:
     order_steps : int
         Steps a search may take off configurations whose forces are converged where
         the model has a second negative curvature that the prior or the calls support.
+    mode_probes : int
+        Calls at most that test the model's lowest mode at the start under a prior
+        that is no calculator (:mod:`asebo.saddle.mode_probe`); 0 climbs it untested.
+    probe_length : float
+        Å: the largest atomic move of a probe along the mode.
+    probe_overlap : float
+        The absolute overlap of the model's lowest mode with the one probed last at
+        which the test ends.
     walk : WalkTrustSettings
         How the trust radius follows the model's force error.
     """
@@ -342,6 +350,9 @@ class SaddleSettings:
     model_fmax: float | None = None
     model_steps: int = 300
     order_steps: int = 2
+    mode_probes: int = 6
+    probe_length: float = 0.05
+    probe_overlap: float = 0.9
     walk: WalkTrustSettings = WalkTrustSettings()
 
 

@@ -62,6 +62,7 @@ from asebo.optimize.step_log import StepLog
 from asebo.optimize.subspace import free_atoms
 from asebo.saddle.checks import check_order, check_saddle_system, checked_observations
 from asebo.saddle.endpoint import SaddleEndpoint
+from asebo.saddle.mode_probe import StartModeTest
 from asebo.saddle.prior import saddle_surrogate
 from asebo.saddle.result import WALK_FAILED, WALK_ON_COMPUTED
 from asebo.saddle.walk import ModelWalk
@@ -70,7 +71,7 @@ from asebo.threads import optimizer_threads, with_optimizer_threads
 SADDLE = "saddle search"  # the kind of run its restart file names
 
 
-class BOSaddle(SaddleSummary, SaddleEndpoint, ModelWalk, Optimizer):
+class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, Optimizer):
     """A first-order saddle point searched on a GP surrogate (module docstring).
 
     Parameters
@@ -311,13 +312,16 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, ModelWalk, Optimizer):
 
     @with_optimizer_threads
     def step(self):
-        """Walk on the model from the configuration last computed, or step off it where
+        """Walk on the model from the configuration last computed, step off it where
         its forces are converged at a saddle point of higher order
-        (:meth:`_order_step`); move the atoms to where the walk or step ends: rank 0
+        (:meth:`_order_step`), or probe the start's lowest mode first
+        (:meth:`_probe_step`); move the atoms to where the walk or step ends: rank 0
         walks and broadcasts where to."""
         stepped = self._order_step()
         if stepped is not None:
             self._step_off(stepped)
+            return
+        if self._probe_step():
             return
         walked = self._walk() if self.comm.rank == 0 else None
         self._predicted, reason = broadcast(walked, root=0, comm=self.comm)

@@ -1,0 +1,129 @@
+"""The mode a saddle search climbs from its start, tested by calls where the prior has
+no curvature of its own.
+
+From the start, the walk on the model climbs along the model's lowest mode
+(:mod:`asebo.saddle.model_search`). Under a prior calculator (a GFN-xTB method) that
+mode is the prior's, which knows which bonds are stretched. Under a model prior (the
+Lindh model of a molecule, the pair springs of a periodic system) it is the softest mode
+of a harmonic model around the guess: often a torsion, or surface atoms pushed into
+their slab, not the reaction. So, before the first walk, the model's lowest mode at the
+start is tested by calls: the configuration ``probe_length`` Å (the largest atomic
+move) along it is computed, an observation as any other, which teaches the GP the
+curvature along that mode, and the model is fitted again. Where its lowest mode then
+still lies along the one probed (the absolute overlap of the unit modes at least
+``probe_overlap``), that mode is the one climbed; else the new lowest mode is probed,
+``mode_probes`` calls at most. This is the lowest-mode search of the GP-accelerated
+dimer method (O.-P. Koistinen, V. Ásgeirsson, A. Vehtari and H. Jónsson, J. Chem.
+Theory Comput. 16, 499 (2020)), its rotations made on the GP, with the probe calls kept
+as observations (:class:`asebo.optimize.settings.SaddleSettings`).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+from ase.parallel import broadcast
+
+from asebo.optimize.model_hessian import internal_basis, posterior_hessian
+from asebo.optimize.walk_trust import largest_norm
+
+
+def lowest_mode(gp, positions, free, rotations):
+    """The lowest curvature (eV/Å²) of the GP's mean at ``positions`` (n, 3) and its unit
+    mode (n, 3), in the ``free`` (n, 3) coordinates less the rigid motions (the
+    rotations too with ``rotations``)."""
+    hessian = posterior_hessian(gp, positions, free)  # (3n, 3n)
+    basis = internal_basis(positions, free, rotations)  # (3n, k)
+    values, vectors = np.linalg.eigh(basis.T @ hessian @ basis)  # (k,), (k, k)
+    return float(values[0]), (basis @ vectors[:, 0]).reshape(np.shape(positions))
+
+
+@dataclass(frozen=True)
+class ModeProbe:
+    """The next call of the test of the start's lowest mode, or its end.
+
+    Attributes
+    ----------
+    positions : array (n, 3) or None
+        Where to compute next; None where the test has ended.
+    mode : array (n, 3)
+        The model's lowest unit mode at the start.
+    curvature : float
+        eV/Å², the model's curvature along it.
+    overlap : float or None
+        The absolute overlap of ``mode`` with the mode probed last; None before the
+        first probe.
+    """
+
+    positions: np.ndarray | None
+    mode: np.ndarray
+    curvature: float
+    overlap: float | None
+
+    def note(self, probes):
+        """The log's line where the test ends after ``probes`` probe calls."""
+        agreed = "lies along" if self.positions is None and self.overlap is not None else ""
+        return (
+            f"after {probes} probe calls the start's lowest mode by the model "
+            f"({self.curvature:.3g} eV/Å²) {agreed or 'still turns from'} the mode probed "
+            f"last (overlap {self.overlap or 0.0:.2f}): the walk climbs along it"
+        )
+
+
+def next_probe(gp, start, free, rotations, probed, settings):
+    """The :class:`ModeProbe` after the probes along the unit modes ``probed`` (list of
+    (n, 3)) from ``start`` (n, 3): the configuration along the model's lowest mode
+    there, or the end of the test where that mode lies along the last one probed or
+    ``settings.mode_probes`` were made.
+
+    Parameters
+    ----------
+    gp : asebo.model.gp.EnergyForceGP
+        Fitted to every configuration computed, ``start`` and the probes among them.
+    start : array (n, 3)
+    free : bool array (n, 3)
+    rotations : bool
+        Whether rotations are rigid motions (a molecule's).
+    probed : list of array (n, 3)
+    settings : asebo.optimize.settings.SaddleSettings
+    """
+    curvature, mode = lowest_mode(gp, start, free, rotations)
+    overlap = None if not probed else abs(float(np.vdot(mode, probed[-1])))
+    agreed = overlap is not None and overlap >= settings.probe_overlap
+    if agreed or len(probed) >= settings.mode_probes:
+        return ModeProbe(None, mode, curvature, overlap)
+    positions = np.asarray(start) + settings.probe_length * mode / largest_norm(mode)
+    return ModeProbe(positions, mode, curvature, overlap)
+
+
+class StartModeTest:
+    """The test of the start's lowest mode in :class:`asebo.saddle.BOSaddle`: a mixin of
+    a driver with ``atoms``, ``comm``, ``observations``, ``settings``, ``prior``,
+    ``rotations``, ``step_log``, ``reason``, ``_predicted``, ``_free()``, ``_fitted()``
+    and ``_save()``."""
+
+    def _probe_step(self):
+        """Move the atoms to the next probe of the start's lowest mode and return True;
+        False where the test has ended or does not apply (a prior calculator, no probes
+        in the settings, a start not computed). Rank 0 decides and broadcasts."""
+        state = self.observations.state
+        if state.get("mode_tested") or self.prior.is_calculator or not self.settings.mode_probes:
+            return False
+        start = np.asarray(state["start"], dtype=float)  # (n, 3)
+        if self.observations.find(start) is None:
+            return False
+        probed = [np.asarray(mode, dtype=float) for mode in state.get("probed", [])]
+        probe = None
+        if self.comm.rank == 0:
+            gp = self._fitted()
+            probe = next_probe(gp, start, self._free(), self.rotations, probed, self.settings)
+        probe = broadcast(probe, root=0, comm=self.comm)
+        if probe.positions is None:
+            state["mode_tested"] = True
+            self.step_log.notes([probe.note(len(probed))])
+            return False
+        state["probed"] = [*probed, probe.mode]
+        self.reason = "probe: lowest mode"
+        self._predicted = None
+        self._save(probe.positions)
+        self.atoms.positions = probe.positions
+        return True
