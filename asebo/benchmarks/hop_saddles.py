@@ -3,7 +3,12 @@
 Six hops with EMT, each endpoint relaxed first (BFGS, fmax 0.01 eV/Å): Au on Al(100)
 from one hollow site to the next, a Pt adatom on Pt(111) from the fcc to the hcp
 hollow, a Pt adatom on Pt(100) and an Au adatom on Au(111) likewise, and a vacancy hop
-to a nearest site in a 2x2x2 cubic Cu and Al cell. The guess is the middle of the IDPP
+to a nearest site in a 2x2x2 cubic Cu and Al cell (``--set emt``); ``--set held-out``:
+Ag and Ni adatoms on their own (100) surfaces, Au on Pt(100), Cu on Cu(111), and
+vacancy hops in Ni and Pd, none of which a choice of BOSaddle's was made on;
+``--set gpaw``: an Al adatom on Al(100) with GPAW in LCAO mode, the hop of ``asebo bench
+neb --set gpaw`` (:func:`asebo.benchmarks.neb.al_on_al100`, about 8 s a call). The
+guess is the middle of the IDPP
 band between the endpoints (ASE's ``interpolate('idpp')``, an odd number of images):
 what a user who has the two minima would start from. From the same guess, to
 ``--fmax``:
@@ -33,7 +38,14 @@ from ase.calculators.emt import EMT
 from ase.constraints import FixAtoms
 from ase.optimize import BFGS
 
-from asebo.benchmarks.neb import au_on_al100, cu_vacancy, idpp_band, pt_on_pt111
+from asebo.benchmarks.neb import (
+    al_on_al100,
+    au_on_al100,
+    cu_vacancy,
+    idpp_band,
+    lcao_gpaw,
+    pt_on_pt111,
+)
 
 OPTIMIZERS = ("BOSaddle", "Sella", "dimer")
 SAME = 0.01  # eV: first-order endpoints this close are the same saddle point
@@ -82,7 +94,26 @@ HOPS = {
     "cu_vacancy": lambda: cu_vacancy()[:2],
     "al_vacancy": lambda: vacancy_hop("Al"),
 }
-"""The hops: name, then the function that builds the relaxed (initial, final)."""
+"""The hops of ``--set emt``: name, then the function that builds the relaxed
+(initial, final)."""
+
+HELD_OUT = {
+    "ag_ag100": lambda: adatom_hop("Ag", 100, "Ag", ("hollow", "hollow"), 1.9),
+    "cu_cu111": lambda: adatom_hop("Cu", 111, "Cu", ("fcc", "hcp"), 1.8),
+    "au_pt100": lambda: adatom_hop("Pt", 100, "Au", ("hollow", "hollow"), 1.9),
+    "ni_ni100": lambda: adatom_hop("Ni", 100, "Ni", ("hollow", "hollow"), 1.6),
+    "ni_vacancy": lambda: vacancy_hop("Ni"),
+    "pd_vacancy": lambda: vacancy_hop("Pd"),
+}
+"""The hops of ``--set held-out``: other metals and sites, for checks of choices made
+on ``--set emt``."""
+
+GPAW_HOPS = {"al_al100_gpaw": lambda: al_on_al100()[:2]}
+"""The hop of ``--set gpaw``: an Al adatom on Al(100) with GPAW in LCAO mode
+(:func:`asebo.benchmarks.neb.al_on_al100`, the slab held)."""
+
+SETS = {"emt": HOPS, "held-out": HELD_OUT, "gpaw": GPAW_HOPS}
+EVERY_HOP = {**HOPS, **HELD_OUT, **GPAW_HOPS}
 
 
 def hop_guess(initial, final):
@@ -130,9 +161,10 @@ def search(task):
     name, optimizer, fmax, steps = task
     from calculators import CountingCalculator
 
-    initial, final = HOPS[name]()
+    initial, final = EVERY_HOP[name]()
+    make = lcao_gpaw if name in GPAW_HOPS else EMT
     atoms = hop_guess(initial, final)
-    counter = CountingCalculator(EMT())
+    counter = CountingCalculator(make())
     atoms.calc = counter
     start = time.perf_counter()
     try:
@@ -141,7 +173,7 @@ def search(task):
     except Exception as error:  # a search that fails: a row that says so
         return {"calls": counter.ncalls, "error": f"{type(error).__name__}: {str(error)[:80]}"}
     seconds = time.perf_counter() - start - counter.wall_time
-    negative = free_curvatures(atoms, EMT())
+    negative = free_curvatures(atoms, make())
     return {
         "calls": counter.ncalls,
         "converged": bool(converged),
@@ -183,8 +215,13 @@ def _cell(result):
 
 
 def add_arguments(parser):
+    parser.add_argument("--set", choices=sorted(SETS), default="emt", help="default: emt")
     parser.add_argument(
-        "--hops", nargs="+", choices=sorted(HOPS), default=list(HOPS), help="default: all"
+        "--hops",
+        nargs="+",
+        choices=sorted(EVERY_HOP),
+        default=None,
+        help="default: every hop of --set",
     )
     parser.add_argument(
         "--optimizers",
@@ -199,6 +236,7 @@ def add_arguments(parser):
 
 def run(args):
     optimizers = [o for o in OPTIMIZERS if o in args.optimizers]
+    args.hops = args.hops or list(SETS[args.set])
     results = {}
     for name in args.hops:
         for optimizer in optimizers:

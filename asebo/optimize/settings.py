@@ -334,8 +334,9 @@ class SaddleSettings:
         Steps a search may take off configurations whose forces are converged where
         the model has a second negative curvature that the prior or the calls support.
     mode_probes : int
-        Calls at most that test the model's lowest mode at the start under a prior
-        that is no calculator (:mod:`asebo.saddle.mode_probe`); 0 climbs it untested.
+        Calls at most that test the model's lowest mode at the start of a periodic
+        system's search under a prior that is no calculator
+        (:mod:`asebo.saddle.mode_probe`); 0 climbs it untested.
     probe_length : float
         Å: the largest atomic move of a probe along the mode.
     probe_overlap : float

@@ -1,21 +1,23 @@
-"""The mode a saddle search climbs from its start, tested by calls where the prior has
-no curvature of its own.
+"""The mode a saddle search of a periodic system climbs from its start, tested by calls.
 
 From the start, the walk on the model climbs along the model's lowest mode
-(:mod:`asebo.saddle.model_search`). Under a prior calculator (a GFN-xTB method) that
-mode is the prior's, which knows which bonds are stretched. Under a model prior (the
-Lindh model of a molecule, the pair springs of a periodic system) it is the softest mode
-of a harmonic model around the guess: often a torsion, or surface atoms pushed into
-their slab, not the reaction. So, before the first walk, the model's lowest mode at the
-start is tested by calls: the configuration ``probe_length`` Å (the largest atomic
-move) along it is computed, an observation as any other, which teaches the GP the
-curvature along that mode, and the model is fitted again. Where its lowest mode then
-still lies along the one probed (the absolute overlap of the unit modes at least
-``probe_overlap``), that mode is the one climbed; else the new lowest mode is probed,
-``mode_probes`` calls at most. This is the lowest-mode search of the GP-accelerated
-dimer method (O.-P. Koistinen, V. Ásgeirsson, A. Vehtari and H. Jónsson, J. Chem.
-Theory Comput. 16, 499 (2020)), its rotations made on the GP, with the probe calls kept
-as observations (:class:`asebo.optimize.settings.SaddleSettings`).
+(:mod:`asebo.saddle.model_search`). Under a prior calculator (a GFN-xTB method, EMT)
+that mode is the prior's, which knows the bonds. Under the pair springs, the default
+prior of a periodic system, it is the softest mode of a harmonic model around the
+guess, whose curvature at a compressed guess (an adatom pressed onto a bridge) the
+springs do not know: the walk climbs it, pushing surface atoms into their slab. So,
+before the first walk, the model's lowest mode at the start is tested by calls: the
+configuration ``probe_length`` Å (the largest atomic move) along it is computed, an
+observation as any other, which teaches the GP the curvature along that mode, and the
+model is fitted again. Where its lowest mode then still lies along the one probed (the
+absolute overlap of the unit modes at least ``probe_overlap``), that mode is the one
+climbed; else the new lowest mode is probed, ``mode_probes`` calls at most. This is the
+lowest-mode search of the GP-accelerated dimer method (O.-P. Koistinen, V. Ásgeirsson,
+A. Vehtari and H. Jónsson, J. Chem. Theory Comput. 16, 499 (2020)), its rotations made
+on the GP, with the probe calls kept as observations
+(:class:`asebo.optimize.settings.SaddleSettings`). A molecule under the Lindh model is
+not tested: there the model's lowest mode is a torsion whose curvature the probes
+confirm, not the reaction's.
 """
 
 from dataclasses import dataclass
@@ -103,10 +105,13 @@ class StartModeTest:
 
     def _probe_step(self):
         """Move the atoms to the next probe of the start's lowest mode and return True;
-        False where the test has ended or does not apply (a prior calculator, no probes
-        in the settings, a start not computed). Rank 0 decides and broadcasts."""
+        False where the test has ended or does not apply (a molecule, a prior
+        calculator, no probes in the settings, a start not computed). Rank 0 decides
+        and broadcasts."""
         state = self.observations.state
-        if state.get("mode_tested") or self.prior.is_calculator or not self.settings.mode_probes:
+        if state.get("mode_tested") or self.rotations or self.prior.is_calculator:
+            return False
+        if not self.settings.mode_probes:
             return False
         start = np.asarray(state["start"], dtype=float)  # (n, 3)
         if self.observations.find(start) is None:
