@@ -503,7 +503,9 @@ class StepSearches:
     def after_failure(self, error):
         """After ``error``, a failed prior calculation or a doubted drop: whether a
         search is repeated, in a box and trust region halved (not after a prior's
-        failure where ``settings.rules.prior_failure_retry`` is off)."""
+        failure where ``settings.rules.prior_failure_retry`` is off). A failed prior
+        calculation is a note for the log; a doubted drop, routine near convergence, is
+        counted on the step's line (:func:`asebo.optimize.step_log.step_reason`)."""
         self.retried.append(error.reason)
         if (
             isinstance(error, PriorCalculationError)
@@ -512,7 +514,8 @@ class StepSearches:
             self.notes.append(f"{error}; the step goes along the forces")
             return False
         self.trust = self.trust.shrunk()
-        self.notes.append(f"{error}; the trust radius is halved to {self.trust.radius:.3g} Å")
+        if not isinstance(error, UncertainStepError):  # the step line counts those
+            self.notes.append(f"{error}; the trust radius is halved to {self.trust.radius:.3g} Å")
         return True
 
     def proposal(self, positions):

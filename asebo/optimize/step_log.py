@@ -4,8 +4,24 @@ the step lines."""
 
 import time
 
+from asebo.optimize.trust import UncertainStepError
+
 NOTE_PREFIX = "# "
 """How a note line of the log begins: a comment to readers of ASE's log format."""
+
+def step_reason(proposal):
+    """The reason column of a step line, one word: the proposal's reason, with the
+    number of times its box was halved because the model doubted its drop
+    (``search(halved×2)``).
+
+    Parameters
+    ----------
+    proposal : dict
+        ``reason`` and ``retried``, as the restart file keeps a proposal
+        (:meth:`asebo.optimize.proposal.Proposal.record`).
+    """
+    halvings = list(proposal.get("retried", ())).count(UncertainStepError.reason)
+    return proposal["reason"] + (f"(halved×{halvings})" if halvings else "")
 
 
 class StepLog:
@@ -86,5 +102,5 @@ class LoggedSteps:
             self.optimizable.get_value(),
             self.optimizable.gradient_norm(gradient),
             self.predicted_energy if later else None,
-            self.proposals[-1]["reason"] if later else "",
+            step_reason(self.proposals[-1]) if later else "",
         )
