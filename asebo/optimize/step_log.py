@@ -9,6 +9,7 @@ from asebo.optimize.trust import UncertainStepError
 NOTE_PREFIX = "# "
 """How a note line of the log begins: a comment to readers of ASE's log format."""
 
+
 def step_reason(proposal):
     """The reason column of a step line, one word: the proposal's reason, with the
     number of times its box was halved because the model doubted its drop
