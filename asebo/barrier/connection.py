@@ -9,11 +9,11 @@ FIRE descends on the GP's posterior mean while the GP is sure of it (its standar
 deviation at most :data:`UNSURE` eV); where it is not, or where the descent ends at
 neither minimum given, the calculator computes the configuration reached, the GP learns
 it and the descent goes on (an end where the calculator's forces are below ``fmax`` is
-another minimum), as a GP-accelerated
-minimisation computes where its model is unsure (the GPMin of E. Garijo del Río, J. J.
-Mortensen and K. W. Jacobsen, Phys. Rev. B 100, 104103 (2019)): along a band's path the
-calls of the band and the saddle search make it sure, and the descent costs no call.
-On the calculator, ASE's BFGS descends with it from the start.
+another minimum), as a GP-accelerated minimisation computes where its model is unsure
+(the GPMin of E. Garijo del Río, J. J. Mortensen and K. W. Jacobsen, Phys. Rev. B 100,
+104103 (2019)): along a band's path the calls of the band and the saddle search make it
+sure, and the descent costs no call. On the calculator, ASE's BFGS descends with it from
+the start.
 
 Each end is compared with the initial and final minima by the RMSD of the atoms that
 move, after the best rotation and translation for a molecule
@@ -26,9 +26,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from ase.build import minimize_rotation_and_translation
+from ase.calculators.calculator import CalculationFailed
 from ase.geometry import find_mic
 from ase.optimize import BFGS, FIRE
 
+from asebo.model.priors import PriorCalculationError
 from asebo.optimize.model_calculators import ModelCalculator
 from asebo.optimize.observations import Observations
 
@@ -60,8 +62,9 @@ class Descents:
     ----------
     ends : tuple of 2 str
         :data:`INITIAL`, :data:`FINAL` or :data:`ELSEWHERE`, for ``+mode`` then ``-mode``.
-    distances : tuple of 2 tuple of 2 float
-        Å: each end's RMSD to the initial and to the final minimum.
+    distances : tuple of 2 (tuple of 2 float or None)
+        Å: each end's RMSD to the initial and to the final minimum; None where the
+        calculator failed on the way (an SCF that does not converge).
     """
 
     ends: tuple
@@ -75,11 +78,14 @@ class Descents:
     def note(self):
         """One line: where each descent ended."""
         parts = []
-        for sign, end, (to_initial, to_final) in zip("+-", self.ends, self.distances):
+        for sign, end, apart in zip("+-", self.ends, self.distances):
+            if apart is None:
+                parts.append(f"{sign}mode: the calculator failed on the way down")
+                continue
             where = ELSEWHERE if end == ELSEWHERE else f"at the {end} minimum"
             parts.append(
-                f"{sign}mode ends {where} (RMSD {to_initial:.3f} Å to the initial, "
-                f"{to_final:.3f} Å to the final)"
+                f"{sign}mode ends {where} (RMSD {apart[0]:.3f} Å to the initial, "
+                f"{apart[1]:.3f} Å to the final)"
             )
         return "; ".join(parts)
 
@@ -132,11 +138,19 @@ def descent_on_model(start, surrogate, observations, calculator, fmax, steps, at
 
 def _sure_descent(atoms, gp, steps):
     """Relax ``atoms`` (on ``gp``'s mean) by FIRE; whether it ended where the GP was sure
-    all the way, else stop at the first configuration where it is not."""
-    for _ in FIRE(atoms, logfile=None, maxstep=MODEL_STEP).irun(fmax=MODEL_FMAX, steps=steps):
-        _, std = gp.predict(atoms.positions[None], return_std=True)
-        if float(np.ravel(std)[0]) > UNSURE:
-            return False
+    all the way, else stop at the first configuration where it is not, or at the last
+    one before the GP's prior calculator failed (an SCF that does not converge)."""
+    last = atoms.positions.copy()  # (n, 3)
+    try:
+        descent = FIRE(atoms, logfile=None, maxstep=MODEL_STEP)
+        for _ in descent.irun(fmax=MODEL_FMAX, steps=steps):
+            _, std = gp.predict(atoms.positions[None], return_std=True)
+            if float(np.ravel(std)[0]) > UNSURE:
+                return False
+            last = atoms.positions.copy()
+    except PriorCalculationError:
+        atoms.positions = last
+        return False
     return True
 
 
@@ -177,17 +191,24 @@ def descents(saddle, mode, initial, final, calculator, model, fmax, steps, toler
     for sign in (1.0, -1.0):
         start = saddle.copy()
         start.positions = saddle.positions + sign * step
-        if model is None:
-            end = descent_on_calculator(start, calculator, fmax, steps)
-        else:
-            surrogate, observations = model
+        try:
+            if model is None:
+                end = descent_on_calculator(start, calculator, fmax, steps)
+            else:
 
-            def at_minimum(atoms):
-                return _nearest(atoms, initial, final, tolerance)[0] != ELSEWHERE
+                def at_minimum(atoms):
+                    return _nearest(atoms, initial, final, tolerance)[0] != ELSEWHERE
 
-            learnt = _copied(observations)
-            end = descent_on_model(start, surrogate, learnt, calculator, fmax, steps, at_minimum)
-        where, apart = _nearest(end, initial, final, tolerance)
+                surrogate, observations = model
+                learnt = _copied(observations)
+                end = descent_on_model(
+                    start, surrogate, learnt, calculator, fmax, steps, at_minimum
+                )
+        except CalculationFailed:  # an SCF that does not converge on the way down
+            end = None
+        where, apart = (
+            (ELSEWHERE, None) if end is None else _nearest(end, initial, final, tolerance)
+        )
         ends.append(where)
         distances.append(apart)
     return Descents(tuple(ends), tuple(distances))

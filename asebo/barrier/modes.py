@@ -11,7 +11,7 @@ audit of the benchmarks.
 """
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -123,7 +123,7 @@ def calculator_hessian(atoms, calculator, free, displacement=DISPLACEMENT):
     return hessian
 
 
-def model_hessian(gp, observations, positions, free, rotations):
+def model_hessian(gp, observations, positions, free, rotations, searched):
     """The model's Hessian (3n, 3n) at ``positions``, eV/Å², no call: the GP's, each
     negative curvature that neither the prior calculator nor a configuration computed
     supports (:func:`asebo.optimize.model_hessian.evidence_of_descent`) replaced by the
@@ -131,6 +131,9 @@ def model_hessian(gp, observations, positions, free, rotations):
     (:func:`asebo.optimize.model_hessian.prior_where_interpolated`), as
     :meth:`asebo.BOOptimizer.model_hessian` reads it: between few calls the GP's mean
     can curve down by itself, most of all across a band, whose calls lie along a path.
+    Where a saddle search ended at ``positions`` (``searched``), the lowest curvature is
+    the one its walk maximised along and is kept, as its own order verdict keeps it
+    (:func:`asebo.saddle.order.judge_order`).
 
     Parameters
     ----------
@@ -141,8 +144,14 @@ def model_hessian(gp, observations, positions, free, rotations):
     free : bool array (n, 3)
     rotations : bool
         Whether rotations are rigid motions too.
+    searched : bool
+        Whether a saddle search ended there.
     """
     _, curvature = curvature_with_evidence(
         gp, observations, positions, free, rotations, gp.prior.is_calculator, False
     )
+    if searched and len(curvature.downward):
+        evidence = curvature.evidence.copy()
+        evidence[curvature.downward[0]] = True
+        curvature = replace(curvature, evidence=evidence)
     return prior_where_interpolated(curvature, gp.prior.for_hessian(), positions).hessian

@@ -54,13 +54,14 @@ class TransitionState:
     route : str
         How the saddle point was searched: ``'saddle search'`` (:class:`asebo.BOSaddle`
         from the band's highest image), ``'climbing image'`` (the band's, where the
-        saddle search does not take the system: a periodic cell, one atom), or
+        workflow does not search: a periodic cell, one atom), or
         ``'climbing image after the saddle search'`` (the search did not converge).
     ends : tuple of 2 str
         Where the descents along ``+mode`` and ``-mode`` ended: ``'initial'``,
         ``'final'`` or ``'elsewhere'``.
-    distances : tuple of 2 tuple of 2 float
-        Å: the RMSD of each descent's end to the initial and to the final minimum.
+    distances : tuple of 2 (tuple of 2 float or None)
+        Å: the RMSD of each descent's end to the initial and to the final minimum;
+        None where the calculator failed on the way down.
     band_converged, saddle_converged : bool
         Whether the band reached its loose ``band_fmax`` and the saddle stage its
         ``fmax``.

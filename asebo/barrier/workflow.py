@@ -8,9 +8,9 @@ Three stages on one record of calls, none repeated:
 2. **Saddle point.** :class:`asebo.BOSaddle` searches from the band's highest image,
    every call of the band an observation, to ``fmax``; where it does not converge in
    :data:`SEARCH_CALLS` calls, the band's climbing image is converged instead
-   (:mod:`asebo.barrier.saddle_stage`). Where the search does not take the system (a
-   periodic cell, one atom), there is nothing to hand the band to: its climbing image
-   converges to ``fmax`` in the band stage.
+   (:mod:`asebo.barrier.saddle_stage`). In a periodic cell, or for one atom
+   (:func:`asebo.barrier.saddle_stage.route_of`), the band is handed to no search: its
+   climbing image converges to ``fmax`` in the band stage.
 3. **Check.** The Hessian at the end, the GP's (no call) or the calculator's by finite
    differences, must have one imaginary mode (:mod:`asebo.barrier.modes`), and a
    descent either way along it, on the GP or on the calculator, must end at the two
@@ -54,7 +54,7 @@ from asebo.barrier.saddle_stage import (
 SURFACES = ("model", "calculator")
 """What the check's Hessian and descents are computed on: the GP of every call (no
 call) or the calculator (calls counted)."""
-BAND_FMAX = 0.5
+BAND_FMAX = 1.0
 """eV/Å: the band's loose criterion before the saddle stage."""
 SEARCH_CALLS = 30
 """Calls at most of the saddle search from the band's highest image before the band's
@@ -94,8 +94,8 @@ def transition_state(
     fmax : float
         eV/Å: the saddle point's largest force.
     band_fmax : float
-        eV/Å: the band's, before the saddle search (where the search does not take the
-        system, the band's climbing image converges to ``fmax``).
+        eV/Å: the band's, before the saddle search (in a periodic cell, or for one atom,
+        the band's climbing image converges to ``fmax``).
     climb : bool
         The band's climbing image during its loose relaxation (always on where the
         band converges to ``fmax``).
@@ -217,14 +217,29 @@ def _check(stage, ends, calculator, hessian, descent, fmax, steps, tolerance):
     free = free_atoms(atoms)  # (n, 3)
     rotations = not atoms.pbc.any()
     counted = CountedCalls(calculator)
-    if hessian == "model":
-        matrix = model_hessian(stage.gp, stage.observations, atoms.positions, free, rotations)
-    else:
-        matrix = calculator_hessian(atoms, counted, free)  # (3n, 3n)
+    matrix = _hessian(stage, free, rotations, hessian, counted)  # (3n, 3n)
     modes = normal_modes(matrix, atoms, free, rotations)
     model = (stage.surrogate, stage.observations) if descent == "model" else None
     found = descents(atoms, modes.lowest, *ends, counted, model, fmax, steps, tolerance)
     return modes, found, counted.calls
+
+
+def _hessian(stage, free, rotations, hessian, counted):
+    """The Hessian (3n, 3n) at the stage's end: the model's where ``hessian`` is
+    ``'model'`` and its prior calculator gives one (an SCF that does not converge there
+    gives none), else the calculator ``counted``'s."""
+    from asebo.model.priors import PriorCalculationError
+
+    atoms = stage.atoms
+    if hessian == "model":
+        try:
+            searched = stage.route == SEARCH
+            return model_hessian(
+                stage.gp, stage.observations, atoms.positions, free, rotations, searched
+            )
+        except PriorCalculationError:
+            pass
+    return calculator_hessian(atoms, counted, free)
 
 
 def _record(stage, ends, modes, found):

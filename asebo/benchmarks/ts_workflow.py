@@ -5,7 +5,7 @@ For each system, from the same relaxed end states and the same IDPP band (the se
 Birkholz and Schlegel's reactions with GFN2-xTB):
 
 - **asebo**: :func:`asebo.barrier.transition_state`, a loose band (``--band-fmax``,
-  0.5 eV/Å), the saddle search from its highest image (the band's climbing image in a
+  1 eV/Å), the saddle search from its highest image (the band's climbing image in a
   periodic cell) to ``--fmax``, and its own check (the model's Hessian and descents
   on the model, the calculator where the model is unsure). Calls of the band's moving
   images, of the saddle stage and of the check.
@@ -86,7 +86,7 @@ def add_arguments(parser):
         help="the methods to run, in the table's order (default: all three)",
     )
     parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å, of the saddle point")
-    parser.add_argument("--band-fmax", type=float, default=0.5, help="eV/Å, of asebo's loose band")
+    parser.add_argument("--band-fmax", type=float, default=1.0, help="eV/Å, of asebo's loose band")
     parser.add_argument(
         "--no-climb", action="store_true", help="asebo's loose band without its climbing image"
     )

@@ -4,16 +4,16 @@ INITIAL and FINAL are two minima, relaxed beforehand (``asebo optimize``): the s
 atoms in the same order, and the same cell. :func:`asebo.barrier.transition_state`
 relaxes a band of ``--images`` moving images between them with BONEB to a loose
 ``--band-fmax``, searches the saddle point from its highest image with BOSaddle to
-``--fmax`` (in a periodic cell, the band's climbing image), every call of the band
-taken by the search, and checks it: one imaginary mode in the Hessian at the end
-(``--hessian model``, the GP's, no call; ``calculator``, finite differences), and a
-descent either way along that mode ending at INITIAL and at FINAL (``--descent``: on
-the GP where it is sure, the calculator finishing where it is not; or on the
-calculator), within ``--tolerance`` Å (RMSD). One calculator of the ``--calc`` preset
-computes every configuration; the band's and the search's step lines go to the screen
-(``--logfile``). The saddle point is written to ``--output`` (default: INITIAL's stem
-with ``_ts.xyz``) with its energy and forces. The last line says what was found: the
-verdict, the barriers forward and backward, the imaginary frequency and the calls of
+``--fmax`` (in a periodic cell, the band's climbing image converges instead), every call
+of the band taken by the search, and checks it: one imaginary mode in the Hessian at the
+end (``--hessian model``, the GP's, no call; ``calculator``, finite differences), and a
+descent either way along that mode ending at INITIAL and at FINAL within ``--tolerance``
+Å (RMSD; ``--descent model``, on the GP, the calculator computing where the GP is
+unsure; ``calculator``, BFGS with the calculator). One calculator of the ``--calc``
+preset computes every configuration; the band's and the search's step lines go to the
+screen (``--logfile``). The saddle point is written to ``--output`` (default: INITIAL's
+stem with ``_ts.xyz``) with its energy and forces. The last line says what was found:
+the verdict, the barriers forward and backward, the imaginary frequency and the calls of
 each stage. An existing output is kept unless ``--force``, except the saddle point an
 earlier run of the same ``--restart`` wrote, which the run that goes on replaces.
 
@@ -24,8 +24,8 @@ cannot read, two minima of other atoms or cells or one configuration twice, an u
 restart file, an ``--fmax``, ``--band-fmax``, ``--steps``, ``--images`` or
 ``--tolerance`` that cannot be, an existing output without ``--force``, an output name
 whose format ASE cannot tell, a file that cannot be written there, two files that are
-one); 3 a run stopped by its calculator or by a file it could not write; 130
-interrupted by Ctrl-C. Each stop prints one line, with what the restart files keep.
+one); 3 a run stopped by its calculator or by a file it could not write; 130 interrupted
+by Ctrl-C. Each stop prints one line, with what the restart files keep.
 """
 
 import math
@@ -70,7 +70,7 @@ def add_arguments(parser):
     parser.add_argument("--images", type=int, default=5, help="moving images of the band")
     parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å, of the saddle point")
     parser.add_argument(
-        "--band-fmax", type=float, default=0.5, help="eV/Å, of the band before the search"
+        "--band-fmax", type=float, default=1.0, help="eV/Å, of the band before the search"
     )
     parser.add_argument(
         "--steps", type=int, default=200, help="calls at most of the band, and of the search"
@@ -85,8 +85,8 @@ def add_arguments(parser):
         "--descent",
         default="model",
         choices=SURFACES,
-        help="the check's descents along the imaginary mode: on the GP where it is sure, "
-        "or on the calculator",
+        help="the check's descents along the imaginary mode: on the GP, the calculator "
+        "computing where it is unsure, or with the calculator",
     )
     parser.add_argument(
         "--tolerance",
