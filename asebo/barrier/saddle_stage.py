@@ -86,8 +86,8 @@ def searched_saddle(band, fmax, steps, **options):
     in at most ``steps`` calls; ``options`` for :class:`asebo.BOSaddle`."""
     from asebo.saddle import BOSaddle
 
-    before = len(band.record.observations)
     with BOSaddle.from_band(band, **options) as search:
+        before = len(search.observations)  # the band's, and a restart file's calls
         converged = bool(search.run(fmax=fmax, steps=steps))
         record = search.observations
         index = record.find(search.atoms.positions)

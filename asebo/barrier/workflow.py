@@ -112,7 +112,8 @@ def transition_state(
         Å: a descent's end this close (RMSD) to a minimum is at it.
     restart : str, optional
         Stem of the band's and the saddle search's restart files
-        (``STEM-band.json``, ``STEM-saddle.json``): the same call again repeats no call.
+        (``STEM-band.json``, ``STEM-saddle.json``): the same call again repeats no call
+        of the band or the search (the check's own calls are not kept).
     logfile : file, str or None
         ``'-'`` for standard output: the band's and the search's step lines and a line
         per stage.
@@ -265,7 +266,7 @@ def _record(stage, ends, modes, found):
     elif not found.connected:
         code, reason = NOT_CONNECTED, f"not connected to the minima given: {found.note()}"
     else:
-        code, reason = VERIFIED, f"a first-order saddle point, {order}, joining the two minima"
+        code, reason = VERIFIED, "a first-order saddle point joining the two minima"
     return {
         "atoms": stage.atoms,
         "forward_barrier": energy - ends[0].get_potential_energy(),
