@@ -221,3 +221,17 @@ def test_what_the_saddle_search_cannot_take_is_refused_before_any_call(
         assert (tmp_path / "guess_saddle.xyz").read_text() == "mine"
     else:
         assert not (tmp_path / "guess_saddle.xyz").exists()
+
+
+def test_a_surface_hops_saddle_point_from_a_guess_file(tmp_path, monkeypatch, capsys):
+    from asebo.benchmarks.hop_saddles import FLAT, HOPS, free_curvatures, hop_guess
+
+    pytest.importorskip("sella")
+    monkeypatch.chdir(tmp_path)
+    initial, final = HOPS["pt_pt111"]()
+    hop_guess(initial, final).write("hop.traj")  # FixAtoms kept
+    assert main(["saddle", "hop.traj", "--calc", "emt", "--logfile", "-"]) == 0
+    assert "a first-order saddle point" in capsys.readouterr().out.strip().splitlines()[-1]
+    saddle = read("hop_saddle.xyz")
+    saddle.set_constraint(read("hop.traj").constraints)
+    assert (free_curvatures(saddle, get_calculator("emt")) < FLAT).sum() == 1

@@ -61,9 +61,9 @@ def add_arguments(parser):
         "--prior",
         default=None,
         choices=[*MODEL_PRIORS, AUTO, *available()],
-        help="the GP's prior mean (default: auto, GFN2-xTB under another calculator, the "
-        "other GFN-xTB method under tblite, else the Lindh model): a model prior, auto, or "
-        "a calculator preset",
+        help="the GP's prior mean (default: the pair springs for a periodic cell; for a "
+        "molecule auto, GFN2-xTB under another calculator, the other GFN-xTB method under "
+        "tblite, else the Lindh model): a model prior, auto, or a calculator preset",
     )
     parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å")
     parser.add_argument("--steps", type=int, default=200)
