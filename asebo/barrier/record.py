@@ -54,7 +54,7 @@ class TransitionState:
     route : str
         How the saddle point was searched: ``'saddle search'`` (:class:`asebo.BOSaddle`
         from the band's highest image), ``'climbing image'`` (the band's, where the
-        workflow does not search: a periodic cell, one atom), or
+        workflow does not search: one atom, no Sella), or
         ``'climbing image after the saddle search'`` (the search did not converge).
     ends : tuple of 2 str
         Where the descents along ``+mode`` and ``-mode`` ended: ``'initial'``,

@@ -1,6 +1,6 @@
 """The saddle point from a relaxed band: :class:`asebo.BOSaddle` from its highest image
 with every call of the band as an observation, or the band's climbing image converged
-on the same GP (a periodic cell, one atom, Sella not installed: :func:`route_of`).
+on the same GP (one atom, Sella not installed: :func:`route_of`).
 
 Either way the stage ends with the configuration reached and its computed energy and
 forces (:class:`SaddleStage`), and the GP of every call made, the model the check reads.
@@ -8,7 +8,6 @@ forces (:class:`SaddleStage`), and the GP of every call made, the model the chec
 
 from dataclasses import dataclass
 
-import numpy as np
 from ase.calculators.singlepoint import SinglePointCalculator
 
 SEARCH = "saddle search"
@@ -53,13 +52,9 @@ class SaddleStage:
 
 
 def route_of(atoms):
-    """:data:`SEARCH` for a molecule of two atoms or more where Sella is installed, else
-    :data:`CLIMBING`. In a periodic cell the band's climbing image is taken: on the EMT
-    hops of ``asebo bench ts_workflow`` it reached every saddle point in 49 calls, where
-    the saddle search from the band's highest image took 47 and stopped once at
-    converged forces where its model had two negative curvatures of the interpolation's
-    alone (Au on Al(100); docs/notes/two-minima-workflow.md)."""
-    if np.any(atoms.pbc) or len(atoms) < 2:
+    """:data:`SEARCH` for two atoms or more, a molecule or a periodic cell, where Sella
+    is installed, else :data:`CLIMBING`."""
+    if len(atoms) < 2:
         return CLIMBING
     try:
         import sella  # noqa: F401

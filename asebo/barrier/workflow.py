@@ -8,7 +8,7 @@ Three stages on one record of calls, none repeated:
 2. **Saddle point.** :class:`asebo.BOSaddle` searches from the band's highest image,
    every call of the band an observation, to ``fmax``; where it does not converge in
    :data:`SEARCH_CALLS` calls, the band's climbing image is converged instead
-   (:mod:`asebo.barrier.saddle_stage`). In a periodic cell, or for one atom
+   (:mod:`asebo.barrier.saddle_stage`). For one atom, or without Sella
    (:func:`asebo.barrier.saddle_stage.route_of`), the band is handed to no search: its
    climbing image converges to ``fmax`` in the band stage.
 3. **Check.** The Hessian at the end, the GP's (no call) or the calculator's by finite
@@ -94,7 +94,7 @@ def transition_state(
     fmax : float
         eV/Å: the saddle point's largest force.
     band_fmax : float
-        eV/Å: the band's, before the saddle search (in a periodic cell, or for one atom,
+        eV/Å: the band's, before the saddle search (for one atom, or without Sella,
         the band's climbing image converges to ``fmax``).
     climb : bool
         The band's climbing image during its loose relaxation (always on where the

@@ -4,7 +4,7 @@ INITIAL and FINAL are two minima, relaxed beforehand (``asebo optimize``): the s
 atoms in the same order, and the same cell. :func:`asebo.barrier.transition_state`
 relaxes a band of ``--images`` moving images between them with BONEB to a loose
 ``--band-fmax``, searches the saddle point from its highest image with BOSaddle to
-``--fmax`` (in a periodic cell, the band's climbing image converges instead), every call
+``--fmax`` (for one atom, the band's climbing image converges instead), every call
 of the band taken by the search, and checks it: one imaginary mode in the Hessian at the
 end (``--hessian model``, the GP's, no call; ``calculator``, finite differences), and a
 descent either way along that mode ending at INITIAL and at FINAL within ``--tolerance``
