@@ -5,9 +5,9 @@ For each system, from the same relaxed end states and the same IDPP band (the se
 Birkholz and Schlegel's reactions with GFN2-xTB):
 
 - **asebo**: :func:`asebo.barrier.transition_state`, a loose band (``--band-fmax``,
-  1 eV/Å), the saddle search from its highest image (the band's climbing image in a
-  periodic cell) to ``--fmax``, and its own check (the model's Hessian and descents
-  on the model, the calculator where the model is unsure). Calls of the band's moving
+  1 eV/Å), the saddle search from its highest image to ``--fmax``, and its own check
+  (the model's Hessian and descents on the model, the calculator where the model is
+  unsure). Calls of the band's moving
   images, of the saddle stage and of the check.
 - **NEB+Sella**: ASE's NEB (no climbing image) with FIRE to 0.5 eV/Å, as quacc's
   NEB-then-Sella recipe runs it, then Sella (``order=1``, internal coordinates for a
