@@ -13,6 +13,8 @@ from asebo.benchmarks._endpoint_audit import (
     finite_difference_hessian,
     frequencies,
     imaginary_modes,
+    lowest_mode,
+    mode_overlap,
 )
 from calculators import get_calculator
 
@@ -50,6 +52,27 @@ def test_a_planar_ammonia_is_a_saddle_and_the_pyramid_a_minimum():
     BFGS(planar, logfile=None).run(fmax=1e-3)  # stays planar: the forces keep the plane
     found = imaginary_modes(planar, get_calculator("gfn2"))
     assert len(found) == 1 and found[0] > THRESHOLD
+
+
+def test_planar_ammonias_umbrella_is_its_lowest_mode_in_any_orientation():
+    planar = molecule("NH3")
+    planar.positions[:, 2] = 0.0
+    planar.calc = get_calculator("gfn2")
+    BFGS(planar, logfile=None).run(fmax=1e-3)
+    mode = lowest_mode(finite_difference_hessian(planar, get_calculator("gfn2")), planar)
+    # the umbrella: every atom along the plane's normal, the hydrogens against nitrogen
+    assert np.abs(mode[:, :2]).max() < 1e-3
+    assert np.sign(mode[0, 2]) != np.sign(mode[1, 2])
+    turned = planar.copy()
+    turned.rotate(70, "x")
+    turned.rotate(30, "z")
+    turned.translate([1.0, -2.0, 0.5])
+    mode_turned = lowest_mode(finite_difference_hessian(turned, get_calculator("gfn2")), turned)
+    assert mode_overlap(planar, mode, turned, mode_turned) > 0.999
+    # a motion in the plane is orthogonal to it
+    stretch = np.zeros_like(mode)
+    stretch[1, :2] = planar.positions[1, :2] / np.linalg.norm(planar.positions[1, :2])
+    assert mode_overlap(planar, mode, planar, stretch) < 1e-3
 
 
 def test_hessian_is_the_closed_form_of_a_harmonic_pair():

@@ -61,10 +61,42 @@ def frequencies(hessian, atoms):
     return np.sign(curvatures) * np.sqrt(np.abs(curvatures)) * TO_WAVENUMBER
 
 
-def imaginary_modes(atoms, calculator):
-    """The imaginary frequencies above :data:`THRESHOLD` at ``atoms``, cm⁻¹ (positive)."""
-    found = frequencies(finite_difference_hessian(atoms, calculator), atoms)
+def imaginary_modes(atoms, calculator, hessian=None):
+    """The imaginary frequencies above :data:`THRESHOLD` at ``atoms``, cm⁻¹ (positive);
+    ``hessian`` (3n, 3n), eV/Å², where computed already."""
+    if hessian is None:
+        hessian = finite_difference_hessian(atoms, calculator)
+    found = frequencies(hessian, atoms)
     return [float(-f) for f in found if f < -THRESHOLD]
+
+
+def lowest_mode(hessian, atoms):
+    """The unit Cartesian displacement (n, 3) of the lowest mass-weighted curvature of
+    ``hessian`` (3n, 3n) at ``atoms``, the rigid motions left out as in
+    :func:`frequencies`."""
+    masses = atoms.get_masses()
+    weights = np.repeat(np.sqrt(masses), 3)  # (3n,)
+    rotations = not np.any(atoms.pbc)
+    basis = mass_weighted_internal_basis(atoms.get_positions(), masses, rotations)  # (3n, k)
+    weighted = hessian / np.outer(weights, weights)
+    _, vectors = np.linalg.eigh(basis.T @ weighted @ basis)
+    displacement = (basis @ vectors[:, 0]) / weights  # (3n,): back to Cartesian
+    return (displacement / np.linalg.norm(displacement)).reshape(-1, 3)
+
+
+def mode_overlap(reference, mode, other, other_mode):
+    """The absolute overlap of unit modes (n, 3) at two configurations of one molecule:
+    ``other_mode`` turned by the rotation that best lays ``other`` onto ``reference``
+    (W. Kabsch, Acta Cryst. A 32, 922 (1976); none in a periodic cell), 1 for the same
+    motion, 0 for orthogonal ones."""
+    turn = np.eye(3)
+    if not np.any(reference.pbc):
+        from calculators.box import kabsch_rotation
+
+        here = other.positions - other.positions.mean(axis=0)
+        there = reference.positions - reference.positions.mean(axis=0)
+        turn = kabsch_rotation(here, there)
+    return float(abs(np.vdot(mode, np.asarray(other_mode) @ turn.T)))
 
 
 def audit_section(results, labels, reference="lbfgs"):

@@ -8,10 +8,14 @@ E. D. Hermes et al., J. Chem. Theory Comput. 18, 6974 (2022)) side by side in on
 Prints one row per guess: each optimizer's force calls (``*`` not converged), and
 at each endpoint the imaginary modes of the finite-difference Hessian
 (:func:`asebo.benchmarks._endpoint_audit.imaginary_modes`, above 50 cm⁻¹, its calls
-not counted) and the energy above the lower of the two endpoints (meV); then the
-calls in all, the runs ending at a first-order saddle point, and those where both end
-at one with energies within 10 meV (the same saddle). A run that raises is a row
-that says so. ``--optimizers`` runs one of the two only.
+not counted), the overlap of the endpoint's lowest mode with the guess's lowest mode
+(both of the finite-difference Hessians, mass-weighted, the rigid motions left out,
+the endpoint turned onto the guess: :func:`asebo.benchmarks._endpoint_audit.mode_overlap`)
+and the energy above the lower of the two endpoints (meV); then the calls in all, the
+runs ending at a first-order saddle point, those of them on the guess's mode (overlap
+:data:`ON_MODE` or more: a first-order saddle point of another motion is a miss), and
+those where both end at one with energies within 10 meV (the same saddle). A run that
+raises is a row that says so. ``--optimizers`` runs one of the two only.
 
 ``--set reactions`` takes instead the approximate transition state of each reaction of
 Birkholz and Schlegel's path test set (from A. B. Birkholz and H. B. Schlegel's work on
@@ -45,6 +49,7 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 SETS = {"baker_ts": DATA / "baker_ts", "reactions": DATA / "reactions"}
 OPTIMIZERS = ("BOSaddle", "Sella")
 SAME = 0.01  # eV: two first-order endpoints this close are the same saddle point
+ON_MODE = 0.5  # the overlap of an endpoint's imaginary mode with the guess's lowest mode
 
 
 def add_arguments(parser):
@@ -103,14 +108,23 @@ def guess(name, folder="baker_ts"):
 def search(task):
     """Run one optimizer from one guess: a dict of the result."""
     name, folder, optimizer, fmax, steps, skip_modes, prior, preset = task
-    from asebo.benchmarks._endpoint_audit import imaginary_modes
+    from asebo.benchmarks._endpoint_audit import (
+        finite_difference_hessian,
+        imaginary_modes,
+        lowest_mode,
+        mode_overlap,
+    )
     from asebo.model.priors import resolve_prior
     from calculators import CountingCalculator, get_calculator
 
     atoms = guess(name, folder)
+    start = atoms.copy()
+    start_mode = None
+    if not skip_modes:
+        start_mode = lowest_mode(finite_difference_hessian(start, get_calculator(preset)), start)
     counter = CountingCalculator(get_calculator(preset))
     atoms.calc = counter
-    start = time.perf_counter()
+    began = time.perf_counter()
     try:
         if optimizer == "BOSaddle":
             from asebo.saddle import BOSaddle
@@ -125,13 +139,18 @@ def search(task):
         energy = atoms.get_potential_energy()
     except Exception as error:  # an SCF that fails: a row that says so
         return {"calls": counter.ncalls, "error": f"{type(error).__name__}: {str(error)[:80]}"}
-    seconds = time.perf_counter() - start - counter.wall_time
-    modes = None if skip_modes else imaginary_modes(atoms, get_calculator(preset))
+    seconds = time.perf_counter() - began - counter.wall_time
+    modes = overlap = None
+    if not skip_modes:
+        hessian = finite_difference_hessian(atoms, get_calculator(preset))
+        modes = imaginary_modes(atoms, None, hessian)
+        overlap = mode_overlap(start, start_mode, atoms, lowest_mode(hessian, atoms))
     return {
         "calls": counter.ncalls,
         "converged": bool(converged),
         "energy": float(energy),
         "modes": modes,
+        "overlap": overlap,
         "seconds": seconds,
     }
 
@@ -140,16 +159,23 @@ def _first_order(result):
     return "error" not in result and result["modes"] is not None and len(result["modes"]) == 1
 
 
+def _on_the_guess_mode(result):
+    """A first-order endpoint whose imaginary mode overlaps the guess's lowest mode by
+    :data:`ON_MODE` or more."""
+    return _first_order(result) and result["overlap"] >= ON_MODE
+
+
 def _cell(result, lowest):
     if "error" in result:
         return f"{result['calls']}, {result['error']}"
     star = "" if result["converged"] else "*"
     if result["modes"] is None:
-        modes = "not computed"
+        modes, overlap = "not computed", "-"
     else:
         modes = ", ".join(f"{m:.0f}i" for m in result["modes"]) or "-"
+        overlap = f"{result['overlap']:.2f}"
     above = 1000 * (result["energy"] - lowest)
-    return f"{result['calls']}{star} | {modes} | {above:.1f}"
+    return f"{result['calls']}{star} | {modes} | {overlap} | {above:.1f}"
 
 
 def run(args):
@@ -178,9 +204,11 @@ def run(args):
             results[task[0], task[2]] = result
             print(f"{task[0]} {task[2]}: {_cell(result, result.get('energy', 0.0))}", flush=True)
     print()
-    header = " | ".join(f"{o} calls | {o} imaginary (cm⁻¹) | {o} above (meV)" for o in optimizers)
+    header = " | ".join(
+        f"{o} calls | {o} imaginary (cm⁻¹) | {o} overlap | {o} above (meV)" for o in optimizers
+    )
     print(f"| guess | {header} |")
-    print("|---|" + "---|---|---|" * len(optimizers))
+    print("|---|" + "---|---|---|---|" * len(optimizers))
     same = 0
     for name in names:
         row = [results[(name, o)] for o in optimizers]
@@ -196,7 +224,13 @@ def run(args):
         converged = sum(r.get("converged", False) for r in done)
         checked = all("error" in r or r["modes"] is not None for r in done)
         first = sum(_first_order(r) for r in done)
-        orders = f"{first} at a first-order saddle point" if checked else "orders not computed"
+        on_mode = sum(_on_the_guess_mode(r) for r in done)
+        orders = (
+            f"{first} at a first-order saddle point, {on_mode} of them on the guess's mode "
+            f"(overlap {ON_MODE} or more)"
+            if checked
+            else "orders not computed"
+        )
         seconds = [r["seconds"] / max(r["calls"], 1) for r in done if "seconds" in r]
         print(
             f"{optimizer}: {calls} calls in all, {converged} of {len(names)} converged, "
