@@ -14,6 +14,17 @@ SAME_MINIMUM = 0.05
 """Å: two minima this close (RMSD) are one, and no reaction joins them."""
 
 
+def same_system(initial, final):
+    """Whether two endpoints hold the same atoms in the same order, boundary conditions
+    and cell (1e-8 Å): what a band between them needs."""
+    return (
+        len(initial) == len(final)
+        and np.array_equal(initial.numbers, final.numbers)
+        and np.array_equal(initial.pbc, final.pbc)
+        and np.allclose(initial.cell, final.cell, atol=1e-8)
+    )
+
+
 def check_endpoints(initial, final, calculator, n_images):
     """Raise ValueError (TypeError for what is not an ``ase.Atoms`` or a calculator)
     where no band can join ``initial`` and ``final``: other atoms, cells or boundary
@@ -31,13 +42,7 @@ def check_endpoints(initial, final, calculator, n_images):
         raise ValueError(
             f"n_images must be a whole number of moving images, 1 or more, got {n_images!r}"
         )
-    same = (
-        len(initial) == len(final)
-        and np.array_equal(initial.numbers, final.numbers)
-        and np.array_equal(initial.pbc, final.pbc)
-        and np.allclose(initial.cell, final.cell, atol=1e-8)
-    )
-    if not same:
+    if not same_system(initial, final):
         raise ValueError(
             "initial and final hold other atoms (numbers, order), cells or boundary "
             "conditions: give the same atoms in the same order and cell"

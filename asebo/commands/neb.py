@@ -207,13 +207,9 @@ def _written_from_restart(output, restart):
 
 def _check_endpoints(args, initial, final):
     """Refuse endpoints that are not the same atoms, in the same order and cell."""
-    same = (
-        len(initial) == len(final)
-        and np.array_equal(initial.numbers, final.numbers)
-        and np.array_equal(initial.pbc, final.pbc)
-        and np.allclose(initial.cell, final.cell, atol=1e-8)
-    )
-    if not same:
+    from asebo.barrier.band_setup import same_system  # brings the optimizers: on use
+
+    if not same_system(initial, final):
         raise _refuse(
             f"{args.final} holds other atoms, boundary conditions or cell than {args.initial} "
             f"({final.get_chemical_formula()} against {initial.get_chemical_formula()}): "
