@@ -2,6 +2,8 @@
 the model, never at a minimum or at a saddle point of higher order; a walk on the model
 that fails is a shorter walk, never the caller's exception."""
 
+import io
+
 import numpy as np
 import pytest
 from ase.build import molecule
@@ -69,6 +71,27 @@ def test_a_first_order_saddle_point_is_converged_with_the_models_imaginary_frequ
     assert (result.order, result.reason) == (1, FIRST_ORDER)
     (target,) = imaginary_modes(atoms, get_calculator("gfn2"))  # 1426 cm-1
     assert result.imaginary == pytest.approx(target, rel=0.05)
+
+
+def test_the_result_gives_the_overlap_of_its_mode_with_the_mode_climbed_in_any_orientation():
+    ends = []
+    for angle in (0.0, 70.0):
+        atoms = guess("02_hcch")
+        atoms.rotate(angle, "x", center="COP")
+        atoms.rotate(angle / 2, "z", center="COP")
+        atoms.calc = get_calculator("gfn2")
+        log = io.StringIO()
+        search = BOSaddle(atoms, logfile=log, prior="lindh")  # a model prior: no call
+        assert search.run(fmax=0.05)
+        start_mode = np.asarray(search.observations.state["start_mode"])
+        assert np.linalg.norm(start_mode) == pytest.approx(1.0)
+        overlap = search.result.overlap
+        assert 0.0 <= overlap <= 1.0 + 1e-9
+        assert f"overlaps the mode climbed from the start by {overlap:.2f}" in log.getvalue()
+        ends.append(search.result)
+    # the overlap turns the start onto the end: the same in any orientation of the guess
+    assert ends[1].overlap == pytest.approx(ends[0].overlap, abs=1e-3)
+    assert ends[1].imaginary == pytest.approx(ends[0].imaginary, rel=1e-3)
 
 
 class FailsAt(Calculator):

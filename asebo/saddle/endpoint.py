@@ -7,6 +7,7 @@ import numpy as np
 from ase.parallel import broadcast
 
 from asebo.optimize.walk_trust import largest_norm
+from asebo.saddle.mode_probe import mode_overlap
 from asebo.saddle.order import judge_order
 from asebo.saddle.result import judged_end, unjudged_end
 from asebo.threads import with_optimizer_threads
@@ -14,9 +15,10 @@ from asebo.threads import with_optimizer_threads
 
 class SaddleEndpoint:
     """The order verdict and the result of :class:`asebo.saddle.BOSaddle`: a mixin of a
-    driver with ``atoms``, ``fmax``, ``comm``, ``step_log``, ``observations``,
-    ``settings``, ``trust_radius``, ``rotations``, ``_order``, ``_order_noted``, ``_stopped``,
-    ``_predicted``, ``_free()``, ``_free_forces()``, ``_fitted()`` and ``_save()``."""
+    driver with ``atoms``, ``fmax``, ``comm``, ``step_log``, ``observations`` (its
+    ``start`` and ``start_mode``), ``settings``, ``trust_radius``, ``rotations``,
+    ``_order``, ``_order_noted``, ``_stopped``, ``_predicted``, ``_free()``,
+    ``_free_forces()``, ``_fitted()`` and ``_save()``."""
 
     @property
     def result(self):
@@ -26,9 +28,19 @@ class SaddleEndpoint:
             return None
         verdict = self._order_verdict()
         if verdict is not None and verdict.step is None:
-            return judged_end(verdict)
+            return judged_end(verdict, self._overlap_with_start(verdict))
         order = None if verdict is None else verdict.order
         return unjudged_end(verdict is not None, order, self._stopped)
+
+    def _overlap_with_start(self, verdict):
+        """The overlap of ``verdict``'s imaginary mode with the mode climbed from the
+        start (:func:`asebo.saddle.mode_probe.mode_overlap`); None without either."""
+        state = self.observations.state
+        if verdict.mode is None or "start_mode" not in state:
+            return None
+        start = np.asarray(state["start"], dtype=float)
+        start_mode = np.asarray(state["start_mode"], dtype=float)
+        return mode_overlap(start, start_mode, self.atoms.positions, verdict.mode, self.rotations)
 
     def _order_step(self):
         """The :class:`asebo.saddle.order.OrderStep` of :meth:`_order_verdict`, or None."""
@@ -71,7 +83,13 @@ class SaddleEndpoint:
         verdict = self._order_verdict()
         if verdict is None or self._order_noted == self._order[0]:
             return
-        self.step_log.notes([verdict.note()])
+        overlap = self._overlap_with_start(verdict)
+        turned = (
+            []
+            if overlap is None
+            else [f"its imaginary mode overlaps the mode climbed from the start by {overlap:.2f}"]
+        )
+        self.step_log.notes([verdict.note(), *turned])
         self._order_noted = self._order[0]
 
     def _step_off(self, stepped):

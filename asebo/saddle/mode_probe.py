@@ -24,9 +24,25 @@ from dataclasses import dataclass
 
 import numpy as np
 from ase.parallel import broadcast
+from scipy.spatial.transform import Rotation
 
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
 from asebo.optimize.walk_trust import largest_norm
+
+
+def mode_overlap(start, start_mode, end, end_mode, rotations):
+    """The absolute overlap of the unit modes ``start_mode`` at ``start`` and
+    ``end_mode`` at ``end`` (each (n, 3)): 1 for the same motion, 0 for orthogonal
+    ones. With ``rotations`` (a molecule), ``start_mode`` is first turned by the
+    rotation that best lays ``start`` onto ``end`` (W. Kabsch, Acta Cryst. A 32, 922
+    (1976), as :meth:`scipy.spatial.transform.Rotation.align_vectors` finds it)."""
+    mode = np.asarray(start_mode, dtype=float)  # (n, 3)
+    if rotations:
+        start = np.asarray(start) - np.mean(start, axis=0)
+        end = np.asarray(end) - np.mean(end, axis=0)
+        turn, _ = Rotation.align_vectors(end, start)
+        mode = turn.apply(mode)
+    return float(abs(np.vdot(mode, end_mode)))
 
 
 def lowest_mode(gp, positions, free, rotations):
@@ -98,10 +114,29 @@ def next_probe(gp, start, free, rotations, probed, settings):
 
 
 class StartModeTest:
-    """The test of the start's lowest mode in :class:`asebo.saddle.BOSaddle`: a mixin of
-    a driver with ``atoms``, ``comm``, ``observations``, ``settings``, ``prior``,
-    ``rotations``, ``step_log``, ``reason``, ``_predicted``, ``_free()``, ``_fitted()``
-    and ``_save()``."""
+    """The test of the start's lowest mode in :class:`asebo.saddle.BOSaddle`, and the
+    record of the mode climbed from the start: a mixin of a driver with ``atoms``,
+    ``comm``, ``observations``, ``settings``, ``prior``, ``rotations``, ``step_log``,
+    ``reason``, ``_predicted``, ``_free()``, ``_fitted()`` and ``_save()``."""
+
+    def _keep_start_mode(self):
+        """Keep the model's lowest mode at the start, the mode the first walk climbs,
+        in the record (``start_mode``) once, where the start is computed and the prior
+        is no calculator: what :attr:`asebo.saddle.BOSaddle.result` compares the
+        endpoint's imaginary mode with. A prior calculator is left out: the model's
+        Hessian calls it, and a calculator that starts from its last state (tblite's
+        SCF from the last wavefunction) would then give the walk other values. Rank 0
+        computes the mode and broadcasts it."""
+        state = self.observations.state
+        start = np.asarray(state["start"], dtype=float)  # (n, 3)
+        if "start_mode" in state or self.prior.is_calculator:
+            return
+        if self.observations.find(start) is None:
+            return
+        mode = None
+        if self.comm.rank == 0:
+            _, mode = lowest_mode(self._fitted(), start, self._free(), self.rotations)
+        state["start_mode"] = broadcast(mode, root=0, comm=self.comm)
 
     def _probe_step(self):
         """Move the atoms to the next probe of the start's lowest mode and return True;
@@ -124,6 +159,7 @@ class StartModeTest:
         probe = broadcast(probe, root=0, comm=self.comm)
         if probe.positions is None:
             state["mode_tested"] = True
+            state["start_mode"] = probe.mode
             self.step_log.notes([probe.note(len(probed))])
             return False
         state["probed"] = [*probed, probe.mode]

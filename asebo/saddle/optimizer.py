@@ -323,6 +323,7 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, Optimize
             return
         if self._probe_step():
             return
+        self._keep_start_mode()
         walked = self._walk() if self.comm.rank == 0 else None
         self._predicted, reason = broadcast(walked, root=0, comm=self.comm)
         self.reason = f"walk: {reason}"

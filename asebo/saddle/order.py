@@ -79,12 +79,15 @@ class OrderVerdict:
     imaginary : float or None
         cm⁻¹, the model's imaginary frequency where it has one negative curvature
         (:func:`lowest_frequency`); None elsewhere.
+    mode : array (n, 3) or None
+        The unit mode of that negative curvature; None elsewhere.
     """
 
     curvatures: np.ndarray
     supported: int
     step: OrderStep | None
     imaginary: float | None = None
+    mode: np.ndarray | None = None
 
     @property
     def order(self):
@@ -152,10 +155,11 @@ def judge_order(gp, observations, positions, free, masses, radius, steps_left, r
         index = supported[0]
         moved = descent_along(gp, positions, curvature.modes[index], radius)
         step = OrderStep(moved, float(curvature.curvatures[index]), len(downward))
-    imaginary = None
+    imaginary = mode = None
     if len(downward) == 1:
         imaginary = -lowest_frequency(curvature.hessian, positions, masses, free, rotations)
-    return OrderVerdict(curvature.curvatures[downward], len(supported), step, imaginary)
+        mode = np.reshape(curvature.modes[downward[0]], np.shape(positions))
+    return OrderVerdict(curvature.curvatures[downward], len(supported), step, imaginary, mode)
 
 
 def lowest_frequency(hessian, positions, masses, free, rotations=True):

@@ -39,6 +39,12 @@ class SaddleResult:
         Why the search ended: :data:`FIRST_ORDER`, :data:`MINIMUM`,
         :data:`HIGHER_ORDER`, :data:`STEPS`, :data:`WALK_FAILED` or
         :data:`WALK_ON_COMPUTED`.
+    overlap : float or None
+        Where ``order`` is 1 and the prior is no calculator, the absolute overlap of
+        the model's imaginary mode with the mode the search climbed from its start, the
+        start turned onto the end (:func:`asebo.saddle.mode_probe.mode_overlap`): near
+        1 where the saddle point is the one of the motion the search set out along,
+        near 0 where it is the saddle point of another; None elsewhere.
     """
 
     converged: bool
@@ -46,14 +52,16 @@ class SaddleResult:
     order: int | None
     imaginary: float | None
     reason: str
+    overlap: float | None = None
 
 
-def judged_end(verdict):
+def judged_end(verdict, overlap=None):
     """The :class:`SaddleResult` where the forces are converged and the search ends on
-    the :class:`asebo.saddle.order.OrderVerdict` ``verdict`` (its step None)."""
+    the :class:`asebo.saddle.order.OrderVerdict` ``verdict`` (its step None), with the
+    ``overlap`` of its imaginary mode with the mode climbed from the start."""
     order = verdict.order
     reason = FIRST_ORDER if order == 1 else MINIMUM if order == 0 else HIGHER_ORDER
-    return SaddleResult(order == 1, True, order, verdict.imaginary, reason)
+    return SaddleResult(order == 1, True, order, verdict.imaginary, reason, overlap)
 
 
 def unjudged_end(forces_converged, order, stopped):
