@@ -103,7 +103,7 @@ def test_the_baker_subset_takes_the_committed_calls(tmp_path):
     assert not message, message
 
 
-@pytest.mark.slow  # Baker: about 2 minutes; drug-like: about 8 minutes on two shared cores
+@pytest.mark.slow  # the whole sets: minutes (docs/notes/prior-regime-drift.md)
 @pytest.mark.parametrize("name", ["baker", "druglike"])
 def test_a_whole_set_takes_the_committed_calls(name, tmp_path):
     record = recorded_sets()[name]

@@ -50,7 +50,6 @@ from asebo.benchmarks.neb import (
 OPTIMIZERS = ("BOSaddle", "Sella", "dimer")
 SAME = 0.01  # eV: first-order endpoints this close are the same saddle point
 FLAT = -0.01  # eV/Å²: a curvature above is no negative one
-DISPLACEMENT = 0.005  # Å, of the central differences
 
 
 def _relaxed(atoms):
@@ -124,26 +123,17 @@ def hop_guess(initial, final):
     return guess
 
 
-def free_curvatures(atoms, calculator, displacement=DISPLACEMENT):
+def free_curvatures(atoms, calculator):
     """The curvatures (k,) in eV/Å², ascending, of ``calculator``'s energy at ``atoms``
-    along the coordinates no ``FixAtoms`` holds, by central differences of the forces;
-    with no atom held, the translations are left out."""
+    along the coordinates no ``FixAtoms`` holds, by central differences of the forces
+    (:func:`asebo.barrier.modes.calculator_hessian`); with no atom held, the
+    translations are left out."""
+    from asebo.barrier.modes import calculator_hessian
     from asebo.optimize.model_hessian import internal_basis
     from asebo.optimize.subspace import free_atoms
 
     free = free_atoms(atoms)  # (n, 3)
-    indices = np.flatnonzero(free.ravel())
-    work = atoms.copy()
-    work.set_constraint()
-    work.calc = calculator
-    hessian = np.zeros((3 * len(atoms), 3 * len(atoms)))
-    for index in indices:
-        for sign in (1.0, -1.0):
-            moved = atoms.positions.copy()
-            moved.flat[index] += sign * displacement
-            work.positions = moved
-            hessian[index] -= sign * work.get_forces().ravel() / (2.0 * displacement)
-    hessian = 0.5 * (hessian + hessian.T)
+    hessian = calculator_hessian(atoms, calculator, free)  # (3n, 3n)
     basis = internal_basis(atoms.positions, free, rotations=False)  # (3n, k)
     return np.linalg.eigvalsh(basis.T @ hessian @ basis)
 

@@ -9,6 +9,25 @@ from asebo.commands import FAILED, CommandExit
 from asebo.commands.optimize import _one_line, _refuse, _why_unwritable
 
 
+def add_run_options(parser):
+    """The options of the run itself that ``asebo neb`` and ``asebo saddle`` share:
+    ``--restart``, ``--threads`` and ``--logfile``."""
+    parser.add_argument(
+        "--restart",
+        type=Path,
+        default=None,
+        help="restart file: read if present, written after every call",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads of the optimizer's own linear algebra, between the calculator's calls "
+        "(default: OMP_NUM_THREADS where set, else 1; the calculator keeps its own)",
+    )
+    parser.add_argument("--logfile", default="-")
+
+
 def check_numbers(args):
     """Refuse an ``--fmax``, ``--steps`` or ``--threads`` that cannot be."""
     if not (math.isfinite(args.fmax) and args.fmax > 0):

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from asebo.commands._barrier_run import (
+    add_run_options,
     check_distinct,
     check_numbers,
     check_writable,
@@ -87,20 +88,7 @@ def add_arguments(parser):
     parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å, on every NEB force")
     parser.add_argument("--steps", type=int, default=500, help="calls of the moving images")
     parser.add_argument("--trajectory", type=Path, default=None, help="the band after each call")
-    parser.add_argument(
-        "--restart",
-        type=Path,
-        default=None,
-        help="restart file: read if present, written after every call",
-    )
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="threads of the optimizer's own linear algebra, between the calculator's calls "
-        "(default: OMP_NUM_THREADS where set, else 1; the calculator keeps its own)",
-    )
-    parser.add_argument("--logfile", default="-")
+    add_run_options(parser)
     parser.add_argument("--output", type=Path, default=None, help="the band, every image")
     picture = parser.add_mutually_exclusive_group()
     picture.add_argument(

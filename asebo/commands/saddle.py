@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from asebo.commands._barrier_run import (
+    add_run_options,
     check_distinct,
     check_numbers,
     check_writable,
@@ -70,20 +71,7 @@ def add_arguments(parser):
     parser.add_argument(
         "--trajectory", type=Path, default=None, help="every configuration computed"
     )
-    parser.add_argument(
-        "--restart",
-        type=Path,
-        default=None,
-        help="restart file: read if present, written after every call",
-    )
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="threads of the optimizer's own linear algebra, between the calculator's calls "
-        "(default: OMP_NUM_THREADS where set, else 1; the calculator keeps its own)",
-    )
-    parser.add_argument("--logfile", default="-")
+    add_run_options(parser)
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument(
         "--force",

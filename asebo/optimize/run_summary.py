@@ -26,8 +26,8 @@ class RunSummary:
         Returns
         -------
         str
-            ``'converged after 7 steps, 8 calls; energy -309.988300 eV, fmax 0.0312
-            eV/Å'``; :data:`NOT_RUN` before ``run``.
+            ``'converged after N steps, M calls; energy E eV, fmax F eV/Å'``;
+            :data:`NOT_RUN` before ``run``.
         """
         if self.fmax is None:
             return NOT_RUN
