@@ -50,7 +50,8 @@ def test_the_automatic_priors_are_built_beside_a_calculators_module(tmp_path):
         from tblite.ase import TBLite
 
         from asebo import BOOptimizer
-        from asebo.model.priors import CalculatorPrior, barrier_prior
+        from asebo.model.default_prior import default_prior
+        from asebo.model.priors import CalculatorPrior
 
         atoms = molecule("H2O")
         atoms.rattle(0.05, seed=0)
@@ -60,7 +61,7 @@ def test_the_automatic_priors_are_built_beside_a_calculators_module(tmp_path):
         assert isinstance(optimizer.prior, CalculatorPrior), optimizer.prior
 
         atoms.calc = TBLite(method="GFN2-xTB", verbosity=0)
-        prior, _ = barrier_prior(atoms)
+        prior = default_prior(atoms, "saddle").prior
         assert prior.parameters["method"] == "GFN1-xTB", prior.parameters
         """,
     )

@@ -463,7 +463,7 @@ def test_a_molecule_band_under_xtb_takes_the_highest_energy_and_inverse_distance
     optimizer.close()
     assert optimizer.representation.name == kernel
     assert isinstance(optimizer.prior, HighestEnergyPrior)
-    assert "prior: the highest energy computed (the target is tblite itself" in log.read_text()
+    assert "prior: the highest energy computed: the target is tblite itself" in log.read_text()
 
 
 def test_a_molecule_band_under_another_calculator_takes_a_gfn2_prior(tmp_path):
@@ -477,7 +477,7 @@ def test_a_molecule_band_under_another_calculator_takes_a_gfn2_prior(tmp_path):
     water.calc = get_calculator("gfn2")
     energy, _ = optimizer.prior.energy_and_forces(water.positions)
     assert energy == pytest.approx(water.get_potential_energy(), abs=1e-8)
-    assert "prior: GFN2-xTB (tblite) as the prior" in log.read_text()
+    assert "prior: GFN2-xTB (tblite), the GP learns the difference" in log.read_text()
     given = BONEB(small_band("H2O", EMT), logfile=None, prior="max")
     assert isinstance(given.prior, HighestEnergyPrior)
 

@@ -402,23 +402,20 @@ def test_auto_prior_takes_gfn2_under_another_calculator_and_says_so():
 
 def test_auto_prior_falls_back_where_gfn2_does_not_fit():
     from asebo.benchmarks.neb import Counted
-    from asebo.model.priors import RecentredLindh, automatic_prior
+    from asebo.model.default_prior import default_prior
+    from asebo.model.priors import RecentredLindh
 
     target = molecule("H2O")
     target.calc = get_calculator("gfn2")
-    assert automatic_prior(target)[0] == "lindh"  # no xTB prior for an xTB target
+    auto = default_prior(target, "minimum", any_target=True)
+    assert auto.prior == "lindh" and auto.rule == "tblite-target-minimum"
     target.calc = Counted(get_calculator("gfn2"))  # a wrapper computes with tblite too
-    assert automatic_prior(target)[0] == "lindh"
+    assert default_prior(target, "minimum", any_target=True).prior == "lindh"
     assert isinstance(BOOptimizer(target, prior="auto", logfile=None).prior, RecentredLindh)
     heavy = Atoms("Fr2", positions=[[0, 0, 0], [0, 0, 4.0]])
     heavy.calc = EMT()
-    choice, reason = automatic_prior(heavy)
-    assert choice == "lindh" and "[87]" in reason
-    slab = molecule("H2O")
-    slab.cell = [5.0, 5.0, 5.0]
-    slab.pbc = True
-    slab.calc = EMT()
-    assert automatic_prior(slab)[0] == "max"
+    choice = default_prior(heavy, "minimum", any_target=True)
+    assert choice.prior == "lindh" and "[87]" in choice.reason
 
 
 class _Recording(Calculator):

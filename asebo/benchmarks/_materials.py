@@ -351,7 +351,7 @@ def table(results, labels, first_column="start"):
         One row per start with the force calls of each optimizer (``*`` not converged,
         ``^`` final energy more than :data:`HIGHER_MINIMUM` above the lowest from the same
         start), the totals over the runs that ended without error, the converged runs,
-        the ratios of the totals to GPMin's and BFGS's, the mean time per step outside the
+        the ratios of the totals to GPMin's, BFGS's and L-BFGS's, the mean time per step outside the
         calculator, where the runs record it (``rmsd_from_start``) the median distance of
         the endpoints from their starts, and the failures and higher minima of each
         optimizer (with the distances from the start of the higher endpoint and the
@@ -398,7 +398,7 @@ def table(results, labels, first_column="start"):
         + " | ".join(f"{converged[label]}/{len(results)}" for label in labels)
         + " |"
     )
-    for reference, name in (("gpmin", "GPMin"), ("bfgs", "BFGS")):
+    for reference, name in (("gpmin", "GPMin"), ("bfgs", "BFGS"), ("lbfgs", "L-BFGS")):
         if totals.get(reference):
             ratios = (
                 f"{totals[label] / totals[reference]:.2f}" if label in ran else "-"

@@ -52,8 +52,9 @@ import torch
 
 from asebo.model import prior_calculators
 from asebo.model.cell_coordinates import GeneralizedCoordinates
+from asebo.model.default_prior import wrapped_by
 from asebo.model.metric import EIGENVALUE_FLOOR, POWER
-from asebo.model.priors import CalculatorPrior, Prior, wraps_calculator
+from asebo.model.priors import CalculatorPrior, Prior
 from asebo.model.springs import ExpSprings, nearest_neighbour_distance, springs_hessian
 
 EMT_METALS = ("Al", "Ni", "Cu", "Pd", "Ag", "Pt", "Au")
@@ -361,13 +362,13 @@ def automatic_periodic_prior(system, recentre):
     atoms = coordinates.atoms
     calculator = getattr(atoms, "calc", None)
     springs = RecentredSprings(system, recentre)
-    if calculator is not None and wraps_calculator(calculator, "emt"):
+    if calculator is not None and wrapped_by(calculator, ("emt",)):
         return springs, "pair springs (Exp force constants): the target is EMT itself"
     others = sorted(set(atoms.get_chemical_symbols()) - set(EMT_METALS))
     if not others:
         return calculator_prior(EMT(), system), "EMT as the prior; the GP learns the difference"
     beyond = f"EMT has no metal parameters for {others}"
-    if calculator is not None and wraps_calculator(calculator, "chgnet"):
+    if calculator is not None and wrapped_by(calculator, ("chgnet",)):
         return springs, f"pair springs (Exp force constants): {beyond}, and the target is CHGNet"
     if importlib.util.find_spec("chgnet") is None:
         return (

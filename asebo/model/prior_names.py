@@ -10,4 +10,4 @@ highest energy seen, the mean energy seen."""
 
 AUTO = "auto"
 """The prior chosen from the system and its calculator by
-:func:`asebo.model.priors.automatic_prior`."""
+:func:`asebo.model.default_prior.default_prior` with ``any_target``."""

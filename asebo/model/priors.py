@@ -30,7 +30,6 @@ calculators ``prior='auto'`` takes come from :mod:`asebo.model.prior_calculators
 not from the presets, so that a ``calculators.py`` of the user's does not break it.
 """
 
-import importlib.util
 from collections import OrderedDict
 from numbers import Real
 
@@ -457,9 +456,6 @@ def _straightened(bonded, bends, angles):
     return np.where(straight, np.pi, np.where(folded, 0.0, angles))
 
 
-XTB_LAST_ELEMENT = 86  # GFN2-xTB is parametrised for H to Rn
-
-
 def resolve_prior(prior):
     """The ``prior`` argument of :class:`asebo.BOOptimizer` for a name, number or calculator.
 
@@ -496,102 +492,6 @@ def resolve_prior(prior):
             f"unknown prior {prior!r}: use one of {', '.join(MODEL_PRIORS)}, a "
             f"number, or a calculator preset ({error})"
         ) from None
-
-
-def wraps_calculator(calculator, name):
-    """Whether ``calculator`` is one whose class or module names ``name`` (``'emt'``:
-    ASE's or ASAP's EMT; ``'tblite'``), or wraps one: a call counter, say, that keeps
-    the wrapped calculator as ``calc`` and computes with it."""
-    return wrapped_calculator(calculator, name) is not None
-
-
-def wrapped_calculator(calculator, name):
-    """The calculator :func:`wraps_calculator` finds in ``calculator``, or None."""
-    for _ in range(8):  # wrappers of wrappers, never a cycle
-        if calculator is None:
-            return None
-        if name in type(calculator).__name__.lower() or name in type(calculator).__module__:
-            return calculator
-        calculator = getattr(calculator, "calc", None)
-    return None
-
-
-def automatic_prior(atoms):
-    """The prior ``prior='auto'`` takes for ``atoms`` and its calculator, and why.
-
-    GFN2-xTB (tblite) when the target is another, presumably more expensive,
-    calculator (not tblite, nor a wrapper of it: :func:`wraps_calculator`) and
-    GFN2-xTB describes the system (elements up to Rn, no periodic cell; charge and
-    spin come from the atoms' initial charges and magnetic moments, as tblite reads
-    them); otherwise what ``prior=None`` takes: the Lindh model for a
-    molecule, the highest energy seen for a periodic cell.
-
-    Parameters
-    ----------
-    atoms : ase.Atoms
-        With the target calculator attached.
-
-    Returns
-    -------
-    prior : str
-        ``'gfn2'`` (a calculator preset), ``'lindh'`` or ``'max'``.
-    reason : str
-        One line for the log.
-    """
-    if np.any(atoms.pbc):
-        return "max", "a periodic cell, which the GFN2-xTB prior here does not take"
-    if wraps_calculator(getattr(atoms, "calc", None), "tblite"):
-        return "lindh", "the target is tblite itself: an xTB prior would cost as much"
-    if importlib.util.find_spec("tblite") is None:
-        return "lindh", "tblite is not installed (pip install tblite)"
-    heavy = sorted({int(z) for z in atoms.numbers if z > XTB_LAST_ELEMENT})
-    if heavy:
-        return "lindh", f"GFN2-xTB has no parameters for atomic numbers {heavy}"
-    return "gfn2", "GFN2-xTB (tblite) as the prior; the GP learns the difference"
-
-
-def barrier_prior(atoms):
-    """The GFN-xTB prior of a band's or a saddle search's ``prior='auto'``, and why.
-
-    Where :func:`automatic_prior` takes GFN2-xTB (a target other than tblite), that.
-    Where the target is tblite itself, the other GFN-xTB method, with the target's
-    charge and multiplicity: GFN1-xTB under GFN2-xTB, GFN2-xTB under any other. A
-    barrier is where bonds break and form; a harmonic model around one configuration
-    (the Lindh model) is far off across it and softest along a torsion, not along the
-    reaction, and a second xTB method gives the GP the curvature of the bonds that
-    change, as a GFN-xTB prior does under a DFT target.
-
-    Parameters
-    ----------
-    atoms : ase.Atoms
-        A molecule, with the target calculator attached.
-
-    Returns
-    -------
-    prior : ase calculator or None
-        A tblite calculator; None where no xTB prior fits (a periodic cell, tblite not
-        installed, elements beyond Rn), where the caller takes its own.
-    reason : str
-        One line for the log.
-    """
-    choice, reason = automatic_prior(atoms)
-    if choice == "gfn2":
-        return resolve_prior(choice), reason
-    target = wrapped_calculator(getattr(atoms, "calc", None), "tblite")
-    if target is None or np.any(atoms.pbc):
-        return None, reason
-    heavy = sorted({int(z) for z in atoms.numbers if z > XTB_LAST_ELEMENT})
-    if heavy:
-        return None, f"GFN-xTB has no parameters for atomic numbers {heavy}"
-    parameters = getattr(target, "parameters", {})
-    method = parameters.get("method", "GFN2-xTB")
-    other = "gfn1" if method == "GFN2-xTB" else "gfn2"
-    given = {key: parameters[key] for key in ("charge", "multiplicity") if parameters.get(key)}
-    reason = (
-        f"the target is tblite's {method}: {other.upper()}-xTB as the prior, the GP learns "
-        "the difference"
-    )
-    return gfn_xtb(XTB_METHODS[other], **given), reason
 
 
 def constant_prior(prior):

@@ -36,7 +36,7 @@ from asebo.neb.band import evaluated_band, largest_forces, publish
 from asebo.neb.band_view import RecordedBand, criteria
 from asebo.neb.checks import check_band
 from asebo.neb.choice import ImageChoice
-from asebo.neb.defaults import MOLECULE_KERNEL, molecule_band_prior
+from asebo.neb.defaults import MOLECULE_KERNEL
 from asebo.neb.image_models import ImageModels
 from asebo.neb.record import BandRecord
 from asebo.optimize.build import build_surrogate
@@ -86,9 +86,11 @@ class BONEB(BandSummary, ImageChoice, Optimizer):
     prior, kernel : optional
         The GP's prior mean and representation, as for
         :class:`asebo.optimize.optimizer.BOOptimizer`, chosen for the first moving
-        image. Defaults: as BOOptimizer's for a periodic cell (pair springs, the
-        periodic kernel); for a molecule :data:`asebo.neb.defaults.MOLECULE_KERNEL` and
-        the prior of :func:`asebo.neb.defaults.molecule_band_prior`.
+        image. Defaults: the band's default prior
+        (:func:`asebo.model.default_prior.default_prior`: the pair springs for a periodic
+        cell, GFN2-xTB for a molecule under an electronic-structure code, else the
+        highest energy computed), its choice in the log; the kernel BOOptimizer's for a
+        periodic cell, :data:`asebo.neb.defaults.MOLECULE_KERNEL` for a molecule.
     trust_radius, max_trust_radius, uncertainty, model_fmax, model_steps : optional
         Shortcuts into ``settings`` (:data:`asebo.optimize.resolve.WALK_SHORTCUTS`): the
         first trust radius (Å; a restart file's radius is taken over), the largest it
@@ -160,11 +162,8 @@ class BONEB(BandSummary, ImageChoice, Optimizer):
         self.neb, self.images = neb, neb.images
         moving = self.images[1]
         periodic = bool(np.any(moving.pbc))
-        self.prior_choice = None  # why the default prior, for the log
-        if not periodic:  # a band leaves the harmonic well of any one configuration
-            prior, self.prior_choice = molecule_band_prior(prior, moving)
-            if kernel is None:
-                kernel = MOLECULE_KERNEL if len(moving) >= 3 else "cartesian"
+        if not periodic and kernel is None:  # no reference configuration across a reaction
+            kernel = MOLECULE_KERNEL if len(moving) >= 3 else "cartesian"
         self.settings = resolve_walk_settings(
             BandSettings,
             settings,
@@ -183,8 +182,8 @@ class BONEB(BandSummary, ImageChoice, Optimizer):
             **(gp_options or {}),
         }
         coordinates = {"numbers": moving.numbers, "periodic": periodic}
-        self.surrogate, _, _ = build_surrogate(
-            moving, coordinates, 3 * len(moving), prior, kernel, {"gp_options": gp_options}
+        self.surrogate, _, self.prior_choice = build_surrogate(
+            moving, coordinates, 3 * len(moving), prior, kernel, {"gp_options": gp_options}, "band"
         )
         self.representation, self.prior = self.surrogate.representation, self.surrogate.prior
         self.models = ImageModels(self.surrogate.gp, len(self.images))

@@ -70,8 +70,8 @@ def build_engine(system, coordinates, prior=None, kernel=None, shortcuts=None, *
     -------
     engine : asebo.optimize.engine.Engine
     notes : list of str
-        The choice of ``prior='auto'``, and a pessimistic ``kappa`` chosen by the
-        number of free coordinates.
+        The prior chosen where ``prior`` was None or ``'auto'``, and a pessimistic
+        ``kappa`` chosen by the number of free coordinates.
 
     Raises ValueError for a kernel, prior or setting the system cannot take.
     """
@@ -82,14 +82,21 @@ def build_engine(system, coordinates, prior=None, kernel=None, shortcuts=None, *
         system, coordinates, dimension, prior, kernel, shortcuts, **settings
     )
     engine = Engine(surrogate, settings=resolved, **coordinates)
-    notes = [] if reason is None else [f"prior='auto': {reason}"]
+    notes = [] if reason is None else [reason]
     search = settings.get("search")
     given = shortcuts.get("kappa") is not None or (search is not None and search.kappa is not None)
     return engine, notes + _kappa_note(resolved.search, dimension, given)
 
 
 def build_surrogate(
-    system, coordinates, dimension, prior=None, kernel=None, shortcuts=None, **settings
+    system,
+    coordinates,
+    dimension,
+    prior=None,
+    kernel=None,
+    shortcuts=None,
+    driver="minimum",
+    **settings,
 ):
     """The :class:`asebo.optimize.surrogate_model.Surrogate` of ``system`` and the
     settings resolved with it: the one resolution of :class:`asebo.BOOptimizer`,
@@ -104,20 +111,23 @@ def build_surrogate(
         The coordinates the constraints leave free: they choose the default ``kappa``.
     prior, kernel, shortcuts, **settings
         As :func:`build_engine` takes them.
+    driver : str
+        ``'minimum'``, ``'band'`` or ``'saddle'``: the default prior's
+        (:func:`asebo.model.default_prior.default_prior`).
 
     Returns
     -------
     surrogate : asebo.optimize.surrogate_model.Surrogate
     settings : asebo.optimize.settings.Settings
     reason : str or None
-        Why ``prior='auto'`` chose the prior.
+        The log's line on the prior chosen where ``prior`` was None or ``'auto'``.
     """
     shortcuts = dict(shortcuts or {})
     model = settings.get("model") or ModelSettings()
     representation = make_representation(kernel, system)
     recentre = resolve_recentre(shortcuts.get("recentre"), model, representation)
     made, reason = system_prior(
-        prior, system, coordinates["periodic"], recentre, model, representation
+        prior, system, coordinates["periodic"], recentre, model, representation, driver
     )
     resolved = resolve_settings(
         representation,

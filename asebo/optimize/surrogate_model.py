@@ -10,18 +10,22 @@ observation (:class:`Surrogate`), for :class:`asebo.optimize.optimizer.BOOptimiz
 import numpy as np
 
 from asebo.model.cell_coordinates import GeneralizedCoordinates
+from asebo.model.default_prior import default_prior
 from asebo.model.periodic import make_periodic_prior
-from asebo.model.priors import AUTO, HighestEnergyPrior, automatic_prior, make_prior, resolve_prior
+from asebo.model.priors import AUTO, HighestEnergyPrior, make_prior
 from asebo.model.springs import NoNeighboursError
 
 
-def system_prior(prior, system, periodic, recentre, model, representation):
-    """The prior of ``system`` and the reason of ``prior='auto'`` (or None).
+def system_prior(prior, system, periodic, recentre, model, representation, driver="minimum"):
+    """The prior of ``system`` and why it was chosen where ``prior`` was None or
+    ``'auto'`` (else None).
 
     Parameters
     ----------
     prior : None, str, float, ase calculator or Prior
-        The optimizer's ``prior`` argument.
+        The driver's ``prior`` argument: None takes the one default
+        (:func:`asebo.model.default_prior.default_prior`), ``'auto'`` a calculator prior
+        wherever one applies.
     system : ase.Atoms or cell filter
     periodic : bool
         A periodic cell or a cell filter: pair springs by default
@@ -31,33 +35,42 @@ def system_prior(prior, system, periodic, recentre, model, representation):
         eV, the recentring of the Lindh model or of the springs.
     model : asebo.optimize.settings.ModelSettings
     representation : asebo.optimize.representations.Representation
+    driver : str
+        ``'minimum'``, ``'band'`` or ``'saddle'`` (:data:`asebo.model.default_prior.DRIVERS`).
     """
-    if periodic:
-        return _periodic_prior(prior, system, recentre)
+    given = prior is not None
     reason = None
-    if isinstance(prior, str) and prior == AUTO:
-        prior, reason = automatic_prior(system)
-        prior = resolve_prior(prior)
+    automatic = isinstance(prior, str) and prior == AUTO
+    if prior is None or (automatic and not periodic):
+        atoms = GeneralizedCoordinates.from_optimizable(system).atoms if periodic else system
+        choice = default_prior(atoms, driver, periodic, any_target=automatic)
+        label = f"prior={AUTO!r}" if automatic else "prior"
+        prior, reason = choice.prior, f"{label}: {choice.reason}"
+        reason = None if periodic else reason  # a periodic run's own note names its prior
+    if periodic:
+        made, why = _periodic_prior(prior, system, recentre, given)
+        return made, reason or why
     made = make_prior(
         prior, system, recentre, model.lindh_stiffness, representation.prior_by_forces
     )
     return made, reason
 
 
-def _periodic_prior(prior, system, recentre):
+def _periodic_prior(prior, system, recentre, given):
     """The prior of a periodic ``system`` and the reason of ``prior='auto'`` (or None).
 
     The default pair springs need a neighbour within 10 Å; a system without (an atom
-    alone in a large periodic box) takes the highest energy seen.
+    alone in a large periodic box) takes the highest energy seen unless the springs were
+    ``given``.
     """
     made, reason = make_periodic_prior(prior, system, recentre)
     try:
         made.check(GeneralizedCoordinates.from_optimizable(system).atoms)
     except NoNeighboursError:
-        if prior is not None:
+        if given:
             raise
         return HighestEnergyPrior(), None
-    return made, reason
+    return made, None if reason is None else f"prior='auto': {reason}"
 
 
 def fit_observations(gp, prior, representation, numbers, arrays, current, near=None):

@@ -86,11 +86,11 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, Optimize
     logfile, trajectory, append_trajectory
         As for ASE's optimizers; the trajectory holds every configuration computed.
     prior, kernel : optional
-        As for :class:`asebo.optimize.optimizer.BOOptimizer`; the default prior of a
-        molecule ``'auto'`` (:func:`asebo.model.priors.barrier_prior`: GFN2-xTB under
-        another calculator, the other GFN-xTB method under tblite, else the Lindh
-        model), its choice the log's first line, of a periodic system
-        :class:`asebo.BOOptimizer`'s; the default kernel internal coordinates where they
+        As for :class:`asebo.optimize.optimizer.BOOptimizer`; the default prior
+        (:func:`asebo.model.default_prior.default_prior`: GFN2-xTB under an
+        electronic-structure code, the other GFN-xTB method under tblite, the pair
+        springs for a periodic system, else the Lindh model), its choice the log's first
+        line; the default kernel internal coordinates where they
         describe the guess (:func:`asebo.optimize.representations.make_representation`).
     trust_radius, max_trust_radius, model_fmax, model_steps : optional
         Shortcuts into ``settings`` (:data:`asebo.optimize.resolve.WALK_SHORTCUTS`): the
@@ -180,7 +180,7 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, Optimize
         self.prior_choice = why  # why the default prior, or None
         self.reason = ""  # how the walk to the configuration computed next ended
         if why is not None:
-            self.step_log.notes([f"prior: {why}"])
+            self.step_log.notes([why])
 
     @classmethod
     def from_band(cls, band, **kwargs):

@@ -1,0 +1,98 @@
+"""The one default prior of BOOptimizer, BONEB and BOSaddle (asebo.model.default_prior),
+by system and target, as records: the prior each driver builds and the rule that chose
+it."""
+
+import importlib.util
+
+import pytest
+from ase import Atoms
+from ase.build import bulk, molecule
+from ase.calculators.emt import EMT
+from ase.calculators.lj import LennardJones
+from ase.calculators.vasp import Vasp
+from ase.mep import NEB
+
+from asebo import BONEB, BOOptimizer
+from asebo.model.default_prior import DRIVERS, default_prior
+from asebo.model.priors import CalculatorPrior, HighestEnergyPrior, RecentredLindh
+from calculators import CountingCalculator, get_calculator
+
+pytest.importorskip("tblite")
+
+
+def _water(calculator):
+    atoms = molecule("H2O")
+    atoms.calc = calculator
+    return atoms
+
+
+def _method(choice):
+    return choice.prior.parameters["method"]
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_an_electronic_structure_target_takes_gfn2_for_every_driver(driver):
+    pytest.importorskip("gpaw")
+    for target in (get_calculator("gpaw"), CountingCalculator(get_calculator("gpaw")), Vasp()):
+        choice = default_prior(_water(target), driver)
+        assert choice.rule == "electronic-structure"
+        assert _method(choice) == "GFN2-xTB"
+
+
+def test_a_cheap_target_takes_the_lindh_model_for_a_minimum_and_gfn2_across_a_barrier():
+    for target in (EMT(), LennardJones(), None):
+        choice = default_prior(_water(target), "minimum")
+        assert (choice.prior, choice.rule) == ("lindh", "other-target")
+        for driver in ("band", "saddle"):
+            choice = default_prior(_water(target), driver)
+            assert (_method(choice), choice.rule) == ("GFN2-xTB", "barrier")
+    auto = default_prior(_water(EMT()), "minimum", any_target=True)
+    assert _method(auto) == "GFN2-xTB"  # prior='auto': a calculator prior wherever one applies
+
+
+def test_tblite_as_the_target_takes_the_lindh_model_the_highest_energy_or_the_other_method():
+    water = _water(CountingCalculator(get_calculator("gfn2")))
+    assert default_prior(water, "minimum").prior == "lindh"
+    assert default_prior(water, "band").prior == "max"
+    assert _method(default_prior(water, "saddle")) == "GFN1-xTB"
+    water.calc = get_calculator("gfn1")
+    assert _method(default_prior(water, "saddle")) == "GFN2-xTB"
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_periodic_cell_takes_the_springs_under_any_target(driver):
+    pytest.importorskip("gpaw")
+    for target in (EMT(), get_calculator("gpaw")):
+        crystal = bulk("Cu", cubic=True)
+        crystal.calc = target
+        assert (default_prior(crystal, driver).prior, default_prior(crystal, driver).rule) == (
+            "springs",
+            "periodic",
+        )
+
+
+def test_elements_xtb_does_not_describe_and_a_missing_tblite_take_the_model_prior(monkeypatch):
+    heavy = Atoms("Fr2", positions=[[0, 0, 0], [0, 0, 4.0]], calculator=Vasp())
+    choice = default_prior(heavy, "saddle")
+    assert (choice.prior, choice.rule) == ("lindh", "no-parameters") and "[87]" in choice.reason
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "tblite" else found(name, *a)
+    )
+    choice = default_prior(_water(Vasp()), "band")
+    assert (choice.prior, choice.rule) == ("max", "no-tblite")
+    assert "pip install tblite" in choice.reason
+
+
+def test_each_driver_builds_its_default_and_says_why(tmp_path):
+    pytest.importorskip("gpaw")
+    log = tmp_path / "bo.log"
+    optimizer = BOOptimizer(_water(get_calculator("gpaw")), logfile=str(log))
+    assert isinstance(optimizer.prior, CalculatorPrior)
+    optimizer.close()
+    header, note = log.read_text().splitlines()[:2]  # ASE's header, then the choice
+    assert "Step" in header and note.startswith("# prior: GFN2-xTB (tblite)")
+    assert isinstance(BOOptimizer(_water(EMT()), logfile=None).prior, RecentredLindh)
+    band = NEB([_water(get_calculator("gfn2")) for _ in range(3)], method="improvedtangent")
+    assert isinstance(BONEB(band, logfile=None).prior, HighestEnergyPrior)
+    assert isinstance(BOOptimizer(_water(EMT()), logfile=None, prior="lindh").prior, RecentredLindh)
