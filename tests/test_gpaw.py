@@ -89,7 +89,10 @@ def test_booptimizer_with_gpaw_reaches_the_bfgs_minimum(gpaw_calculator):
     BFGS(reference, logfile=None).run(fmax=0.05, steps=30)
     atoms = perturbed_water()
     atoms.calc = CountingCalculator(gpaw_calculator)
-    assert BOOptimizer(atoms, logfile=None).run(fmax=0.05, steps=30)
+    optimizer = BOOptimizer(atoms, logfile=None)
+    # the default prior under GPAW: GFN2-xTB, whose difference to PBE the GP learns
+    assert optimizer.prior.calculator.parameters["method"] == "GFN2-xTB"
+    assert optimizer.run(fmax=0.05, steps=30)
     # both stop within fmax = 0.05 eV/Å of one minimum: energies agree to a few meV
     assert atoms.get_potential_energy() == pytest.approx(
         reference.get_potential_energy(), abs=0.005
