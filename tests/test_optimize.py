@@ -356,6 +356,21 @@ def test_step_times_count_each_step_once_and_leave_out_the_calculator():
     assert np.median(times) < 0.4
 
 
+def test_step_times_count_the_prior_calculators_calls_of_each_step():
+    pytest.importorskip("tblite")
+    from asebo.benchmarks.steptime import prior_per_step, step_times
+
+    atoms = molecule("CH3OH")
+    atoms.rattle(0.1, seed=1)
+    marks = []
+    times = step_times(atoms, "gfn2", steps=3, marks=marks, fmax=0.05, prior="gfn1")
+    calls, seconds = prior_per_step(marks)
+    assert calls.shape == seconds.shape == times.shape
+    # every search on the model calls the prior, and only a prior call takes its time
+    assert (calls >= 1).all() and (seconds > 0).all()
+    assert (np.diff([m[5] for m in marks]) == calls).all()
+
+
 def test_command_line_relaxes_a_file_and_logs_predictions(tmp_path, capsys):
     from asebo.cli import main
 

@@ -16,6 +16,10 @@ per step over the window centred on it, and the peak resident memory of the proc
 With ``--fmax`` the run is a relaxation as a user runs it instead: to that force
 threshold (at most ``--steps`` steps), and the table gives the time per step averaged
 over the whole run, first steps included, and over its first ten steps.
+
+``--prior`` (a calculator preset, ``gfn1`` say) relaxes on that prior calculator: the
+time outside the calculator then includes the prior's calls, and the tables also give
+the prior's calls per step and the wall seconds they took.
 """
 
 import json
@@ -48,6 +52,12 @@ def add_arguments(parser):
     )
     parser.add_argument("--calc", default="gfn2")
     parser.add_argument(
+        "--prior",
+        default=None,
+        metavar="CALC",
+        help="a calculator preset as BOOptimizer's prior (default: its default prior)",
+    )
+    parser.add_argument(
         "--fmax",
         type=float,
         default=None,
@@ -69,7 +79,7 @@ def add_arguments(parser):
     )
 
 
-def step_times(atoms, calc, steps, marks=None, fmax=1e-8, threads=None):
+def step_times(atoms, calc, steps, marks=None, fmax=1e-8, threads=None, prior=None):
     """Processor seconds outside the calculator of each BOOptimizer step of a run.
 
     Parameters
@@ -82,11 +92,15 @@ def step_times(atoms, calc, steps, marks=None, fmax=1e-8, threads=None):
         Steps to run: all of them at the default ``fmax``, which no run reaches.
     marks : list, optional
         Receives ``(processor time, calculator processor time, peak resident bytes,
-        wall time, calculator wall time)`` after every step.
+        wall time, calculator wall time, prior calls, prior wall time)`` after every
+        step.
     fmax : float
         Force threshold of the run, eV/Å.
     threads : int, optional
         The optimizer's ``threads`` (None: its default).
+    prior : str or ase calculator, optional
+        A calculator preset or calculator as the optimizer's prior, its calls counted
+        (None: the optimizer's default prior, uncounted).
 
     Returns
     -------
@@ -100,7 +114,12 @@ def step_times(atoms, calc, steps, marks=None, fmax=1e-8, threads=None):
     counter = CountingCalculator(get_calculator(calc) if isinstance(calc, str) else calc)
     work.calc = counter
     marks = [] if marks is None else marks
-    optimizer = BOOptimizer(work, logfile=None, threads=threads)
+    options = {}
+    if prior is not None:
+        options["prior"] = prior_counter = CountingCalculator(
+            get_calculator(prior) if isinstance(prior, str) else prior
+        )
+    optimizer = BOOptimizer(work, logfile=None, threads=threads, **options)
     optimizer.attach(
         lambda: marks.append(
             (
@@ -109,6 +128,8 @@ def step_times(atoms, calc, steps, marks=None, fmax=1e-8, threads=None):
                 peak_resident_bytes(),
                 time.perf_counter(),
                 counter.wall_time,
+                prior_counter.ncalls if prior is not None else 0,
+                prior_counter.wall_time if prior is not None else 0.0,
             )
         )
     )
@@ -122,6 +143,13 @@ def wall_times(marks):
     :func:`step_times` (entry ``i``: the step that follows observation ``i + 1``)."""
     times = np.array([m[3:5] for m in marks])  # (steps + 1, 2)
     return np.diff(times[:, 0]) - np.diff(times[:, 1])
+
+
+def prior_per_step(marks):
+    """The prior's calls (steps,) and wall seconds (steps,) of each step, from the
+    ``marks`` of :func:`step_times`."""
+    columns = np.array([m[5:7] for m in marks])  # (steps + 1, 2)
+    return np.diff(columns[:, 0]), np.diff(columns[:, 1])
 
 
 def _threads_label(threads):
@@ -154,7 +182,9 @@ def run(args):
     firsts = [max(1, centre - args.window // 2) for centre in sorted(args.observations)]
     windows = [(first, first + args.window) for first in firsts]
     marks = []
-    times = step_times(atoms, args.calc, windows[-1][1], marks, threads=args.threads)
+    times = step_times(
+        atoms, args.calc, windows[-1][1], marks, threads=args.threads, prior=args.prior
+    )
     walls = wall_times(marks)
     peaks = np.array([m[2] for m in marks]) / 2**30  # GiB after each step
     if args.json:
@@ -171,25 +201,33 @@ def run(args):
                 },
                 fd,
             )
-    print(f"{name}: {len(atoms)} atoms, {args.calc}, {_threads_label(args.threads)}")
+    calls, seconds = prior_per_step(marks)
+    label = "" if args.prior is None else f", prior {args.prior}"
+    print(f"{name}: {len(atoms)} atoms, {args.calc}{label}, {_threads_label(args.threads)}")
+    prior = args.prior is not None
     print(
         "| observations | s per step outside the calculator (mean, median, max) "
         "| wall s per step (mean, median) | peak resident memory, GiB |"
+        + (" prior calls per step (mean) | prior wall s per step (mean) |" if prior else "")
     )
-    print("|---|---|---|---|")
+    print("|---|---|---|---|" + ("---|---|" if prior else ""))
     for first, last in windows:
         window, wall = times[first - 1 : last - 1], walls[first - 1 : last - 1]
+        part = slice(first - 1, last - 1)
         print(
             f"| {first}-{last - 1} | {window.mean():.3f}, {np.median(window):.3f}, "
             f"{window.max():.3f} | {wall.mean():.3f}, {np.median(wall):.3f} "
             f"| {peaks[last - 1]:.2f} |"
+            + (f" {calls[part].mean():.1f} | {seconds[part].mean():.3f} |" if prior else "")
         )
 
 
 def _whole_run(atoms, name, args):
     """Relax ``atoms`` to ``args.fmax`` and print the time per step over the run."""
     marks = []
-    times = step_times(atoms, args.calc, args.steps, marks, fmax=args.fmax, threads=args.threads)
+    times = step_times(
+        atoms, args.calc, args.steps, marks, fmax=args.fmax, threads=args.threads, prior=args.prior
+    )
     walls = wall_times(marks)
     peak = max(m[2] for m in marks) / 2**30
     if args.json:
@@ -204,13 +242,18 @@ def _whole_run(atoms, name, args):
                 fd,
             )
     threads = _threads_label(args.threads)
-    print(f"{name}: {len(atoms)} atoms, {args.calc}, {threads}, fmax {args.fmax:g}")
+    calls, seconds = prior_per_step(marks)
+    prior = args.prior is not None
+    label = f", prior {args.prior}" if prior else ""
+    print(f"{name}: {len(atoms)} atoms, {args.calc}{label}, {threads}, fmax {args.fmax:g}")
     print(
         "| atoms | calls | s per step outside the calculator, whole run (mean, max) "
         "| first 10 steps (mean) | wall s per step (mean) | peak resident memory, GiB |"
+        + (" prior calls per step (mean) | prior wall s per step (mean) |" if prior else "")
     )
-    print("|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|" + ("---|---|" if prior else ""))
     print(
         f"| {len(atoms)} | {len(times) + 1} | {times.mean():.3f}, {times.max():.3f} "
         f"| {times[:10].mean():.3f} | {walls.mean():.3f} | {peak:.2f} |"
+        + (f" {calls.mean():.1f} | {seconds.mean():.3f} |" if prior else "")
     )
