@@ -39,21 +39,13 @@ The optimizer's own work (the fit, the walk, the model's Hessian) runs on
 :class:`asebo.BOOptimizer`'s does; the calculator keeps its own.
 """
 
-import os
-
 import numpy as np
 from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import broadcast, world
 
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
-from asebo.optimize.observations import (
-    Observations,
-    RestartError,
-    calculator_identity,
-    check_calculator,
-    check_start,
-)
-from asebo.optimize.observed_atoms import ComputedResults, not_finite_message
+from asebo.optimize.observations import calculator_identity
+from asebo.optimize.observed_atoms import ComputedResults
 from asebo.optimize.resolve import positive_number, resolve_walk_settings
 from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.run_summary import SaddleSummary
@@ -64,14 +56,12 @@ from asebo.saddle.checks import check_order, check_saddle_system, checked_observ
 from asebo.saddle.endpoint import SaddleEndpoint
 from asebo.saddle.mode_probe import StartModeTest
 from asebo.saddle.prior import saddle_surrogate
-from asebo.saddle.result import WALK_FAILED, WALK_ON_COMPUTED
+from asebo.saddle.record import SearchRecord, stored_search
 from asebo.saddle.walk import ModelWalk
 from asebo.threads import optimizer_threads, with_optimizer_threads
 
-SADDLE = "saddle search"  # the kind of run its restart file names
 
-
-class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, Optimizer):
+class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, SearchRecord, Optimizer):
     """A first-order saddle point searched on a GP surrogate (module docstring).
 
     Parameters
@@ -200,26 +190,6 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, Optimize
         atoms.calc = top.calc
         return cls(atoms, observations=band.record.observations.arrays(), **kwargs)
 
-    def initialize(self):
-        """A new record of the configurations computed."""
-        self.observations = Observations(self.atoms.numbers, self.restart, self.comm, SADDLE)
-        self.observations.state.update(calculator=self.identity, start=self.atoms.positions.copy())
-        for positions, energy, forces in zip(*self._given):
-            self.observations.append(positions, energy, forces)
-
-    def read(self):
-        """The record of the restart file (read and checked before ASE opened the
-        trajectory: :func:`stored_search`); the atoms are moved to the next
-        configuration it names."""
-        self.observations = self._stored
-        state = self.observations.state
-        self.trust_radius = float(state["trust_radius"])
-        self.atoms.positions = np.asarray(state["next"], dtype=float)
-        if "predicted" in state:
-            predicted = np.asarray(state["predicted"], dtype=float)
-            self._predicted = (self.atoms.positions.copy(), predicted, bool(state["stopped"]))
-        self.observations.state["calculator"] = self.identity
-
     def irun(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
         """Run as a generator; ``fmax`` (eV/Å) must be a positive number."""
         ended = self._walk_from_record(positive_number("fmax", fmax, None))
@@ -284,27 +254,6 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, Optimize
         self.step_log.header()
         self.step_log.step(self.nsteps, energy, fmax, None, self.reason)
 
-    def _record(self):
-        """Add the atoms' computed energy and forces to the record once, judge the last
-        walk's prediction there, save the restart file."""
-        positions = self.atoms.positions.copy()  # (n, 3)
-        if self.observations.find(positions) is not None:
-            return
-        energy, forces = self._computed.results(self.atoms)  # (), (n, 3)
-        if not (np.isfinite(energy) and np.isfinite(forces).all()):
-            raise ValueError(not_finite_message(self.nsteps, self.observations, self.restart))
-        self.observations.append(positions, energy, forces)
-        self._adapt_trust_radius(positions, forces)
-        self.observations.save(trust_radius=self.trust_radius, next=positions)
-
-    def _save(self, following):
-        """Write the restart file with ``following`` (n, 3) the next to compute and the
-        model's forces predicted there."""
-        state = {"trust_radius": self.trust_radius, "next": np.array(following)}
-        if self._predicted is not None and np.allclose(self._predicted[0], following):
-            state.update(predicted=self._predicted[1], stopped=self._predicted[2])
-        self.observations.save(**state)
-
     def _fitted(self):
         """The GP fitted to every configuration computed (again only after a new one)."""
         gp, _ = self.surrogate.fitted(self.observations)
@@ -333,19 +282,6 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, Optimize
         self._save(following)
         self.atoms.positions = following
 
-    def _end_without_call(self, reason):
-        """End the run after this step: the walk, which ended for ``reason``
-        (:func:`asebo.saddle.model_search.saddle_on_model`), ended on a configuration
-        computed."""
-        self.max_steps = self.nsteps + 1
-        self._stopped = WALK_FAILED if reason == "walk failed" else WALK_ON_COMPUTED
-        self.step_log.notes(
-            [
-                f"the walk on the model ends on a configuration already computed ({reason}), "
-                "whose forces are above fmax: the search stops there, not converged"
-            ]
-        )
-
     def _free(self):
         """The coordinates (n, 3) that no FixAtoms holds."""
         return free_atoms(self.atoms)
@@ -361,24 +297,3 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, Optimize
 
     def todict(self):
         return {**super().todict(), "trust_radius": self.trust_radius}
-
-
-def stored_search(restart, atoms, identity, comm):
-    """The record (:class:`asebo.optimize.observations.Observations`) of the saddle
-    search in the restart file ``restart``, checked against ``atoms`` and the calculator
-    ``identity``; None where there is no such file.
-
-    Raises
-    ------
-    asebo.optimize.observations.RestartError
-        Another kind of run, other atoms, another calculator or another start.
-    """
-    if restart is None or not os.path.isfile(restart):
-        return None
-    record = Observations.load(atoms.numbers, restart, comm, SADDLE)
-    state = record.state
-    check_calculator(restart, state.get("calculator"), identity)
-    check_start(restart, atoms.positions, state.get("start"), record)
-    if "next" not in state:
-        raise RestartError(f"restart file {restart} is not a saddle search's: pass another name")
-    return record

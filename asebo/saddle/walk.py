@@ -2,7 +2,8 @@
 radius (:func:`asebo.saddle.model_search.saddle_on_model`), its end moved as a whole
 where only a calculator's net force and torque keep the last call from converging, and
 the trust radius judged by the model's force error at each call
-(:func:`asebo.optimize.walk_trust.adapted_radius`)."""
+(:func:`asebo.optimize.walk_trust.adapted_radius`), and the run ended where the walk
+ends on a configuration already computed."""
 
 import numpy as np
 
@@ -11,6 +12,7 @@ from asebo.optimize.rigid import moved_rigidly, rigid_move_length, rigid_step
 from asebo.optimize.stages import only_rigid_forces_left
 from asebo.optimize.walk_trust import adapted_radius
 from asebo.saddle.model_search import saddle_on_model
+from asebo.saddle.result import WALK_FAILED, WALK_ON_COMPUTED
 
 
 class ModelWalk:
@@ -81,4 +83,17 @@ class ModelWalk:
             stopped,
             self.settings.max_trust_radius,
             self.settings.walk,
+        )
+
+    def _end_without_call(self, reason):
+        """End the run after this step: the walk, which ended for ``reason``
+        (:func:`asebo.saddle.model_search.saddle_on_model`), ended on a configuration
+        computed."""
+        self.max_steps = self.nsteps + 1
+        self._stopped = WALK_FAILED if reason == "walk failed" else WALK_ON_COMPUTED
+        self.step_log.notes(
+            [
+                f"the walk on the model ends on a configuration already computed ({reason}), "
+                "whose forces are above fmax: the search stops there, not converged"
+            ]
         )

@@ -1,0 +1,80 @@
+"""The record of a saddle search: every configuration computed, the next one and the
+trust radius, in the restart file that :class:`asebo.optimize.observations.Observations`
+writes after each call and checks on every read, as :class:`asebo.BOOptimizer`'s."""
+
+import os
+
+import numpy as np
+
+from asebo.optimize.observations import Observations, RestartError, check_calculator, check_start
+from asebo.optimize.observed_atoms import not_finite_message
+
+SADDLE = "saddle search"  # the kind of run its restart file names
+
+
+class SearchRecord:
+    """The record of :class:`asebo.saddle.BOSaddle`: a mixin of a driver with ``atoms``,
+    ``restart``, ``comm``, ``identity``, ``_given``, ``_stored``, ``_computed``,
+    ``_predicted``, ``trust_radius``, ``nsteps`` and ``_adapt_trust_radius``."""
+
+    def initialize(self):
+        """A new record of the configurations computed."""
+        self.observations = Observations(self.atoms.numbers, self.restart, self.comm, SADDLE)
+        self.observations.state.update(calculator=self.identity, start=self.atoms.positions.copy())
+        for positions, energy, forces in zip(*self._given):
+            self.observations.append(positions, energy, forces)
+
+    def read(self):
+        """The record of the restart file (read and checked before ASE opened the
+        trajectory: :func:`stored_search`); the atoms are moved to the next
+        configuration it names."""
+        self.observations = self._stored
+        state = self.observations.state
+        self.trust_radius = float(state["trust_radius"])
+        self.atoms.positions = np.asarray(state["next"], dtype=float)
+        if "predicted" in state:
+            predicted = np.asarray(state["predicted"], dtype=float)
+            self._predicted = (self.atoms.positions.copy(), predicted, bool(state["stopped"]))
+        self.observations.state["calculator"] = self.identity
+
+    def _record(self):
+        """Add the atoms' computed energy and forces to the record once, judge the last
+        walk's prediction there, save the restart file."""
+        positions = self.atoms.positions.copy()  # (n, 3)
+        if self.observations.find(positions) is not None:
+            return
+        energy, forces = self._computed.results(self.atoms)  # (), (n, 3)
+        if not (np.isfinite(energy) and np.isfinite(forces).all()):
+            raise ValueError(not_finite_message(self.nsteps, self.observations, self.restart))
+        self.observations.append(positions, energy, forces)
+        self._adapt_trust_radius(positions, forces)
+        self.observations.save(trust_radius=self.trust_radius, next=positions)
+
+    def _save(self, following):
+        """Write the restart file with ``following`` (n, 3) the next to compute and the
+        model's forces predicted there."""
+        state = {"trust_radius": self.trust_radius, "next": np.array(following)}
+        if self._predicted is not None and np.allclose(self._predicted[0], following):
+            state.update(predicted=self._predicted[1], stopped=self._predicted[2])
+        self.observations.save(**state)
+
+
+def stored_search(restart, atoms, identity, comm):
+    """The record (:class:`asebo.optimize.observations.Observations`) of the saddle
+    search in the restart file ``restart``, checked against ``atoms`` and the calculator
+    ``identity``; None where there is no such file.
+
+    Raises
+    ------
+    asebo.optimize.observations.RestartError
+        Another kind of run, other atoms, another calculator or another start.
+    """
+    if restart is None or not os.path.isfile(restart):
+        return None
+    record = Observations.load(atoms.numbers, restart, comm, SADDLE)
+    state = record.state
+    check_calculator(restart, state.get("calculator"), identity)
+    check_start(restart, atoms.positions, state.get("start"), record)
+    if "next" not in state:
+        raise RestartError(f"restart file {restart} is not a saddle search's: pass another name")
+    return record
