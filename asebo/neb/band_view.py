@@ -1,8 +1,12 @@
-"""The band as ASE's optimizer loop sees it under :class:`asebo.neb.BONEB`, and the
-criteria its images converge to."""
+"""The band as ASE's optimizer loop sees it under :class:`asebo.neb.BONEB`, evaluated
+once per band, and the criteria its images converge to."""
 
 import numpy as np
+from ase.parallel import broadcast
 from ase.utils.abc import Optimizable
+
+from asebo.neb.band import evaluated_band, largest_forces, publish
+from asebo.threads import with_optimizer_threads
 
 
 class RecordedBand(Optimizable):
@@ -55,3 +59,41 @@ def criteria(neb, fmax):
     scaled = fmax * (1 + distances * neb.scale_fmax)
     scaled[highest] = fmax
     return scaled
+
+
+class BandState:
+    """The band evaluated at its images' positions and its convergence: a mixin of
+    :class:`asebo.neb.BONEB` (``neb``, ``positions``, ``record``, ``comm``, ``fmax``,
+    ``_values``, ``_state``)."""
+
+    @with_optimizer_threads
+    def band_state(self, every_rank=True):
+        """The band at its images' positions, evaluated on the computed energies and
+        forces where an image was computed at its place and the GP's elsewhere
+        (:func:`asebo.neb.band.evaluated_band`), with ``computed`` (i,), which were, and
+        ``values``, every image's energy (i,) and forces (i, n, 3); ``neb`` is given its
+        values (:func:`asebo.neb.band.publish`). Once per band, record and ``climb``.
+
+        Called by ``every_rank`` together (ASE's loop), rank 0's values are broadcast;
+        else (rank 0 choosing the next image alone) they are its own."""
+        positions = self.positions
+        key = (positions.tobytes(), len(self.record.observations), self.neb.climb)
+        cached = self._state is not None and self._state[0] == key
+        if not cached or (every_rank and not self._state[2]):  # every rank broadcasts
+            values = self._values(positions) if self.comm.rank == 0 else None
+            if every_rank:
+                values = broadcast(values, root=0, comm=self.comm)
+            energies, forces, computed = values
+            evaluated = evaluated_band(self.neb, positions, energies, forces)
+            evaluated.computed, evaluated.values = computed, (energies, forces)
+            self._state = (key, evaluated, every_rank)
+        publish(self.neb, self._state[1])
+        return self._state[1]
+
+    def gradient_converged(self, gradient):
+        """Whether every moving image was computed at its place and ASE's NEB forces on
+        those energies and forces are below their criteria
+        (:func:`asebo.neb.band_view.criteria`); no call."""
+        state = self.band_state()
+        below = largest_forces(state.band_forces) < criteria(self.neb, self.fmax)
+        return bool(state.computed[1:-1].all() and below.all())

@@ -17,7 +17,7 @@ from asebo.neb.defaults import RELAXATION_ENDS
 from asebo.neb.relax import model_band, relax_on_model
 from asebo.optimize.rigid import moved_rigidly, rigid_move_length, rigid_part, rigid_step
 from asebo.optimize.stages import newton_length, only_rigid_forces_left
-from asebo.optimize.walk_trust import largest_norm
+from asebo.optimize.walk_trust import adapted_radius, largest_norm
 
 LEAST_SURE = "least sure"
 CLIMBING = "climbing image"
@@ -36,8 +36,8 @@ class ImageChoice:
     """The relaxation of :class:`asebo.neb.BONEB`'s band on the model and its choice of
     the image to compute: a mixin of a driver with ``neb``, ``images``, ``positions``,
     ``fmax``, ``settings``, ``trust_radius``, ``record``, ``representation``,
-    ``models``, ``band_optimizer``, ``_free``, ``_stopped``, ``band_state()`` and
-    ``_fitted()``."""
+    ``models``, ``band_optimizer``, ``_free``, ``_stopped``, ``_computed``, ``choices``,
+    ``calls``, ``band_state()`` and ``_fitted()``; it computes the image chosen."""
 
     def _choice(self):
         """Relax the band on the GP unless its NEB forces are below their criteria; the
@@ -193,6 +193,34 @@ class ImageChoice:
             count += 1
         return [observations.energies[at] for at in calls[-count - 1 :]]
 
+    def _compute(self, moving, reason, details, how):
+        """Call the calculator of moving image ``moving`` (0-based) at its place."""
+        image = self.images[moving + 1]
+        gp = self._fitted().of(moving + 1)
+        energy, gradient = gp.predict(image.positions[None], return_gradient=True)
+        predicted = -np.asarray(gradient)[0]  # (n, 3)
+        try:  # an SCF that does not converge, NaN forces: raised with what to do
+            computed, forces = self._computed.results(image)  # (), (n, 3)
+            radius = adapted_radius(
+                self.trust_radius,
+                forces[self._free],
+                predicted[self._free],
+                self.fmax,
+                self._stopped,
+                self.settings.max_trust_radius,
+                self.settings.walk,
+            )
+            choice = {"image": moving + 1, "reason": reason, **details, "relaxation": how}
+            choice["predicted"] = float(np.asarray(energy).ravel()[0])
+            saved = {"trust_radius": radius, "choices": [*self.choices, choice]}
+            self.record.add(image, moving + 1, computed, forces, self.positions[1:-1], saved)
+        except Exception as error:
+            error.add_note(self.record.failure_note(moving + 1, self.calls))
+            raise
+        self.trust_radius = radius
+        self.choices.append(choice)
+        self.calls += 1
+
 
 def pick_image(std, computed, climbing, uncertainty):
     """The moving image to compute (0-based), why (:data:`REASONS`) and the standard
@@ -210,3 +238,9 @@ def pick_image(std, computed, climbing, uncertainty):
     if climbing is not None and not computed[climbing]:
         return int(climbing), CLIMBING, {}
     return least_sure, NOT_COMPUTED_HERE, {"std": float(std[least_sure])}
+
+
+def describe(choice):
+    """The log's words for a record of :attr:`BONEB.choices`."""
+    std = f" (std {choice['std']:.3f} eV)" if "std" in choice else ""
+    return f"image {choice['image']}: {choice['reason']}{std}; {choice['relaxation']}"

@@ -32,10 +32,10 @@ from ase.optimize import FIRE
 from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import broadcast, world
 
-from asebo.neb.band import evaluated_band, largest_forces, publish
-from asebo.neb.band_view import RecordedBand, criteria
+from asebo.neb.band import largest_forces
+from asebo.neb.band_view import BandState, RecordedBand
 from asebo.neb.checks import check_band
-from asebo.neb.choice import ImageChoice
+from asebo.neb.choice import ImageChoice, describe
 from asebo.neb.defaults import MOLECULE_KERNEL
 from asebo.neb.image_models import ImageModels
 from asebo.neb.record import BandRecord
@@ -48,11 +48,10 @@ from asebo.optimize.settings import BandSettings
 from asebo.optimize.step_log import StepLog
 from asebo.optimize.subspace import free_atoms
 from asebo.optimize.system_checks import check_distinct_files
-from asebo.optimize.walk_trust import adapted_radius
 from asebo.threads import optimizer_threads, with_optimizer_threads
 
 
-class BONEB(BandSummary, ImageChoice, Optimizer):
+class BONEB(BandSummary, BandState, ImageChoice, Optimizer):
     """A nudged elastic band optimized on a GP surrogate (module docstring).
 
     Parameters
@@ -249,38 +248,6 @@ class BONEB(BandSummary, ImageChoice, Optimizer):
                 energy, forces = self._computed.results(image)  # (), (n, 3)
                 self.record.add(image, index, energy, forces, self.positions[1:-1], self._saved())
 
-    @with_optimizer_threads
-    def band_state(self, every_rank=True):
-        """The band at its images' positions, evaluated on the computed energies and
-        forces where an image was computed at its place and the GP's elsewhere
-        (:func:`asebo.neb.band.evaluated_band`), with ``computed`` (i,), which were, and
-        ``values``, every image's energy (i,) and forces (i, n, 3); ``neb`` is given its
-        values (:func:`asebo.neb.band.publish`). Once per band, record and ``climb``.
-
-        Called by ``every_rank`` together (ASE's loop), rank 0's values are broadcast;
-        else (rank 0 choosing the next image alone) they are its own."""
-        positions = self.positions
-        key = (positions.tobytes(), len(self.record.observations), self.neb.climb)
-        cached = self._state is not None and self._state[0] == key
-        if not cached or (every_rank and not self._state[2]):  # every rank broadcasts
-            values = self._values(positions) if self.comm.rank == 0 else None
-            if every_rank:
-                values = broadcast(values, root=0, comm=self.comm)
-            energies, forces, computed = values
-            evaluated = evaluated_band(self.neb, positions, energies, forces)
-            evaluated.computed, evaluated.values = computed, (energies, forces)
-            self._state = (key, evaluated, every_rank)
-        publish(self.neb, self._state[1])
-        return self._state[1]
-
-    def gradient_converged(self, gradient):
-        """Whether every moving image was computed at its place and ASE's NEB forces on
-        those energies and forces are below their criteria
-        (:func:`asebo.neb.band_view.criteria`); no call."""
-        state = self.band_state()
-        below = largest_forces(state.band_forces) < criteria(self.neb, self.fmax)
-        return bool(state.computed[1:-1].all() and below.all())
-
     def log(self, gradient):
         """ASE's step line (the band's highest energy and largest NEB force), then the
         model's energy of the image computed and why it was chosen."""
@@ -315,37 +282,3 @@ class BONEB(BandSummary, ImageChoice, Optimizer):
         for image, positions in zip(self.images[1:-1], band):
             image.positions = positions
         self._compute(*choice)
-
-    def _compute(self, moving, reason, details, how):
-        """Call the calculator of moving image ``moving`` (0-based) at its place."""
-        image = self.images[moving + 1]
-        gp = self._fitted().of(moving + 1)
-        energy, gradient = gp.predict(image.positions[None], return_gradient=True)
-        predicted = -np.asarray(gradient)[0]  # (n, 3)
-        try:  # an SCF that does not converge, NaN forces: raised with what to do
-            computed, forces = self._computed.results(image)  # (), (n, 3)
-            radius = adapted_radius(
-                self.trust_radius,
-                forces[self._free],
-                predicted[self._free],
-                self.fmax,
-                self._stopped,
-                self.settings.max_trust_radius,
-                self.settings.walk,
-            )
-            choice = {"image": moving + 1, "reason": reason, **details, "relaxation": how}
-            choice["predicted"] = float(np.asarray(energy).ravel()[0])
-            saved = {"trust_radius": radius, "choices": [*self.choices, choice]}
-            self.record.add(image, moving + 1, computed, forces, self.positions[1:-1], saved)
-        except Exception as error:
-            error.add_note(self.record.failure_note(moving + 1, self.calls))
-            raise
-        self.trust_radius = radius
-        self.choices.append(choice)
-        self.calls += 1
-
-
-def describe(choice):
-    """The log's words for a record of :attr:`BONEB.choices`."""
-    std = f" (std {choice['std']:.3f} eV)" if "std" in choice else ""
-    return f"image {choice['image']}: {choice['reason']}{std}; {choice['relaxation']}"
