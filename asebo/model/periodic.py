@@ -13,9 +13,11 @@ cell filter the cell's deformation).
 
 .. math:: \psi = S^{1/2} V^T Q^T W u(q),
 
-- ``u(q)`` the displacement from the reference, each atom's taken to the nearest
-  lattice image (wrapping an atom across the boundary changes nothing) and the cell
-  rows' as they are;
+- ``u(q)`` the displacement from the reference, each atom's less the lattice vector
+  that a wrap across the boundary adds (:func:`asebo.model.springs.lattice_wrap`: a
+  fractional displacement beyond three quarters of a lattice vector is taken to the
+  other image, so that a hop of half a small cell's vector, which reaches a site
+  equally far either way, stays on the side it went) and the cell rows' as they are;
 - ``W`` the base metric: 1 for atoms; ``w = n r_NN^2 / c^2`` for the cell rows, with
   ``c`` the filter's strain scale: a strain ``epsilon`` weighs as much as every atom
   moving by ``epsilon r_NN`` (how much each neighbour vector changes), so that the
@@ -55,7 +57,12 @@ from asebo.model.cell_coordinates import GeneralizedCoordinates
 from asebo.model.default_prior import wrapped_by
 from asebo.model.metric import EIGENVALUE_FLOOR, POWER
 from asebo.model.priors import CalculatorPrior, Prior
-from asebo.model.springs import ExpSprings, nearest_neighbour_distance, springs_hessian
+from asebo.model.springs import (
+    ExpSprings,
+    lattice_wrap,
+    nearest_neighbour_distance,
+    springs_hessian,
+)
 
 EMT_METALS = ("Al", "Ni", "Cu", "Pd", "Ag", "Pt", "Au")
 """Elements ASE's EMT describes as metals; its parameters for H, C, N and O are rough."""
@@ -201,12 +208,13 @@ class PeriodicMetric:
 
     def displacements(self, positions):
         """``u`` (b, N, 3) of generalized positions (b, N, 3): each atom's displacement
-        from the reference taken to the nearest lattice image (differentiable)."""
+        from the reference less the lattice vectors of a wrap
+        (:func:`asebo.model.springs.lattice_wrap`; differentiable)."""
         q = torch.as_tensor(positions, dtype=torch.float64)
         u = q - self.reference
         n = self.coordinates.n_atoms
         fractional = torch.linalg.solve(self._frame.T, u[:, :n].transpose(-1, -2))
-        image = torch.round(fractional.transpose(-1, -2).detach()) * self._pbc  # (b, n, 3)
+        image = lattice_wrap(fractional.transpose(-1, -2).detach()) * self._pbc  # (b, n, 3)
         atoms = u[:, :n] - image @ self._frame
         return torch.cat([atoms, u[:, n:]], dim=1)
 

@@ -13,14 +13,16 @@ configuration, its pair vectors taken with the minimum image convention:
           (|d_{ij}| - |d^0_{ij}|)^2 + \tau |d_{ij} - d^0_{ij}|^2\big].
 
 Each pair of the reference neighbour list (one pair per periodic image within the
-cutoff) keeps its image: in a configuration its vector is the one among ``s_j - s_i +
-S`` (fractional coordinates, ``S`` integer along periodic axes) closest to the
-reference's, so wrapping an atom across the boundary or choosing other lattice vectors
-does not change the energy. With ``tau = 0`` the springs are central (invariant to
-rotations of cell and atoms together; at the reference the Hessian block of a pair is
-``k u u^T``); with ``tau = 1`` the Hessian is Packwood's ``mu L ⊗ I_3``. The model is
-an ASE calculator (energy, forces and stress), so it serves as the GP's prior mean
-through :class:`asebo.model.gp.CalculatorPrior` and under ASE's cell filters.
+cutoff) keeps its image: in a configuration its vector is ``s_j - s_i + S``
+(fractional coordinates, ``S`` integer along periodic axes) with ``S`` the lattice
+vector that undoes a wrap (:func:`lattice_wrap`), so wrapping an atom across the
+boundary or choosing other lattice vectors does not change the energy, and an atom
+that hops half a lattice vector of a small cell keeps its springs. With ``tau = 0``
+the springs are central (invariant to rotations of cell and atoms together; at the
+reference the Hessian block of a pair is ``k u u^T``); with ``tau = 1`` the Hessian is
+Packwood's ``mu L ⊗ I_3``. The model is an ASE calculator (energy, forces and
+stress), so it serves as the GP's prior mean through
+:class:`asebo.model.gp.CalculatorPrior` and under ASE's cell filters.
 
 The scale ``mu``: Packwood fits it to a finite difference of the target's forces
 along a long-wavelength displacement. Here no target call is spent on it:
@@ -71,6 +73,25 @@ COVALENT_ELEMENTS = frozenset(
 )
 """Atomic numbers of the elements whose pairs take Lindh's stretch constant where it is
 larger (module docstring)."""
+
+
+WRAP = 0.75
+"""The fractional offset from a reference beyond which :func:`lattice_wrap` takes the next
+lattice image."""
+
+
+def lattice_wrap(offset):
+    """The integer lattice vectors (same shape) that bring fractional ``offset`` (a
+    tensor, a configuration's less a reference's) back from a wrap: 0 within
+    :data:`WRAP` of a lattice vector's length, the nearest integer beyond.
+
+    Positions within a run move continuously, so that an offset of a whole lattice
+    vector is a wrap (an input written wrapped into its cell), while an atom that hops
+    half a vector of a small cell reaches a site as far from its reference either way:
+    a cut at half the vector (the nearest image) would give that site the values of
+    the other way, a lattice vector from those of the path that leads to it.
+    """
+    return torch.where(offset.abs() < WRAP, 0.0, torch.round(offset))
 
 
 def nearest_neighbour_distance(atoms):
@@ -176,9 +197,9 @@ class ExpSprings(Calculator):
         fractional = np.linalg.solve(cell.T, reference.positions.T).T  # (n, 3)
         self.i, self.j = torch.as_tensor(i), torch.as_tensor(j)  # (p,)
         # ordered pairs: each spring appears as (i, j) and (j, i)
-        self.reference_fractional = torch.as_tensor(
-            fractional[j] - fractional[i] + shifts
-        )  # (p, 3)
+        self.reference_difference = torch.as_tensor(fractional[j] - fractional[i])  # (p, 3)
+        self.reference_shifts = torch.as_tensor(shifts, dtype=torch.float64)  # (p, 3)
+        self.reference_fractional = self.reference_difference + self.reference_shifts
         self.reference_vectors = self.reference_fractional @ torch.as_tensor(cell)  # (p, 3)
         self.reference_lengths = self.reference_vectors.norm(dim=-1)  # (p,)
         self.constants = spring_constant * torch.exp(
@@ -206,11 +227,13 @@ class ExpSprings(Calculator):
 
     def pair_vectors(self, positions, cell):
         """Pair vectors (b, p, 3) of positions (b, n, 3) in cells (b, 3, 3), each the
-        periodic image closest to the reference's (differentiable)."""
+        reference's periodic image, a wrap undone (:func:`lattice_wrap`;
+        differentiable)."""
         fractional = torch.linalg.solve(cell.transpose(-1, -2), positions.transpose(-1, -2))
         fractional = fractional.transpose(-1, -2)  # (b, n, 3)
         difference = fractional[:, self.j] - fractional[:, self.i]  # (b, p, 3)
-        image = torch.round(self.reference_fractional - difference.detach()) * self.pbc
+        wrap = lattice_wrap(self.reference_difference - difference.detach())
+        image = (self.reference_shifts + wrap) * self.pbc
         return (difference + image) @ cell
 
     def energy(self, positions, cell):
