@@ -235,3 +235,21 @@ def test_a_surface_hops_saddle_point_from_a_guess_file(tmp_path, monkeypatch, ca
     saddle = read("hop_saddle.xyz")
     saddle.set_constraint(read("hop.traj").constraints)
     assert (free_curvatures(saddle, get_calculator("emt")) < FLAT).sum() == 1
+
+
+def test_a_result_file_leaves_out_what_its_format_cannot_store(tmp_path):
+    import warnings
+
+    from asebo.commands.optimize import write_structures
+
+    initial, final, _ = au_on_al100()  # built by add_adsorbate: a dict in info
+    initial.info["name"] = "hop"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # ASE warns where it skips an entry
+        write_structures(tmp_path / "band.xyz", [initial, final])
+        write_structures(tmp_path / "one.xyz", initial)
+    band = read(tmp_path / "band.xyz", ":")
+    assert len(band) == 2 and band[0].info["name"] == "hop"
+    assert "adsorbate_info" not in band[0].info
+    assert read(tmp_path / "one.xyz").info["name"] == "hop"
+    assert "adsorbate_info" in initial.info  # the atoms keep theirs

@@ -47,6 +47,7 @@ from asebo.commands.optimize import (
     _read_structure,
     _refuse,
     _write_result,
+    write_structures,
 )
 from asebo.model.prior_names import AUTO, MODEL_PRIORS
 from calculators import available, get_calculator
@@ -246,13 +247,12 @@ def _optimizer(args, neb):
 
 def _write_band(opt, output, picture, args):
     """Write the band and its picture; the words of the summary line that say where."""
-    import ase.io
 
     from asebo.commands._band_plot import band_frames, write_band_plot
 
     frames, computed = band_frames(opt)
     kept = where_kept(args.restart, NOUN)
-    _write_result(output, lambda: ase.io.write(output, frames), kept)
+    _write_result(output, lambda: write_structures(output, frames), kept)
     if picture is None:
         return f"written to {output}"
     _write_result(picture, lambda: write_band_plot(picture, opt, frames, computed), kept)

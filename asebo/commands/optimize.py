@@ -229,7 +229,6 @@ def _check_output_format(output):
 
 def run(args):
     # the optimizer brings PyTorch and BoTorch, ase.io a second: imported here, not for --help
-    import ase.io
 
     output = args.output or args.file.with_name(f"{args.file.stem}_relaxed.xyz")
     _check_options(args, output)
@@ -237,7 +236,7 @@ def run(args):
     atoms.calc = get_calculator(args.calc)
     opt = _optimizer(args, atoms)
     converged = _relax(args, opt)
-    _write_result(output, lambda: ase.io.write(output, atoms), _where_the_result_is(args))
+    _write_result(output, lambda: write_structures(output, atoms), _where_the_result_is(args))
     print(f"{opt.summary()}; written to {output}{'' if converged else _going_on(args.restart)}")
     if args.hessian is not None:
         _write_vibrations(opt, args.hessian, _where_the_hessian_is(args, output))
@@ -373,6 +372,33 @@ def _where_the_hessian_is(args, output):
         else ""
     )
     return f"the relaxed structure is written to {output}{again}"
+
+
+STORABLE_INFO = (str, int, float, bool, list, tuple, np.number, np.ndarray)
+"""The kinds of ``atoms.info`` values every structure format of ASE writes; others (the
+``adsorbate_info`` dict of :func:`ase.build.add_adsorbate`) are left out of a result
+file, with no warning."""
+
+
+def write_structures(path, frames):
+    """Write ``frames`` (atoms or a list of them) to ``path`` with ASE, their ``info``
+    entries of other kinds than :data:`STORABLE_INFO` left out of the file (the atoms
+    keep them)."""
+    import ase.io
+
+    many = isinstance(frames, (list, tuple))
+    frames = list(frames) if many else [frames]
+    kept = []
+    for frame in frames:
+        left = {k: v for k, v in frame.info.items() if not isinstance(v, STORABLE_INFO)}
+        kept.append(left)
+        for key in left:
+            del frame.info[key]
+    try:
+        ase.io.write(path, frames if many else frames[0])
+    finally:
+        for frame, left in zip(frames, kept):
+            frame.info.update(left)
 
 
 def _write_result(path, write, kept):

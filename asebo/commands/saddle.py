@@ -42,6 +42,7 @@ from asebo.commands.optimize import (
     _refuse,
     _write_result,
     _written_from_restart,
+    write_structures,
 )
 from asebo.model.prior_names import AUTO, MODEL_PRIORS
 from calculators import available, get_calculator
@@ -83,7 +84,6 @@ def add_arguments(parser):
 
 def run(args):
     # BOSaddle brings PyTorch and Sella: imported here, not for --help
-    import ase.io
 
     output = args.output or args.guess.with_name(f"{args.guess.stem}_saddle.xyz")
     _check_options(args, output)
@@ -94,7 +94,7 @@ def run(args):
         opt, args, lambda: f"asebo saddle: interrupted at step {opt.nsteps}", args.guess, NOUN
     )
     found = _where_it_ends(opt)
-    _write_result(output, lambda: ase.io.write(output, found), where_kept(args.restart, NOUN))
+    _write_result(output, lambda: write_structures(output, found), where_kept(args.restart, NOUN))
     print(f"{opt.summary()}; written to {output}{'' if converged else _going_on(args.restart)}")
     return 0 if converged else 1
 

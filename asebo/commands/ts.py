@@ -40,6 +40,7 @@ from asebo.commands.optimize import (
     _refuse,
     _write_result,
     _written_from_restart,
+    write_structures,
 )
 from asebo.model.prior_names import AUTO, MODEL_PRIORS
 from calculators import available, get_calculator
@@ -113,7 +114,6 @@ def add_arguments(parser):
 
 def run(args):
     # the workflow brings PyTorch and Sella: imported here, not for --help
-    import ase.io
 
     output = args.output or args.initial.with_name(f"{args.initial.stem}_ts.xyz")
     restarts = _restart_files(args.restart)
@@ -121,7 +121,7 @@ def run(args):
     initial, final = _read_structure(args.initial), _read_structure(args.final)
     calculator = _calculator(args, initial, final)
     result = _run(args, initial, final, calculator, restarts)
-    _write_result(output, lambda: ase.io.write(output, result.atoms), _where_kept(restarts))
+    _write_result(output, lambda: write_structures(output, result.atoms), _where_kept(restarts))
     print(f"{result.summary()}; written to {output}")
     return 0 if result.verified else 1
 
