@@ -273,3 +273,19 @@ def test_a_system_keeps_its_own_calculator_options_under_those_of_the_preset_nam
     assert chosen.options["ecut"] == 450 and chosen.options["kpts"] == (2, 2, 2)
     silicon = next(s for s in gpaw_cells() if s.name == "Si_diamond")
     assert _materials.system_calculator(GPAW_PRESET, silicon).options["ecut"] == 300
+
+
+def test_the_users_regime_takes_ten_molecules_of_3_to_21_atoms_and_five_slabs():
+    pytest.importorskip("tblite")
+    from asebo.benchmarks.users import SLABS, molecule_systems
+    from calculators import get_calculator
+
+    molecules = molecule_systems()
+    sizes = [len(system.atoms) for system in molecules]
+    assert len(molecules) == 10 and min(sizes) == 3 and max(sizes) == 21
+    assert not any(system.atoms.pbc.any() for system in molecules)
+    built = molecule_systems(["glycerol"])[0].atoms  # from SMILES, at GFN2-xTB's minimum
+    built.calc = get_calculator("gfn2")
+    assert np.linalg.norm(built.get_forces(), axis=1).max() < 0.01
+    slabs = [system for system in adsorbate_systems() if system.name in SLABS]
+    assert len(slabs) == 5 and all(system.atoms.pbc[:2].all() for system in slabs)

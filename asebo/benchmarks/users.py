@@ -13,8 +13,8 @@ in one run, from the same starts:
   ``bo`` (the default, GFN2-xTB), ``bo+lindh`` (the Lindh model, no prior
   calculator), L-BFGS and Sella (internal coordinates);
 - ``--set slabs``: five adsorbates on Cu(111) and Cu(100) of ``asebo bench
-  adsorbates`` (:func:`asebo.benchmarks.adsorbates.adsorbate_systems`, its GPAW
-  settings); ``bo`` (the springs), GPMin and L-BFGS.
+  adsorbates`` (:data:`SLABS`, :func:`asebo.benchmarks.adsorbates.adsorbate_systems`,
+  its GPAW settings); ``bo`` (the springs), GPMin and L-BFGS.
 
 The table (:func:`asebo.benchmarks._materials.table`) gives the calls of every start,
 the totals and their ratios to L-BFGS's and GPMin's, energies above the lowest of a
@@ -41,8 +41,9 @@ MOLECULES = {
 }
 """The molecules: a G2 name or a SMILES string (3 to 21 atoms)."""
 
-SLABS = ("H_Cu111", "O_Cu111", "CO_Cu111", "OH_Cu100", "CO_Cu100")
-"""The slabs: systems of ``asebo bench adsorbates``."""
+SLABS = ("H_Cu111", "CO_Cu111", "H_Cu100", "O_Cu100", "OH_Cu100")
+"""The slabs: systems of ``asebo bench adsorbates`` with a minimum near their start (CO
+starts on Cu(100)'s top site, which has none at these settings)."""
 
 MOLECULE_GPAW = "gpaw:mode=lcao,h=0.2,vacuum=3.5"
 """GPAW for the molecules: LCAO (dzp), PBE, grid spacing 0.2 Å, 3.5 Å of vacuum."""
