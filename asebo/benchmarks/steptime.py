@@ -114,11 +114,11 @@ def step_times(atoms, calc, steps, marks=None, fmax=1e-8, threads=None, prior=No
     counter = CountingCalculator(get_calculator(calc) if isinstance(calc, str) else calc)
     work.calc = counter
     marks = [] if marks is None else marks
-    options = {}
+    prior_counter = None
     if prior is not None:
-        options["prior"] = prior_counter = CountingCalculator(
-            get_calculator(prior) if isinstance(prior, str) else prior
-        )
+        calculator = get_calculator(prior) if isinstance(prior, str) else prior
+        prior_counter = CountingCalculator(calculator)
+    options = {} if prior_counter is None else {"prior": prior_counter}
     optimizer = BOOptimizer(work, logfile=None, threads=threads, **options)
     optimizer.attach(
         lambda: marks.append(
@@ -128,8 +128,8 @@ def step_times(atoms, calc, steps, marks=None, fmax=1e-8, threads=None, prior=No
                 peak_resident_bytes(),
                 time.perf_counter(),
                 counter.wall_time,
-                prior_counter.ncalls if prior is not None else 0,
-                prior_counter.wall_time if prior is not None else 0.0,
+                0 if prior_counter is None else prior_counter.ncalls,
+                0.0 if prior_counter is None else prior_counter.wall_time,
             )
         )
     )

@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 
 from asebo.commands import FAILED, CommandExit
-from asebo.commands.optimize import _one_line, _refuse, _why_unwritable
+from asebo.commands.optimize import _one_line, _refuse, _why_unwritable, add_threads_option
 
 
 def add_run_options(parser):
@@ -18,13 +18,7 @@ def add_run_options(parser):
         default=None,
         help="restart file: read if present, written after every call",
     )
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="threads of the optimizer's own linear algebra, between the calculator's calls "
-        "(default: OMP_NUM_THREADS where set, else 1; the calculator keeps its own)",
-    )
+    add_threads_option(parser)
     parser.add_argument("--logfile", default="-")
 
 

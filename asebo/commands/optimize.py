@@ -90,13 +90,7 @@ def add_arguments(parser):
         "vibrations (ase.vibrations.VibrationsData.read: frequencies, zero-point energy), "
         "FILE.npy as the (3N, 3N) array in eV/Å² (numpy.load)",
     )
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=None,
-        help="threads of the optimizer's own linear algebra, between the calculator's calls "
-        "(default: OMP_NUM_THREADS where set, else 1; the calculator keeps its own)",
-    )
+    add_threads_option(parser)
     parser.add_argument("--logfile", default="-")
     parser.add_argument("--output", type=Path, default=None)
     parser.add_argument(
@@ -372,6 +366,17 @@ def _where_the_hessian_is(args, output):
         else ""
     )
     return f"the relaxed structure is written to {output}{again}"
+
+
+def add_threads_option(parser):
+    """The ``--threads`` option of the commands that run an optimizer."""
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads of the optimizer's own linear algebra, between the calculator's calls "
+        "(default: OMP_NUM_THREADS where set, else 1; the calculator keeps its own)",
+    )
 
 
 STORABLE_INFO = (str, int, float, bool, list, tuple, np.number, np.ndarray)

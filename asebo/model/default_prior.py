@@ -135,9 +135,9 @@ def _gfn_xtb(name, given):
     return gfn_xtb(XTB_METHODS[name], **given)
 
 
-def _chain(calculator):
+def calculator_chain(calculator):
     """``calculator`` and those it wraps (as ``calc``, a call counter's way), outermost
-    first."""
+    first; nothing for None."""
     for _ in range(8):  # wrappers of wrappers, never a cycle
         if calculator is None:
             return
@@ -146,9 +146,9 @@ def _chain(calculator):
 
 
 def wrapped_by(calculator, names):
-    """The calculator of ``calculator``'s chain (:func:`_chain`) whose class name or a
+    """The calculator of ``calculator``'s chain (:func:`calculator_chain`) whose class name or a
     part of whose module name is one of ``names``; None where none is."""
-    for inner in _chain(calculator):
+    for inner in calculator_chain(calculator):
         kind = type(inner)
         where = f"{kind.__module__}.{kind.__name__}".lower().split(".")
         if any(name in where for name in names):
@@ -165,7 +165,7 @@ def is_electronic_structure(calculator):
     from ase.calculators.socketio import SocketIOCalculator
 
     programs = (FileIOCalculator, GenericFileIOCalculator, SocketIOCalculator)
-    for inner in _chain(calculator):
+    for inner in calculator_chain(calculator):
         kind = type(inner)
         where = f"{kind.__module__}.{kind.__name__}".lower()
         if isinstance(inner, programs) or any(name in where for name in ELECTRONIC_STRUCTURE):

@@ -22,6 +22,8 @@ from ase.io.trajectory import Trajectory
 from ase.optimize import optimize
 from ase.parallel import world
 
+from asebo.model.default_prior import calculator_chain
+
 RESTART_VERSION = 1
 SAME_POSITIONS = 1e-10  # Å: configurations closer than this in every coordinate are one
 SAME_START = 1e-3
@@ -367,10 +369,7 @@ def wrapped_calculators(calc):
 
     Wrappers (counters, recorders) keep the calculator they wrap as ``calc``.
     """
-    chain = [calc]
-    while getattr(chain[-1], "calc", None) is not None:
-        chain.append(chain[-1].calc)
-    return chain
+    return list(calculator_chain(calc)) or [calc]
 
 
 def calculator_name(calc):
