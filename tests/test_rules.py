@@ -259,3 +259,18 @@ def test_the_quadratics_patience_turns_off(monkeypatch):
         logs[rules.quadratic_patience] = log.getvalue()
     assert "quadratic puts its minimum" not in logs[True]
     assert "quadratic puts its minimum" in logs[False]
+
+
+@pytest.mark.parametrize("length", [0.5887257382671136, 0.3, 0.05, 0.0201, 0.02, 0.01])
+def test_the_fractions_of_a_checked_step_halve_down_to_the_shortest_and_stop(length):
+    """A step of 0.5887... Å against a floor of 0.02 Å: ``(0.02 / length) * length``
+    rounds above 0.02, which once kept the halving appending the last fraction until the
+    memory ran out."""
+    from asebo.optimize.trust import step_fractions
+
+    fractions = step_fractions(length, 0.02)
+    assert fractions[0] == 1.0
+    assert all(b == max(a / 2, 0.02 / length) for a, b in zip(fractions, fractions[1:]))
+    assert fractions[-1] * length == pytest.approx(min(0.02, length))
+    assert len(fractions) <= 2 + np.log2(max(length / 0.02, 1.0))
+    assert step_fractions(length, None) == [1.0]

@@ -205,10 +205,12 @@ def step_fractions(length, shortest):
     """The fractions (k,) of a step whose largest coordinate is ``length`` Å at which
     :func:`check_confident` checks it: 1, then halved down to the fraction that makes it
     ``shortest`` Å, the lengths the halved boxes reach; 1 alone where ``shortest`` is
-    None."""
+    None. The last fraction ends the halving too: ``(shortest / length) * length`` can
+    round above ``shortest``."""
     fractions = [1.0]
-    while shortest and fractions[-1] * length > shortest:
-        fractions.append(max(fractions[-1] / 2, shortest / length))
+    last = shortest / length if shortest else 1.0
+    while fractions[-1] > last and fractions[-1] * length > shortest:
+        fractions.append(max(fractions[-1] / 2, last))
     return fractions
 
 
