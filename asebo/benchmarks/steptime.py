@@ -93,7 +93,7 @@ def step_times(atoms, calc, steps, marks=None, fmax=1e-8, threads=None, prior=No
     marks : list, optional
         Receives ``(processor time, calculator processor time, peak resident bytes,
         wall time, calculator wall time, prior calls, prior wall time)`` after every
-        step.
+        step and after the run.
     fmax : float
         Force threshold of the run, eV/Å.
     threads : int, optional
@@ -105,7 +105,9 @@ def step_times(atoms, calc, steps, marks=None, fmax=1e-8, threads=None, prior=No
     Returns
     -------
     ndarray of shape (steps taken,)
-        Entry ``i`` is the step that follows observation ``i + 1``.
+        Entry ``i`` is the step that follows observation ``i + 1`` with the
+        convergence test after it (the checks at convergence included): the last
+        step's test is the run's last.
     """
     from asebo import BOOptimizer
     from calculators import CountingCalculator, get_calculator
@@ -120,8 +122,9 @@ def step_times(atoms, calc, steps, marks=None, fmax=1e-8, threads=None, prior=No
         prior_counter = CountingCalculator(calculator)
     options = {} if prior_counter is None else {"prior": prior_counter}
     optimizer = BOOptimizer(work, logfile=None, threads=threads, **options)
-    optimizer.attach(
-        lambda: marks.append(
+
+    def mark():
+        marks.append(
             (
                 time.process_time(),
                 counter.cpu_time,
@@ -132,24 +135,33 @@ def step_times(atoms, calc, steps, marks=None, fmax=1e-8, threads=None, prior=No
                 0.0 if prior_counter is None else prior_counter.wall_time,
             )
         )
-    )
+
+    optimizer.attach(mark)
     optimizer.run(fmax=fmax, steps=steps)
-    times = np.array([m[:2] for m in marks])  # (steps + 1, 2)
-    return np.diff(times[:, 0]) - np.diff(times[:, 1])
+    mark()  # the last convergence test, its checks at convergence with it
+    return _per_step([m[0] for m in marks]) - _per_step([m[1] for m in marks])
+
+
+def _per_step(values):
+    """The rise of ``values`` (a mark after every step and one after the run) over each
+    step, the last step's with the run's last convergence test."""
+    rises = np.diff(np.asarray(values, dtype=np.float64))
+    if len(rises) > 1:
+        rises[-2] += rises[-1]
+        rises = rises[:-1]
+    return rises
 
 
 def wall_times(marks):
     """Wall seconds outside the calculator of each step, from the ``marks`` of
     :func:`step_times` (entry ``i``: the step that follows observation ``i + 1``)."""
-    times = np.array([m[3:5] for m in marks])  # (steps + 1, 2)
-    return np.diff(times[:, 0]) - np.diff(times[:, 1])
+    return _per_step([m[3] for m in marks]) - _per_step([m[4] for m in marks])
 
 
 def prior_per_step(marks):
     """The prior's calls (steps,) and wall seconds (steps,) of each step, from the
     ``marks`` of :func:`step_times`."""
-    columns = np.array([m[5:7] for m in marks])  # (steps + 1, 2)
-    return np.diff(columns[:, 0]), np.diff(columns[:, 1])
+    return _per_step([m[5] for m in marks]), _per_step([m[6] for m in marks])
 
 
 def _threads_label(threads):
@@ -186,7 +198,7 @@ def run(args):
         atoms, args.calc, windows[-1][1], marks, threads=args.threads, prior=args.prior
     )
     walls = wall_times(marks)
-    peaks = np.array([m[2] for m in marks]) / 2**30  # GiB after each step
+    peaks = np.array([m[2] for m in marks[:-1]]) / 2**30  # GiB after each step
     if args.json:
         with open(args.json, "w") as fd:
             json.dump(

@@ -152,7 +152,7 @@ class CalculatorPrior(Prior):
     The energies and forces of the last ``cache_size`` configurations asked for are
     kept, the least recently asked dropped first: every fit asks again for those of
     every observation, while a step's search asks for 100–200 configurations once
-    each, and a check at convergence for 6N more (a run of 300 steps at 100 atoms
+    each, and a check at convergence for some tens more (a run of 300 steps at 100 atoms
     would otherwise keep some 200 MB).
 
     Parameters

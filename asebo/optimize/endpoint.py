@@ -190,7 +190,7 @@ def endpoint_symmetry(context):
     if context.periodic:
         return None
     configurations = [*context.observations.positions, context.positions]
-    return held_symmetry(configurations, context.labels, context.curvature.hessian, context.basis)
+    return held_symmetry(configurations, context.labels, context.curvature.projected, context.basis)
 
 
 def probed_along(positions, mode, length):

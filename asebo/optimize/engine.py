@@ -16,6 +16,7 @@ from dataclasses import replace
 import numpy as np
 
 from asebo.optimize.endpoint import EndpointContext, endpoint_verdict
+from asebo.optimize.lowest_curvatures import lowest_model_curvature
 from asebo.optimize.model_hessian import ModelHessian, curvature_with_evidence, internal_basis
 from asebo.optimize.proposal import CURVATURE, Proposal, StepContext
 from asebo.optimize.search import search
@@ -60,7 +61,9 @@ class Engine:
         :attr:`asebo.model.gp.EnergyForceGP.hessians_`)."""
         return self.surrogate.fitted(observations)
 
-    def curvature_at(self, observations, positions, every_uncertainty=True, anchored=False):
+    def curvature_at(
+        self, observations, positions, every_uncertainty=True, anchored=False, measure=None
+    ):
         """:func:`asebo.optimize.model_hessian.curvature_with_evidence` of the GP fitted
         to every observation, at ``positions`` (N, 3)."""
         gp, _ = self.fitted(observations)
@@ -73,7 +76,23 @@ class Engine:
             self.prior.is_calculator,
             every_uncertainty,
             anchored,
+            measure,
         )
+
+    def lowest_curvatures(self, observations, here):
+        """The measure of the check at convergence at ``here`` (N, 3), a configuration
+        computed, where the whole Hessian costs prior calls (a prior calculator on a
+        molecule): :func:`asebo.optimize.lowest_curvatures.lowest_model_curvature`,
+        ``gp -> ModelCurvature``; None where the Hessian is cheap, or ``here`` was not
+        computed."""
+        latest = len(observations) - 1
+        same = latest >= 0 and np.array_equal(observations.positions[latest], here)
+        found = latest if same else observations.find(here)
+        if not self.prior.is_calculator or self.periodic or found is None:
+            return None
+        gradient = -np.asarray(observations.forces[found], dtype=np.float64)  # (N, 3)
+        basis = internal_basis(here, self.free, self.rotations)  # (3N, k)
+        return lambda gp: lowest_model_curvature(gp, here, self.numbers, gradient, basis)
 
     def model_hessian(self, observations, atoms, every_uncertainty=True):
         """The :class:`asebo.optimize.model_hessian.ModelHessian` at ``atoms``' positions,
@@ -115,7 +134,8 @@ class Engine:
         """:meth:`endpoint_verdict`, decided."""
         if self.cell or self.subspace is not None or not self.vibrates(here):
             return None
-        gp, curvature = self.curvature_at(observations, here, every_uncertainty=False)
+        measure = self.lowest_curvatures(observations, here)
+        gp, curvature = self.curvature_at(observations, here, False, measure=measure)
         context = EndpointContext(
             gp=gp,
             curvature=curvature,

@@ -61,12 +61,15 @@ class ModelCurvature:
 
     Attributes
     ----------
-    hessian : array (3n, 3n)
+    hessian : array (3n, 3n) or None
         Of the posterior mean, eV/Å², in Cartesian coordinates (atom-major, as
         :class:`ase.vibrations.VibrationsData` takes it); the prior's part included.
+        None where only the lowest curvatures were found
+        (:func:`asebo.optimize.lowest_curvatures.lowest_model_curvature`).
     curvatures : array (k,)
         Eigenvalues of the Hessian in the free coordinates less the rigid motions,
-        ascending, eV/Å².
+        ascending, eV/Å²; where :attr:`hessian` is None, the non-positive ones and the
+        lowest positive.
     modes : array (k, 3n)
         The unit eigenvectors, one per row.
     uncertainties : array (k,)
@@ -76,13 +79,21 @@ class ModelCurvature:
         each mode (:func:`evidence_of_descent`), examined along every mode of negative
         curvature (:attr:`downward`) and False along the others; None where not
         examined.
+    drop : tuple or None
+        Where :attr:`hessian` is None: the gradient (3n,) at the configuration and
+        :meth:`quadratic_drop` there, eV.
+    products : callable or None
+        Where :attr:`hessian` is None: directions (3n, p) in the free coordinates less
+        the rigid motions -> the Hessian's products with them (3n, p).
     """
 
-    hessian: np.ndarray
+    hessian: np.ndarray | None
     curvatures: np.ndarray
     modes: np.ndarray
     uncertainties: np.ndarray
     evidence: np.ndarray | None = None
+    drop: tuple | None = None
+    products: object = None
 
     @property
     def downward(self):
@@ -116,11 +127,27 @@ class ModelCurvature:
         Parameters
         ----------
         gradient : array (n, 3) or (3n,)
-            The energy's gradient at ``x`` (minus the forces), eV/Å.
+            The energy's gradient at ``x`` (minus the forces), eV/Å; where
+            :attr:`hessian` is None, the one :attr:`drop` was found at.
         """
+        if self.hessian is None:
+            at, drop = self.drop
+            if not np.allclose(np.ravel(gradient), at, rtol=0.0, atol=1e-12):
+                raise ValueError(
+                    "the quadratic's drop of the lowest curvatures is known at one gradient"
+                )
+            return drop
         along = self.modes @ np.asarray(gradient, dtype=np.float64).reshape(-1)  # (k,)
         up = self.curvatures > 0
         return float(np.sum(along[up] ** 2 / (2.0 * self.curvatures[up])))
+
+    def projected(self, basis):
+        """``basis^T H basis`` (c, c) for orthonormal directions ``basis`` (3n, c) in the
+        free coordinates less the rigid motions."""
+        if self.hessian is None:
+            projected = basis.T @ self.products(basis)
+            return 0.5 * (projected + projected.T)
+        return basis.T @ self.hessian @ basis
 
     def summary(self):
         """One line: the lowest curvature, its std, and what the model makes of it.
@@ -197,7 +224,7 @@ def curvature_uncertainties(gp, positions, modes):
     modes = np.asarray(modes).reshape(-1, *positions.shape)  # (p, n, 3)
     offsets = CURVATURE_PROBE * np.concatenate([modes, -modes, 2 * modes, -2 * modes])
     probes = np.concatenate([positions[None], positions + offsets])  # (1 + 4p, n, 3)
-    variances = np.concatenate([gp.predict(c, return_std=True)[1] for c in _chunks(probes)]) ** 2
+    variances = np.concatenate([gp.predict(c, return_std=True)[1] for c in in_batches(probes)]) ** 2
     rises = variances[1:].reshape(4, -1) - variances[0]  # (4, p): +d, -d, +2d, -2d
     near, far = 0.5 * (rises[0] + rises[1]), 0.5 * (rises[2] + rises[3])  # (p,) each
     return np.sqrt(((far - 4.0 * near) / (3.0 * CURVATURE_PROBE**4)).clip(0.0))
@@ -235,7 +262,7 @@ def descent_along(gp, positions, mode, radius, points=41):
     steps = np.linspace(-scale, scale, points)
     steps = steps[steps != 0.0]  # (points - 1,)
     candidates = positions[None] + steps[:, None, None] * direction[None]  # (t, n, 3)
-    means = np.concatenate([gp.predict(chunk) for chunk in _chunks(candidates)])
+    means = np.concatenate([gp.predict(chunk) for chunk in in_batches(candidates)])
     return candidates[int(np.argmin(means))]
 
 
@@ -454,7 +481,7 @@ def _differenced_hessian(gp, positions, free):
     back = -shifts if central else np.zeros((1, 3 * n))  # (f or 1, 3n): the other ends
     configurations = positions[None] + np.concatenate([shifts, back]).reshape(-1, n, 3)
     gradients = np.concatenate(
-        [gp.predict(chunk, return_gradient=True)[1] for chunk in _chunks(configurations)]
+        [gp.predict(chunk, return_gradient=True)[1] for chunk in in_batches(configurations)]
     ).reshape(-1, 3 * n)  # (2f or f + 1, 3n)
     hessian = np.zeros((3 * n, 3 * n))
     hessian[columns] = (gradients[:f] - gradients[f:]) / ((2 if central else 1) * step)
@@ -517,7 +544,7 @@ def without_rigid_motions(hessian, positions, masses, rotations=True):
     return weighted * np.outer(weights, weights)
 
 
-def _chunks(configurations):
+def in_batches(configurations):
     """``configurations`` (b, n, 3) in slices of at most :data:`BATCH`."""
     return [configurations[i : i + BATCH] for i in range(0, len(configurations), BATCH)]
 
@@ -531,6 +558,7 @@ def curvature_with_evidence(
     prior_calculator,
     every_uncertainty=True,
     anchored=False,
+    measure=None,
 ):
     """The GP and its :func:`model_curvature` at ``positions``, with the evidence along
     each downward mode (:func:`evidence_of_descent`).
@@ -550,6 +578,9 @@ def curvature_with_evidence(
         False probes the uncertainty of the lowest and non-positive curvatures only.
     anchored : bool
         Under a prior that curves, of :func:`anchored_refit` of ``gp``.
+    measure : callable, optional
+        ``gp -> ModelCurvature`` in place of :func:`model_curvature` (the lowest
+        curvatures alone: :func:`asebo.optimize.lowest_curvatures.lowest_model_curvature`).
 
     Returns
     -------
@@ -559,7 +590,10 @@ def curvature_with_evidence(
     """
     if anchored and not gp.prior.constant:
         gp = anchored_refit(gp, observations, positions)
-    curvature = model_curvature(gp, positions, free, rotations, every_uncertainty)
+    if measure is None:
+        curvature = model_curvature(gp, positions, free, rotations, every_uncertainty)
+    else:
+        curvature = measure(gp)
     computed = observations.arrays()
     calculator = gp.prior if prior_calculator else None
     evidence = np.zeros(len(curvature.curvatures), dtype=bool)

@@ -140,9 +140,9 @@ class HeldSymmetry:
     curvature: float
 
 
-def held_symmetry(configurations, labels, hessian, basis, tolerance=TOLERANCE):
+def held_symmetry(configurations, labels, projected, basis, tolerance=TOLERANCE):
     """The symmetry of the last of ``configurations`` where all of them keep it, with the
-    softest mode of ``hessian`` that breaks it; else None.
+    softest mode of the model's Hessian that breaks it; else None.
 
     Parameters
     ----------
@@ -151,8 +151,10 @@ def held_symmetry(configurations, labels, hessian, basis, tolerance=TOLERANCE):
     labels : array (n,)
         Only atoms of equal labels are exchanged (atomic numbers, with the constraints
         folded in).
-    hessian : array (3n, 3n)
-        eV/Å², the model's at the last configuration.
+    projected : callable
+        Directions ``D`` (3n, c) -> ``D^T H D`` (c, c), eV/Å², of the model's Hessian
+        ``H`` at the last configuration
+        (:meth:`asebo.optimize.model_hessian.ModelCurvature.projected`).
     basis : array (3n, k)
         Orthonormal basis of the free coordinates less the rigid motions.
     tolerance : float
@@ -172,7 +174,7 @@ def held_symmetry(configurations, labels, hessian, basis, tolerance=TOLERANCE):
     within = basis @ left[:, values > 0.5]  # (3n, c): free, not rigid, breaking it
     if not within.shape[1]:
         return None
-    curvatures, vectors = np.linalg.eigh(within.T @ hessian @ within)  # (c,), (c, c)
+    curvatures, vectors = np.linalg.eigh(projected(within))  # (c,), (c, c)
     return HeldSymmetry(
         len(operations) + 1, within.shape[1], within @ vectors[:, 0], float(curvatures[0])
     )
