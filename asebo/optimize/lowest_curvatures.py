@@ -104,7 +104,9 @@ class LowestSubspace:
 
     Parameters
     ----------
-    products : HessianProducts
+    products : callable
+        Directions (k, p) -> the Hessian's products with them (k, p): a
+        :class:`HessianProducts`.
     preconditioner : array (k, k)
         Positive definite, near the Hessian.
     gradient : array (k,)
