@@ -261,7 +261,7 @@ def test_the_quadratics_patience_turns_off(monkeypatch):
     assert "quadratic puts its minimum" in logs[False]
 
 
-@pytest.mark.parametrize("length", [0.5887257382671136, 0.3, 0.05, 0.0201, 0.02, 0.01])
+@pytest.mark.parametrize("length", [0.5887257382671136, 0.3, 0.05, 0.0201, 0.02, 0.01, 0.0])
 def test_the_fractions_of_a_checked_step_halve_down_to_the_shortest_and_stop(length):
     """A step of 0.5887... Å against a floor of 0.02 Å: ``(0.02 / length) * length``
     rounds above 0.02, which once kept the halving appending the last fraction until the

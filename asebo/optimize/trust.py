@@ -208,7 +208,7 @@ def step_fractions(length, shortest):
     None. The last fraction ends the halving too: ``(shortest / length) * length`` can
     round above ``shortest``."""
     fractions = [1.0]
-    last = shortest / length if shortest else 1.0
+    last = shortest / length if shortest and length > 0.0 else 1.0
     while fractions[-1] > last and fractions[-1] * length > shortest:
         fractions.append(max(fractions[-1] / 2, last))
     return fractions
