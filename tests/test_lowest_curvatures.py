@@ -110,6 +110,11 @@ def test_at_a_minimum_under_a_prior_calculator_the_lowest_mode_and_drop_are_the_
     assert calls < 2 * f  # the whole Hessian's central differences: 2 prior calls a column
     with pytest.raises(ValueError, match="one gradient"):
         lowest.quadratic_drop(gradient + 0.01)
+    # elsewhere than the latest configuration the drop would read other forces: the
+    # whole Hessian is taken there
+    engine, observations = optimizer.engine, optimizer.observations
+    assert len(observations) > 1
+    assert engine.lowest_curvatures(observations, np.array(observations.positions[0])) is None
 
 
 def test_at_an_eclipsed_saddle_the_negative_curvature_is_found_as_the_whole_hessian_has_it():

@@ -80,17 +80,17 @@ class Engine:
         )
 
     def lowest_curvatures(self, observations, here):
-        """The measure of the check at convergence at ``here`` (N, 3), a configuration
-        computed, where the whole Hessian costs prior calls (a prior calculator on a
-        molecule): :func:`asebo.optimize.lowest_curvatures.lowest_model_curvature`,
-        ``gp -> ModelCurvature``; None where the Hessian is cheap, or ``here`` was not
-        computed."""
+        """The measure of the check at convergence at ``here`` (N, 3), where the whole
+        Hessian costs prior calls (a prior calculator on a molecule):
+        :func:`asebo.optimize.lowest_curvatures.lowest_model_curvature`,
+        ``gp -> ModelCurvature``; None where the Hessian is cheap, or ``here`` is not the
+        latest configuration computed, whose forces the quadratic's drop reads."""
         latest = len(observations) - 1
-        same = latest >= 0 and np.array_equal(observations.positions[latest], here)
-        found = latest if same else observations.find(here)
-        if not self.prior.is_calculator or self.periodic or found is None:
+        if not self.prior.is_calculator or self.periodic or latest < 0:
             return None
-        gradient = -np.asarray(observations.forces[found], dtype=np.float64)  # (N, 3)
+        if not np.array_equal(observations.positions[latest], here):
+            return None
+        gradient = -np.asarray(observations.forces[latest], dtype=np.float64)  # (N, 3)
         basis = internal_basis(here, self.free, self.rotations)  # (3N, k)
         return lambda gp: lowest_model_curvature(gp, here, self.numbers, gradient, basis)
 
