@@ -22,13 +22,15 @@ Birkholz and Schlegel's path test set (from A. B. Birkholz and H. B. Schlegel's 
 reaction-path optimization, as the pysisyphus geometry library collects it;
 ``asebo/data/reactions``, the middle frame of each file;
 ``18_sn2`` has charge -1, ``15_oxirane`` an odd electron count, a doublet): guesses none
-of BOSaddle's choices were made on.
+of BOSaddle's choices were made on. ``--set interpolated`` takes the midpoint of each
+of those reactions' first and last frames by the image-dependent pair potential
+(:func:`interpolated_midpoint`): rougher guesses, built for a measurement, not tuned on.
 
 BOSaddle's default prior (``auto``) is GFN2-xTB under any calculator but tblite and
 GFN1-xTB under tblite's GFN2-xTB (the GP learns the difference; the prior's calls are
 not counted, their time is outside the calculator's). ``--prior`` gives it another: a
 calculator preset (``gfn2``, say) or a model prior's name (``lindh``, the Lindh
-model, softest along torsions at a guess; ``max``).
+model, reversed along the bonds the guess makes and breaks; ``max``).
 
 ``--calculator`` runs every search and Hessian with another calculator preset
 (``gpaw:mode=lcao,basis=dzp,h=0.2,vacuum=4``, say; a guess of odd electron count
@@ -46,7 +48,11 @@ from asebo.benchmarks._charges import with_charge
 from asebo.benchmarks._options import refuse_unknown
 
 DATA = Path(__file__).resolve().parent.parent / "data"
-SETS = {"baker_ts": DATA / "baker_ts", "reactions": DATA / "reactions"}
+SETS = {
+    "baker_ts": DATA / "baker_ts",
+    "reactions": DATA / "reactions",
+    "interpolated": DATA / "reactions",
+}
 OPTIMIZERS = ("BOSaddle", "Sella")
 SAME = 0.01  # eV: two first-order endpoints this close are the same saddle point
 ON_MODE = 0.5  # the overlap of an endpoint's imaginary mode with the guess's lowest mode
@@ -57,8 +63,9 @@ def add_arguments(parser):
         "--set",
         choices=sorted(SETS),
         default="baker_ts",
-        help="the 25 guesses of Baker and Chan (default) or the approximate transition "
-        "states of the reactions of Birkholz and Schlegel",
+        help="the 25 guesses of Baker and Chan (default), the approximate transition "
+        "states of the reactions of Birkholz and Schlegel, or the IDPP midpoints of "
+        "their reactants and products (interpolated)",
     )
     parser.add_argument(
         "--guesses", nargs="+", default=None, help="file stems or substrings (default: all)"
@@ -99,10 +106,29 @@ def guesses(wanted=None, folder="baker_ts"):
 
 def guess(name, folder="baker_ts"):
     """The atoms of guess ``name`` of set ``folder`` (a key of :data:`SETS`; of a
-    reaction, the middle of its three frames), with its charge and spin as tblite reads
-    them."""
+    reaction, the middle of its three frames, or for ``'interpolated'`` the midpoint of
+    its first and last by :func:`interpolated_midpoint`), with its charge and spin as
+    tblite reads them."""
     frames = read(SETS[folder] / f"{name}.xyz", index=":")
+    if folder == "interpolated":
+        return with_charge(interpolated_midpoint(frames[0], frames[-1]), name)
     return with_charge(frames[len(frames) // 2], name)
+
+
+def interpolated_midpoint(initial, final):
+    """The image halfway from ``initial`` to ``final`` by the image-dependent pair
+    potential (S. Smidstrup, A. Pedersen, K. Stokbro and H. Jónsson, J. Chem. Phys.
+    140, 214106 (2014); :meth:`ase.mep.NEB.interpolate` with ``method='idpp'``), after
+    ``final`` is laid onto ``initial`` by the rotation and translation that fit it best
+    (:func:`ase.build.minimize_rotation_and_translation`)."""
+    from ase.build import minimize_rotation_and_translation
+    from ase.mep import NEB
+
+    final = final.copy()
+    minimize_rotation_and_translation(initial, final)
+    images = [initial.copy(), initial.copy(), final]
+    NEB(images, method="improvedtangent").interpolate(method="idpp")
+    return images[1]
 
 
 def search(task):

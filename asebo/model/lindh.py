@@ -342,6 +342,25 @@ class LindhModel(Calculator):
         capped.bend_constants = np.minimum(self.bend_constants, self.bend_constant)
         return capped
 
+    def with_reversed_stretches(self, pairs):
+        """This model with the stretches of ``pairs`` (sequence of ``(i, j)``, ``i < j``)
+        given negative force constants: a harmonic maximum along those bonds, the rest
+        as it is. Pairs the model has no stretch for are left out.
+
+        Returns
+        -------
+        LindhModel
+            A new model; this one is left as it is.
+        """
+        wanted = {tuple(int(index) for index in pair) for pair in pairs}
+        reversed_ = np.array([tuple(pair) in wanted for pair in self.stretches.tolist()], bool)
+        model = copy.copy(self)
+        model.results = {}
+        model.stretch_constants = np.where(
+            reversed_, -self.stretch_constants, self.stretch_constants
+        )
+        return model
+
     def gauss_newton_hessian(self, positions):
         """``sum_q k_q dq/dx dq/dx^T`` (3n, 3n), eV/Å², at ``positions`` (n, 3): the
         model's Hessian without the terms in ``(q - q0)`` times the second derivatives

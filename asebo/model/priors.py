@@ -342,6 +342,14 @@ class RecentredLindh(Prior):
     ``druglike3``, ``rough``, ``g2``; the calls of each stiffness in
     docs/notes/lindh-stiffness.md).
 
+    A saddle search's prior (``reaction_pairs``) reverses the stretches of the bonds
+    being made or broken at its guess (:func:`asebo.optimize.bonding.partial_bonds`):
+    each is a harmonic maximum of the prior
+    (:meth:`asebo.model.lindh.LindhModel.with_reversed_stretches`), so that before any
+    call the model's lowest mode is the reaction's, not a torsion. Reversed along two
+    bonds that share a transferred atom, the lowest mode moves that atom from one to
+    the other. The kernel's metric keeps the model's own stretches.
+
     Parameters
     ----------
     atoms : ase.Atoms
@@ -353,6 +361,9 @@ class RecentredLindh(Prior):
     prior_by_forces : bool
         Whether the prior takes a rebuilt model only where it fits the observed forces
         better (True), or always (False).
+    reaction_pairs : sequence of (int, int)
+        Atom pairs ``(i, j)``, ``i < j``, whose stretches the prior reverses; none by
+        default.
 
     Attributes
     ----------
@@ -364,12 +375,13 @@ class RecentredLindh(Prior):
 
     label = "lindh"
 
-    def __init__(self, atoms, recentre, stiffness=0.7, prior_by_forces=False):
+    def __init__(self, atoms, recentre, stiffness=0.7, prior_by_forces=False, reaction_pairs=()):
         self.atoms = atoms
         self.numbers = atoms.get_atomic_numbers()
         self.recentre = recentre
         self.stiffness = stiffness
         self.prior_by_forces = prior_by_forces
+        self.reaction_pairs = tuple(reaction_pairs)
         self.model = None
         self.centre = None
         self._prior = None
@@ -413,7 +425,7 @@ class RecentredLindh(Prior):
             return float(((forces + model.energies_and_gradients(positions)[1]) ** 2).sum())
 
         kept = getattr(self._prior, "model", None)
-        return kept is None or misfit(self.model) < misfit(kept)
+        return kept is None or misfit(self._reversed(self.model)) < misfit(kept)
 
     def metric_reference(self):
         return self.centre, self.model
@@ -430,9 +442,18 @@ class RecentredLindh(Prior):
         )
         self.centre = index
 
-    @staticmethod
-    def _model_prior(model):
-        return HighestEnergyPrior() if len(model.stretches) == 0 else ModelPrior(model)
+    def _reversed(self, model):
+        """``model`` reversed along :attr:`reaction_pairs`, or as it is where none."""
+        if not self.reaction_pairs:
+            return model
+        return model.with_reversed_stretches(self.reaction_pairs)
+
+    def _model_prior(self, model):
+        """The prior of ``model``: its :meth:`_reversed` model, or the highest energy
+        where no two atoms are bonded."""
+        if len(model.stretches) == 0:
+            return HighestEnergyPrior()
+        return ModelPrior(self._reversed(model))
 
 
 def _straightened(bonded, bends, angles):
@@ -508,7 +529,7 @@ def constant_prior(prior):
     return ConstantPrior(prior)
 
 
-def make_prior(prior, atoms, recentre, stiffness=0.7, prior_by_forces=False):
+def make_prior(prior, atoms, recentre, stiffness=0.7, prior_by_forces=False, reaction_pairs=()):
     """The :class:`Prior` of the optimizer's ``prior`` argument for ``atoms``.
 
     Parameters
@@ -522,6 +543,9 @@ def make_prior(prior, atoms, recentre, stiffness=0.7, prior_by_forces=False):
         Of :class:`RecentredLindh`, for ``'lindh'``.
     prior_by_forces : bool
         Of :class:`RecentredLindh`, for ``'lindh'``.
+    reaction_pairs : sequence of (int, int)
+        Of :class:`RecentredLindh`, for ``'lindh'``: the stretches it reverses (a saddle
+        search's bonds being made or broken).
 
     Raises
     ------
@@ -538,7 +562,7 @@ def make_prior(prior, atoms, recentre, stiffness=0.7, prior_by_forces=False):
             f"prior must be an ASE calculator, {', '.join(MODEL_PRIORS)} or a number, got {prior!r}"
         )
     made = (
-        RecentredLindh(atoms, recentre, stiffness, prior_by_forces)
+        RecentredLindh(atoms, recentre, stiffness, prior_by_forces, reaction_pairs)
         if prior == "lindh"
         else constant_prior(prior)
     )

@@ -8,7 +8,8 @@ atoms ``i`` and ``j`` are bonded within :data:`BONDED` times the sum of their ra
 and apart beyond :data:`APART` times it. A bond counts as broken where it was bonded
 in the first configuration and is apart in the last, and as made the other way
 round: between the two factors a pair is neither, so a bond stretched by a rattled
-start and relaxed back is no change.
+start and relaxed back is no change. At a transition-state guess, a pair between the
+two factors is a bond being made or broken (:func:`partial_bonds`).
 """
 
 from dataclasses import dataclass
@@ -60,6 +61,18 @@ def bond_changes(numbers, first, last):
     made = upper & (before > APART) & (after < BONDED)
     symbols = [f"{chemical_symbols[number]}{index}" for index, number in enumerate(numbers)]
     return BondChanges(_pairs(broken), _pairs(made), tuple(symbols))
+
+
+def partial_bonds(numbers, positions):
+    """The pairs ``(i, j)``, ``i < j``, of a molecule of atomic ``numbers`` (n,) at
+    ``positions`` (n, 3) that are neither bonded nor apart (between :data:`BONDED` and
+    :data:`APART` times the sum of their covalent radii): at a transition-state guess,
+    the bonds being made or broken."""
+    numbers = np.asarray(numbers)
+    radii = covalent_radii[numbers]
+    relative = _relative_distances(positions, radii[:, None] + radii[None, :])  # (n, n)
+    upper = np.triu(np.ones_like(relative, dtype=bool), k=1)
+    return _pairs(upper & (relative >= BONDED) & (relative <= APART))
 
 
 def _relative_distances(positions, scale):

@@ -14,6 +14,7 @@ from asebo.model.default_prior import default_prior
 from asebo.model.periodic import make_periodic_prior
 from asebo.model.priors import AUTO, HighestEnergyPrior, make_prior
 from asebo.model.springs import NoNeighboursError
+from asebo.optimize.bonding import partial_bonds
 
 
 def system_prior(prior, system, periodic, recentre, model, representation, driver="minimum"):
@@ -36,7 +37,9 @@ def system_prior(prior, system, periodic, recentre, model, representation, drive
     model : asebo.optimize.settings.ModelSettings
     representation : asebo.optimize.representations.Representation
     driver : str
-        ``'minimum'``, ``'band'`` or ``'saddle'`` (:data:`asebo.model.default_prior.DRIVERS`).
+        ``'minimum'``, ``'band'`` or ``'saddle'`` (:data:`asebo.model.default_prior.DRIVERS`);
+        a saddle search's Lindh model is reversed along the bonds being made or broken
+        at ``system``, its guess (:func:`asebo.optimize.bonding.partial_bonds`).
     """
     given = prior is not None
     reason = None
@@ -50,8 +53,9 @@ def system_prior(prior, system, periodic, recentre, model, representation, drive
     if periodic:
         made, why = _periodic_prior(prior, system, recentre, given)
         return made, reason or why
+    reaction = partial_bonds(system.numbers, system.positions) if driver == "saddle" else ()
     made = make_prior(
-        prior, system, recentre, model.lindh_stiffness, representation.prior_by_forces
+        prior, system, recentre, model.lindh_stiffness, representation.prior_by_forces, reaction
     )
     return made, reason
 

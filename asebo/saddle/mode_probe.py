@@ -16,8 +16,9 @@ lowest-mode search of the GP-accelerated dimer method (O.-P. Koistinen, V. Ásge
 A. Vehtari and H. Jónsson, J. Chem. Theory Comput. 16, 499 (2020)), its rotations made
 on the GP, with the probe calls kept as observations
 (:class:`asebo.optimize.settings.SaddleSettings`). A molecule under the Lindh model is
-not tested: there the model's lowest mode is a torsion whose curvature the probes
-confirm, not the reaction's.
+not tested: its prior is reversed along the bonds the guess makes and breaks instead
+(:class:`asebo.model.priors.RecentredLindh`), which holds the reaction's mode all
+along the walk where probes at the start teach the model only there.
 """
 
 from dataclasses import dataclass
