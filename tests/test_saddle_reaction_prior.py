@@ -14,6 +14,7 @@ from asebo.model.lindh import LindhModel
 from asebo.model.priors import RecentredLindh, make_prior
 from asebo.optimize.bonding import APART, BONDED, partial_bonds
 from asebo.optimize.model_hessian import internal_basis
+from asebo.optimize.representations import make_representation
 from asebo.optimize.settings import ModelSettings
 from asebo.optimize.surrogate_model import system_prior
 from calculators import CountingCalculator, get_calculator
@@ -70,16 +71,13 @@ def prior_hessian(prior, positions, step=1e-4):
 def lowest_prior_mode(driver, atoms):
     """The lowest curvature (eV/Å²) and unit mode (n, 3) of the Lindh prior a ``driver``
     takes for ``atoms``, before any call, the rigid motions left out."""
-    prior, _ = system_prior("lindh", atoms, False, 0.3, ModelSettings(), _Representation(), driver)
-    model = prior.for_observations(atoms.positions[None], np.zeros(1))
+    representation = make_representation(None, atoms)
+    prior, _ = system_prior("lindh", atoms, False, 0.3, ModelSettings(), representation, driver)
+    model = prior.for_observations(atoms.positions[None], np.zeros(1), np.zeros((1, len(atoms), 3)))
     basis = internal_basis(atoms.positions, np.ones((len(atoms), 3), bool))  # (3n, k)
     hessian = prior_hessian(model, atoms.positions)
     values, vectors = np.linalg.eigh(basis.T @ hessian @ basis)
     return values[0], (basis @ vectors[:, 0]).reshape(-1, 3)
-
-
-class _Representation:
-    prior_by_forces = False
 
 
 def test_at_a_hydrogen_transfer_guess_the_saddle_prior_climbs_the_hydrogen_not_a_twist():

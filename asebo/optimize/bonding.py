@@ -53,8 +53,7 @@ def bond_changes(numbers, first, last):
     """The :class:`BondChanges` of a molecule of atomic ``numbers`` (n,) from the
     positions ``first`` (n, 3) to ``last`` (n, 3)."""
     numbers = np.asarray(numbers)
-    radii = covalent_radii[numbers]
-    scale = radii[:, None] + radii[None, :]  # (n, n)
+    scale = _radius_sums(numbers)
     before, after = (_relative_distances(positions, scale) for positions in (first, last))
     upper = np.triu(np.ones_like(scale, dtype=bool), k=1)
     broken = upper & (before < BONDED) & (after > APART)
@@ -68,11 +67,15 @@ def partial_bonds(numbers, positions):
     ``positions`` (n, 3) that are neither bonded nor apart (between :data:`BONDED` and
     :data:`APART` times the sum of their covalent radii): at a transition-state guess,
     the bonds being made or broken."""
-    numbers = np.asarray(numbers)
-    radii = covalent_radii[numbers]
-    relative = _relative_distances(positions, radii[:, None] + radii[None, :])  # (n, n)
+    relative = _relative_distances(positions, _radius_sums(numbers))  # (n, n)
     upper = np.triu(np.ones_like(relative, dtype=bool), k=1)
     return _pairs(upper & (relative >= BONDED) & (relative <= APART))
+
+
+def _radius_sums(numbers):
+    """The sums of covalent radii (n, n) of every pair of atoms of ``numbers`` (n,)."""
+    radii = covalent_radii[np.asarray(numbers)]
+    return radii[:, None] + radii[None, :]
 
 
 def _relative_distances(positions, scale):
