@@ -97,3 +97,22 @@ def test_a_prior_calculator_climbs_its_own_lowest_mode_untested():
     search = BOSaddle(guess, logfile=None, prior=EMT())
     search.run(fmax=0.05, steps=5)
     assert "probed" not in search.observations.state
+
+
+def test_the_trust_radius_judges_the_error_on_the_atoms_the_walk_moves():
+    """Forces predicted exactly on the free atoms and wrongly on the held ones (which a
+    walk never moves): the radius grows as after a good prediction, as the band's does."""
+    initial, final = HOPS["au_al100"]()
+    guess = hop_guess(initial, final)
+    guess.calc = EMT()
+    search = BOSaddle(guess, logfile=None)
+    forces = guess.get_forces()  # (n, 3), zero on the held atoms
+    free = free_atoms(guess)
+    predicted = np.where(free, forces, 5.0)  # eV/Å: far off on the held atoms only
+    search._predicted = (guess.positions.copy(), predicted, True)
+    before = search.trust_radius
+    search._adapt_trust_radius(guess.positions, forces)
+    assert search.trust_radius == pytest.approx(min(2 * before, search.settings.max_trust_radius))
+    search._predicted = (guess.positions.copy(), predicted + np.where(free, 5.0, 0.0), True)
+    search._adapt_trust_radius(guess.positions, forces)  # far off on the free atoms too
+    assert search.trust_radius == pytest.approx(before)  # halved back

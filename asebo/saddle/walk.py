@@ -71,14 +71,16 @@ class ModelWalk:
         return moved_rigidly(following, translation, rotation)
 
     def _adapt_trust_radius(self, positions, forces):
-        """Grow or shrink the trust radius by the model's force error at ``positions``."""
+        """Grow or shrink the trust radius by the model's force error at ``positions``,
+        on the coordinates the walk moves (no ``FixAtoms`` holds)."""
         if self._predicted is None or not np.allclose(self._predicted[0], positions):
             return
         _, predicted, stopped = self._predicted
+        free = self._free()  # (n, 3)
         self.trust_radius = adapted_radius(
             self.trust_radius,
-            forces,
-            predicted,
+            np.where(free, forces, 0.0),
+            np.where(free, predicted, 0.0),
             self.fmax or 0.0,
             stopped,
             self.settings.max_trust_radius,
