@@ -8,16 +8,16 @@ reached: the GP-accelerated saddle search of A. Denzel and J. Kästner (J. Chem.
 Comput. 14, 5777 (2018)) with Sella (E. D. Hermes, K. Sargsyan, H. N. Najm and
 J. Zádor, J. Chem. Theory Comput. 18, 6974 (2022)) as the search on the model.
 
-The trust radius follows the model's force error at each new point
-(:func:`asebo.optimize.walk_trust.adapted_radius`), from ``trust_radius`` up to
-``max_trust_radius``. Convergence is ASE's test, the largest computed force below
-``fmax``, at a configuration the model puts at a first-order saddle point: where a
-second negative curvature of the model is supported by the prior calculator or the
-calls, the search steps along it (:mod:`asebo.saddle.order`); where the forces are
-converged at a minimum of the model or at a saddle point of higher order with no step
-left, the search ends there, not converged. :attr:`BOSaddle.result` says what it found
-(:class:`asebo.saddle.result.SaddleResult`); :meth:`BOSaddle.model_order` counts the
-model's negative curvatures.
+The trust radius follows the model's force error at each new point on the atoms no
+``FixAtoms`` holds (:func:`asebo.optimize.walk_trust.adapted_radius`), from
+``trust_radius`` up to ``max_trust_radius``. Convergence is ASE's test, the largest
+computed force below ``fmax``, at a configuration the model puts at a first-order
+saddle point: where a second negative curvature of the model is supported by the prior
+calculator or the calls, the search steps along it (:mod:`asebo.saddle.order`); where
+the forces are converged at a minimum of the model or at a saddle point of higher order
+with no step left, the search ends there, not converged. :attr:`BOSaddle.result` says
+what it found (:class:`asebo.saddle.result.SaddleResult`); :meth:`BOSaddle.model_order`
+counts the model's negative curvatures.
 
 A calculator on a grid gives a molecule's forces a net force and torque (the egg-box
 effect) that the rotation-invariant model cannot see. Where only they keep the last

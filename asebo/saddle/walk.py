@@ -1,7 +1,7 @@
 """The walk of :class:`asebo.saddle.BOSaddle` on its model: Sella's walk within the trust
 radius (:func:`asebo.saddle.model_search.saddle_on_model`), its end moved as a whole
 where only a calculator's net force and torque keep the last call from converging, and
-the trust radius judged by the model's force error at each call
+the trust radius judged by the model's force error at each call on the atoms it moves
 (:func:`asebo.optimize.walk_trust.adapted_radius`), and the run ended where the walk
 ends on a configuration already computed."""
 
