@@ -11,6 +11,7 @@ caller's settings back afterwards, so that the calculator keeps its own threads.
 import contextlib
 import functools
 import os
+import sys
 
 import numpy as np
 
@@ -53,20 +54,42 @@ def optimizer_threads(threads=None, environ=None):
     return int(threads)
 
 
+_POOLS = {"modules": None, "controller": None}
+"""The controller of :func:`thread_pools` and the count of Python's modules when it was
+built."""
+
+
+def thread_pools():
+    """threadpoolctl's controller of the BLAS and OpenMP libraries the process has
+    loaded (:class:`threadpoolctl.ThreadpoolController`).
+
+    Building one reads every shared library of the process, which costs more than a
+    prior calculator's call on a small molecule, and the optimizer limits threads
+    around each such call; so the controller is kept, and built again only where
+    Python has imported modules since (the way a library is loaded: an extension
+    module, or a package that loads one).
+    """
+    from threadpoolctl import ThreadpoolController
+
+    modules = len(sys.modules)
+    if _POOLS["modules"] != modules:
+        _POOLS["controller"] = ThreadpoolController()
+        _POOLS["modules"] = len(sys.modules)
+    return _POOLS["controller"]
+
+
 @contextlib.contextmanager
 def limited_library_threads(threads):
     """Within the block, every BLAS and OpenMP library loaded runs ``threads`` threads
-    (:func:`threadpoolctl.threadpool_limits`); the caller's numbers are set back on
-    leaving it.
+    (:meth:`threadpoolctl.ThreadpoolController.limit` of :func:`thread_pools`); the
+    caller's numbers are set back on leaving it.
 
     Parameters
     ----------
     threads : int
         Threads, >= 1.
     """
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=threads):
+    with thread_pools().limit(limits=threads):
         yield
 
 

@@ -1,6 +1,8 @@
 """The optimizer's own threads: chosen, held within its work alone, and given back."""
 
 import contextlib
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -14,7 +16,12 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from asebo import BOOptimizer
 from asebo.cli import main
 from asebo.model.prior_calculators import guess_again_on_failure
-from asebo.threads import limited_threads, optimizer_threads
+from asebo.threads import (
+    limited_library_threads,
+    limited_threads,
+    optimizer_threads,
+    thread_pools,
+)
 from calculators import get_calculator
 
 
@@ -210,3 +217,30 @@ def test_the_gfn_xtb_presets_compute_on_the_threads_the_user_gave(
     assert atoms.get_potential_energy() == pytest.approx(
         get_calculator("gfn2").get_potential_energy(molecule("H2O")), abs=1e-10
     )
+
+
+def test_the_libraries_are_looked_up_again_only_after_an_import():
+    first = thread_pools()
+    assert thread_pools() is first
+    name = "asebo_test_threads_new_module"
+    sys.modules[name] = types.ModuleType(name)
+    try:
+        assert thread_pools() is not first
+    finally:
+        del sys.modules[name]
+
+
+def test_the_kept_lookup_still_limits_and_restores_the_threads():
+    fixed = fixed_libraries()
+    settable = [lib["filepath"] for lib in threadpool_info() if lib["filepath"] not in fixed]
+    if not settable:
+        pytest.skip("no BLAS or OpenMP library loaded whose thread count can be set")
+
+    def library_threads():
+        return {lib["filepath"]: lib["num_threads"] for lib in threadpool_info()}
+
+    with threadpool_limits(limits=2):
+        assert thread_pools() is thread_pools()
+        with limited_library_threads(1):
+            assert {library_threads()[path] for path in settable} == {1}
+        assert {library_threads()[path] for path in settable} == {2}
