@@ -6,7 +6,8 @@ from ase.calculators.calculator import Calculator, all_changes
 from ase.calculators.emt import EMT
 
 from asebo import BOOptimizer
-from asebo.optimize.consistency import energy_force_mismatch
+from asebo.optimize.consistency import MismatchNote, energy_force_mismatch
+from asebo.optimize.observations import Observations
 
 
 def quadratic(x, hessian):
@@ -65,7 +66,7 @@ def run_log(calc, tmp_path):
     atoms.rattle(0.05, seed=2)
     atoms.calc = calc
     log = tmp_path / "bo.log"
-    BOOptimizer(atoms, logfile=str(log)).run(fmax=0.05, steps=4)
+    BOOptimizer(atoms, logfile=str(log)).run(fmax=0.05, steps=8)
     return log.read_text()
 
 
@@ -89,3 +90,49 @@ def test_a_long_step_on_a_cubic_surface_is_not_reported():
     mismatch = abs(energies[1] - energies[0] - work)
     assert mismatch > 0.3 * (abs(energies[1] - energies[0]) + abs(work))  # large
     assert energy_force_mismatch(x, energies, forces) is None
+
+
+def line_record(positions, energy, force, offsets):
+    """A record of configurations at ``positions`` (m,) along one line, with
+    ``energy(s) + offsets`` and ``force(s)``: offsets of zero are a calculator that
+    agrees with itself."""
+    record = Observations(numbers=[1])
+    for s, offset in zip(positions, offsets):
+        record.append(np.array([[s, 0.0, 0.0]]), energy(s) + offset, np.array([[force(s), 0, 0]]))
+    return record
+
+
+def notes_of(record):
+    """The notes of :class:`MismatchNote` after each of ``record``'s steps."""
+    note, said = MismatchNote(), []
+    for count in range(1, len(record) + 1):
+        steps = Observations(numbers=[1])
+        for index in range(count):
+            steps.append(record.positions[index], record.energies[index], record.forces[index])
+        said.extend(note.notes(steps))
+    return said
+
+
+def test_one_long_step_across_a_barrier_is_no_disagreement():
+    """E(s) = cos(2 pi s / 0.4) eV and a step of 0.36 Å, nearly a whole period (a step
+    across a torsion's barrier): the forces rise and fall within the step."""
+    wave = 2 * np.pi / 0.4
+    record = line_record(
+        [0.0, 0.36], lambda s: np.cos(wave * s), lambda s: wave * np.sin(wave * s), [0, 0]
+    )
+    step = record.positions[1] - record.positions[0]
+    work = -0.5 * np.sum((record.forces[0] + record.forces[1]) * step)
+    assert abs(record.energies[1] - record.energies[0] - work) > 0.3  # the trapezoid misses
+    assert energy_force_mismatch(record.positions, record.energies, record.forces)
+    assert notes_of(record) == []
+
+
+def test_a_calculator_that_disagrees_on_every_step_is_reported_once():
+    """E(s) = s^2 walked downhill in steps of 0.1 Å, each energy 0.3 eV above the last
+    one's: every step disagrees with its forces."""
+    record = line_record(
+        [1.0, 0.9, 0.8, 0.7, 0.6], lambda s: s**2, lambda s: -2 * s, 0.3 * np.arange(5)
+    )
+    said = notes_of(record)
+    assert len(said) == 1
+    assert "the calculator's energies and forces disagree" in said[0]

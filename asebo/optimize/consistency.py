@@ -13,7 +13,11 @@ fix the cause.
 A long step on an anharmonic surface also leaves a mismatch: on a cubic
 ``E(s) = c s^3`` it is a sixth of ``|(f_b - f_a) . (x_b - x_a)|``, the change of the
 forces along the step. A mismatch is reported only where it exceeds half of that as
-well: an energy that jumps while the forces hardly change.
+well: an energy that jumps while the forces hardly change. A step long enough to cross
+a torsion's barrier can still leave a mismatch that neither term explains (the forces
+along it rise and fall within it, and the same at both ends); a calculator that
+disagrees with itself does so on every step, so the log says so only after
+:data:`STEPS_IN_A_ROW` steps in a row that mismatch (:class:`MismatchNote`).
 """
 
 import numpy as np
@@ -31,6 +35,11 @@ CURVATURE = 0.5
 """A mismatch is reported above this fraction of the forces' change along the step,
 ``|(f_b - f_a) . (x_b - x_a)|``: three times the sixth a cubic surface leaves (the
 ratio of a calculator that disagrees in docs/notes/warm-starts-and-ase-tests.md)."""
+
+
+STEPS_IN_A_ROW = 2
+"""Steps in a row whose energy change disagrees with the forces' work before the log
+says so (:class:`MismatchNote`)."""
 
 
 def energy_force_mismatch(positions, energies, forces):
@@ -73,14 +82,16 @@ def energy_force_mismatch(positions, energies, forces):
 
 
 class MismatchNote:
-    """:func:`energy_force_mismatch`'s note, said once a run."""
+    """:func:`energy_force_mismatch`'s note, said once a run, after
+    :data:`STEPS_IN_A_ROW` steps in a row that mismatch."""
 
     def __init__(self):
         self.said = False
+        self.in_a_row = 0
 
     def notes(self, record):
-        """The note of ``record``'s last step as a list (empty where the energies agree
-        with the forces, or once said).
+        """The note of ``record``'s last step as a list: empty where the energies agree
+        with the forces, where the steps before it did not mismatch too, or once said.
 
         Parameters
         ----------
@@ -90,7 +101,8 @@ class MismatchNote:
         if self.said:
             return []
         note = energy_force_mismatch(record.positions, record.energies, record.forces)
-        if note is None:
+        self.in_a_row = 0 if note is None else self.in_a_row + 1
+        if self.in_a_row < STEPS_IN_A_ROW:
             return []
         self.said = True
         return [f"{note} (said once)"]
