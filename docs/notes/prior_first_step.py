@@ -4,13 +4,18 @@ difference between the two methods over the step, which one observation cannot s
 
     OMP_NUM_THREADS=1 python docs/notes/prior_first_step.py baker
     OMP_NUM_THREADS=1 python docs/notes/prior_first_step.py druglike
+    OMP_NUM_THREADS=1 python docs/notes/prior_first_step.py baker --radius 1.0 \
+        --molecules 03_acetylene 05_hydroxysulphane ...
+
+``--radius`` sets the first step's trust radius and ``maxstep`` (Å), so that the step
+reaches the model's minimum where the default radius cuts it.
 
 Prints a Markdown row per molecule: the step's largest atomic move, the target's fmax
 at the start and after the step, the largest change over the step of the residual force
 r = F(GFN2) - F(GFN1) per atom, and the model's own view there, |F(GFN1) + r(start)|.
 """
 
-import sys
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -32,11 +37,14 @@ def forces(preset, atoms, positions):
     return probe.get_forces()
 
 
-def first_step(path):
+def first_step(path, radius=None):
     atoms = read(path)
     atoms.calc = get_calculator("gfn2")
     start = atoms.positions.copy()
-    BOOptimizer(atoms, prior=get_calculator("gfn1"), logfile=None).run(fmax=0.05, steps=1)
+    relax = BOOptimizer(
+        atoms, prior=get_calculator("gfn1"), logfile=None, trust_radius=radius, maxstep=radius
+    )
+    relax.run(fmax=0.05, steps=1)
     after = atoms.positions.copy()
     residual_start = forces("gfn2", atoms, start) - forces("gfn1", atoms, start)
     residual_after = forces("gfn2", atoms, after) - forces("gfn1", atoms, after)
@@ -49,19 +57,24 @@ def first_step(path):
     }
 
 
-def main(set_name):
+def main(set_name, radius=None, molecules=None):
     folder = Path(asebo.__file__).parent / "data" / set_name
     columns = ["move", "fmax start", "fmax after", "residual change", "model's forces"]
     print("| molecule | " + " | ".join(columns) + " |")
     print("|---" * (len(columns) + 1) + "|")
     beyond = 0
-    paths = sorted(folder.glob("*.xyz"))
+    paths = [p for p in sorted(folder.glob("*.xyz")) if not molecules or p.stem in molecules]
     for path in paths:
-        row = first_step(path)
+        row = first_step(path, radius)
         beyond += row["residual change"] > 0.05
         print(f"| {path.stem} | " + " | ".join(f"{row[c]:.3f}" for c in columns) + " |")
     print(f"\n{beyond} of {len(paths)} with a residual change above 0.05 eV/Å")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("set_name", choices=["baker", "druglike"])
+    parser.add_argument("--radius", type=float)
+    parser.add_argument("--molecules", nargs="+")
+    arguments = parser.parse_args()
+    main(arguments.set_name, arguments.radius, arguments.molecules)
