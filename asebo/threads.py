@@ -63,11 +63,10 @@ def thread_pools():
     """threadpoolctl's controller of the BLAS and OpenMP libraries the process has
     loaded (:class:`threadpoolctl.ThreadpoolController`).
 
-    Building one reads every shared library of the process, which costs more than a
-    prior calculator's call on a small molecule, and the optimizer limits threads
-    around each such call; so the controller is kept, and built again only where
-    Python has imported modules since (the way a library is loaded: an extension
-    module, or a package that loads one).
+    Building one reads every shared library of the process, and the optimizer limits
+    threads around each call of a prior calculator; so the controller is kept, and
+    built again only where Python has imported modules since (the way a library is
+    loaded: an extension module, or a package that loads one).
     """
     from threadpoolctl import ThreadpoolController
 
