@@ -1,6 +1,7 @@
 """A saddle search's Lindh prior knows the bonds its guess makes and breaks: the pairs
-between bonded and apart, each reversed into a harmonic maximum, so that the model's
-lowest mode at the guess is the reaction's before any call."""
+stretched beyond any equilibrium bond and not apart, each reversed into a harmonic
+maximum, so that the model's lowest mode at the guess is the reaction's before any
+call."""
 
 import numpy as np
 import pytest
@@ -9,10 +10,10 @@ from ase.data import covalent_radii
 from ase.io import read
 
 from asebo.benchmarks._endpoint_audit import finite_difference_hessian, frequencies
-from asebo.benchmarks.ts import SETS, guess, interpolated_midpoint
+from asebo.benchmarks.ts import DATA, SETS, guess, interpolated_midpoint
 from asebo.model.lindh import LindhModel
 from asebo.model.priors import RecentredLindh, make_prior
-from asebo.optimize.bonding import APART, BONDED, partial_bonds
+from asebo.optimize.bonding import APART, BONDED, STRETCHED, partial_bonds
 from asebo.optimize.model_hessian import internal_basis
 from asebo.optimize.representations import make_representation
 from asebo.optimize.settings import ModelSettings
@@ -31,6 +32,38 @@ def test_a_pair_between_bonded_and_apart_is_a_bond_being_made_or_broken():
     for across, expected in ((middle, ((0, 1),)), (1.05, ()), (1.1 * APART, ())):
         pair = np.array([[0.0, 0.0, 0.0], [across * hydrogen_nitrogen, 0.0, 0.0]])
         assert partial_bonds([1, 7], pair) == expected
+
+
+def test_no_bond_of_an_equilibrium_molecule_is_taken_for_one_being_made():
+    """The molecules of Baker's set, the three drug-like sets, the large set and the S22
+    dimers (106 files, 3 to 111 atoms): every bonded pair (within ``BONDED`` times its
+    sum of covalent radii) is shorter than ``STRETCHED`` times it, so that no pair
+    ``partial_bonds`` returns is one of their bonds."""
+    folders = ("baker", "druglike", "druglike2", "druglike3", "large", "s22")
+    paths = [path for folder in folders for path in sorted((DATA / folder).glob("*.xyz"))]
+    assert len(paths) == 106
+    for path in paths:
+        atoms = read(path)
+        radii = covalent_radii[atoms.numbers]
+        relative = atoms.get_all_distances() / (radii[:, None] + radii[None, :])  # (n, n)
+        bonded = relative[np.triu(relative < BONDED, k=1)]
+        assert bonded.max() < STRETCHED, path.stem
+        partial = {tuple(pair) for pair in partial_bonds(atoms.numbers, atoms.positions)}
+        assert all(relative[pair] >= BONDED for pair in partial), path.stem
+
+
+def test_a_transferred_hydrogen_keeps_both_of_its_bonds_in_the_reaction():
+    """Methoxy's guess of Baker and Chan (CH3O to CH2OH): the hydrogen 1.48 Å from the
+    carbon it leaves and 1.06 Å from the oxygen it reaches, a bond longer than
+    ``STRETCHED`` times O-H's covalent sum but bonded. Both pairs are reversed, and the
+    prior's lowest mode before any call moves the hydrogen between them."""
+    atoms = guess("04_ch3o")  # O0, C1, H2 moving, H3, H4
+    oxygen_hydrogen = atoms.get_distance(0, 2) / (covalent_radii[8] + covalent_radii[1])
+    assert STRETCHED < oxygen_hydrogen < BONDED
+    assert partial_bonds(atoms.numbers, atoms.positions) == ((0, 2), (1, 2))
+    curvature, mode = lowest_prior_mode("saddle", atoms)
+    assert curvature < 0
+    assert np.linalg.norm(mode[2]) > 0.7
 
 
 def test_a_reversed_stretch_is_the_same_stretch_with_the_opposite_energy():

@@ -8,8 +8,9 @@ atoms ``i`` and ``j`` are bonded within :data:`BONDED` times the sum of their ra
 and apart beyond :data:`APART` times it. A bond counts as broken where it was bonded
 in the first configuration and is apart in the last, and as made the other way
 round: between the two factors a pair is neither, so a bond stretched by a rattled
-start and relaxed back is no change. At a transition-state guess, a pair between the
-two factors is a bond being made or broken (:func:`partial_bonds`).
+start and relaxed back is no change. At a transition-state guess a pair stretched beyond
+:data:`STRETCHED` times the sum of its radii and short of :data:`APART` is a bond being
+made or broken (:func:`partial_bonds`).
 """
 
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from ase.data import chemical_symbols, covalent_radii
 
 BONDED = 1.2  # times the sum of covalent radii: bonded within
 APART = 1.5  # times the sum of covalent radii: not bonded beyond
+STRETCHED = 1.08  # times the sum of covalent radii: longer than an equilibrium bond
 
 
 @dataclass(frozen=True)
@@ -64,12 +66,13 @@ def bond_changes(numbers, first, last):
 
 def partial_bonds(numbers, positions):
     """The pairs ``(i, j)``, ``i < j``, of a molecule of atomic ``numbers`` (n,) at
-    ``positions`` (n, 3) that are neither bonded nor apart (between :data:`BONDED` and
-    :data:`APART` times the sum of their covalent radii): at a transition-state guess,
-    the bonds being made or broken."""
+    ``positions`` (n, 3) stretched beyond any equilibrium bond and not apart (between
+    :data:`STRETCHED` and :data:`APART` times the sum of their covalent radii): at a
+    transition-state guess, the bonds being made or broken, a hydrogen's bond to the
+    atom it leaves or reaches included."""
     relative = _relative_distances(positions, _radius_sums(numbers))  # (n, n)
     upper = np.triu(np.ones_like(relative, dtype=bool), k=1)
-    return _pairs(upper & (relative >= BONDED) & (relative <= APART))
+    return _pairs(upper & (relative >= STRETCHED) & (relative <= APART))
 
 
 def _radius_sums(numbers):
