@@ -38,7 +38,7 @@ def test_no_bond_of_an_equilibrium_molecule_is_taken_for_one_being_made():
     """The molecules of Baker's set, the three drug-like sets, the large set and the S22
     dimers (106 files, 3 to 111 atoms): every bonded pair (within ``BONDED`` times its
     sum of covalent radii) is shorter than ``STRETCHED`` times it, so that no pair
-    ``partial_bonds`` returns is one of their bonds."""
+    ``partial_bonds`` returns (from ``STRETCHED``) is one of their bonds."""
     folders = ("baker", "druglike", "druglike2", "druglike3", "large", "s22")
     paths = [path for folder in folders for path in sorted((DATA / folder).glob("*.xyz"))]
     assert len(paths) == 106
@@ -48,8 +48,6 @@ def test_no_bond_of_an_equilibrium_molecule_is_taken_for_one_being_made():
         relative = atoms.get_all_distances() / (radii[:, None] + radii[None, :])  # (n, n)
         bonded = relative[np.triu(relative < BONDED, k=1)]
         assert bonded.max() < STRETCHED, path.stem
-        partial = {tuple(pair) for pair in partial_bonds(atoms.numbers, atoms.positions)}
-        assert all(relative[pair] >= BONDED for pair in partial), path.stem
 
 
 def test_a_transferred_hydrogen_keeps_both_of_its_bonds_in_the_reaction():
