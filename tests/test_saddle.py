@@ -15,10 +15,12 @@ from asebo.benchmarks._endpoint_audit import imaginary_modes
 from asebo.benchmarks.ts import guess
 from asebo.optimize.model_calculators import ModelCalculator
 from asebo.optimize.observations import RestartError
+from asebo.optimize.settings import SaddleSettings
 from asebo.optimize.walk_trust import distance_to
 from asebo.saddle import BOSaddle
 from asebo.saddle.model_search import saddle_on_model
-from asebo.saddle.result import FIRST_ORDER, WALK_ON_COMPUTED
+from asebo.saddle.result import FIRST_ORDER
+from asebo.saddle.walk import NEWTON_STEP, newton_step
 from calculators import CountingCalculator, get_calculator
 
 pytest.importorskip("sella")
@@ -293,13 +295,66 @@ def test_a_walk_stops_on_the_last_configuration_its_prior_has_a_value_for():
     assert np.isfinite(energy).all() and np.isfinite(gradient).all()
 
 
-def test_a_walk_that_ends_on_a_configuration_computed_ends_the_run(tmp_path):
+def test_a_walk_that_ends_on_the_call_it_started_from_steps_off_by_newton(tmp_path):
     atoms = counted("01_hcn")
     log = tmp_path / "saddle.log"
-    search = BOSaddle(atoms, logfile=str(log), model_fmax=100.0)  # the model is met at once
-    assert not search.run(fmax=0.05, steps=50)
-    assert search.nsteps == 1 and atoms.calc.ncalls == 1
-    assert search.result.reason == WALK_ON_COMPUTED
+    # the model is met at once: every walk ends where it starts, a configuration computed
+    search = BOSaddle(atoms, logfile=str(log), model_fmax=100.0)
+    assert search.run(fmax=0.05, steps=30)
+    assert search.result.reason == FIRST_ORDER
+    assert NEWTON_STEP in log.read_text()
+    # HCN's saddle point of GFN2-xTB, one imaginary mode by finite differences
+    assert imaginary_modes(atoms, get_calculator("gfn2")) == [pytest.approx(1426, rel=0.02)]
+
+
+def test_near_convergence_a_model_off_by_more_than_fmax_gives_way_to_the_newton_step():
+    atoms = counted("01_hcn")
+    search = BOSaddle(atoms, logfile=None)
+    assert search.run(fmax=0.05)
+    latest = np.array(search.observations.positions[-1])
+    forces = search.observations.forces[-1]
+    newton = search._newton_from_computed(latest)[0]
+    # the model's forces at the last call as computed: the walk goes on
+    search._predicted = (latest, forces.copy(), False)
+    assert search._newton_near_convergence() is None
+    # off by 1.5 fmax at a call whose forces are below 2 fmax: the Newton step off it
+    search.settings = SaddleSettings(newton_near=2.0)
+    search._predicted = (latest, forces + 0.075 / np.sqrt(3), False)
+    assert np.allclose(search._newton_near_convergence()[0], newton)
+    search.settings = SaddleSettings(newton_near=0.0)
+    assert search._newton_near_convergence() is None
+
+
+def quadratic_saddle():
+    """A Hessian (6, 6) of curvatures -1, 2 and 1e-4 eV/Å² along three coordinates of two
+    atoms (the others 3), its basis of those coordinates (6, 3), and forces (2, 3)."""
+    hessian = np.diag([-1.0, 2.0, 1e-4, 3.0, 3.0, 3.0])
+    basis = np.eye(6)[:, :3]
+    forces = np.array([[0.3, -0.4, 0.02], [0.0, 0.0, 0.0]])
+    return hessian, basis, forces
+
+
+def test_the_newton_step_within_its_radius_reaches_the_quadratic_saddle_point():
+    hessian, basis, forces = quadratic_saddle()
+    step, restricted = newton_step(hessian, basis, forces, radius=1000.0)
+    assert not restricted
+    # the stationary point of E(x) = -f.x + x.H.x / 2 along the basis: x = H^-1 f
+    assert step[0] == pytest.approx([0.3 / -1.0, -0.4 / 2.0, 0.02 / 1e-4])
+    assert np.all(step[1] == 0.0)
+
+
+def test_a_restricted_newton_step_climbs_the_lowest_mode_and_keeps_the_stiff_ones():
+    hessian, basis, forces = quadratic_saddle()
+    step, restricted = newton_step(hessian, basis, forces, radius=0.5)
+    assert restricted
+    assert np.linalg.norm(step, axis=1).max() == pytest.approx(0.5, rel=1e-9)
+    # up along the negative curvature, down along the stiff mode: the flat mode does not
+    # take the whole radius, as a cut Newton step (200 Å along it) would
+    assert step[0, 0] * forces[0, 0] < 0 and step[0, 1] * forces[0, 1] > 0
+    assert abs(step[0, 1]) > 0.1
+    newton, _ = newton_step(hessian, basis, forces, radius=1000.0)
+    cut = newton * 0.5 / np.linalg.norm(newton, axis=1).max()
+    assert abs(step[0, 1]) > 100 * abs(cut[0, 1])
 
 
 def test_the_default_prior_is_gfn2_under_gpaw_and_the_other_gfn_under_tblite(tmp_path):

@@ -342,6 +342,11 @@ class SaddleSettings:
     probe_overlap : float
         The absolute overlap of the model's lowest mode with the one probed last at
         which the test ends.
+    newton_near : float
+        Where the largest force of the call last computed is below ``newton_near``
+        times ``fmax`` and the model's forces there were off by more than ``fmax``, the
+        next call is the Newton step on the computed forces and the model's curvature
+        (:func:`asebo.saddle.walk.newton_step`), not a walk on the model; 0 walks.
     walk : WalkTrustSettings
         How the trust radius follows the model's force error.
     """
@@ -354,6 +359,7 @@ class SaddleSettings:
     mode_probes: int = 6
     probe_length: float = 0.05
     probe_overlap: float = 0.9
+    newton_near: float = 0.0
     walk: WalkTrustSettings = WalkTrustSettings()
 
 

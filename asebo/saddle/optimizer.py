@@ -27,8 +27,11 @@ a whole along them, as :class:`asebo.BOOptimizer` does, by the default ``force_s
 of :class:`asebo.optimize.settings.TrustSettings`, times its ``rigid_shrink`` for every
 call of that row after the lowest energy in it
 (:func:`asebo.optimize.rigid.rigid_move_length`). A walk that ends on a configuration
-already computed would repeat it (a walk that failed at its first step, say): the search
-then ends there, not converged, with a line in the log.
+already computed would repeat it (a walk that failed at its first step, or a model
+whose saddle point is a call it does not fit to ``fmax``): the next call is then the
+Newton step from there on the computed forces and the model's Hessian
+(:func:`asebo.saddle.walk.newton_step`), and only where that configuration is computed
+too does the search end there, not converged, with a line in the log.
 
 A periodic system (a slab with ``FixAtoms``, a bulk hop) takes the periodic
 representation and prior of :class:`asebo.BOOptimizer`, Sella walks on its model in
@@ -274,11 +277,10 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, SearchRe
             return
         self._keep_start_mode()
         walked = self._walk() if self.comm.rank == 0 else None
-        self._predicted, reason = broadcast(walked, root=0, comm=self.comm)
-        self.reason = f"walk: {reason}"
+        self._predicted, self.reason, ended = broadcast(walked, root=0, comm=self.comm)
         following = self._predicted[0]
-        if self.observations.find(following) is not None:
-            self._end_without_call(reason)
+        if ended is not None:
+            self._end_without_call(ended)
         self._save(following)
         self.atoms.positions = following
 

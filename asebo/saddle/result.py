@@ -6,7 +6,7 @@ puts the configuration at a first-order saddle point (one negative curvature:
 negative curvature are a minimum, where it has two or more and no step off is left a
 saddle point of higher order: the search ends there, not converged. Otherwise it ended
 on its steps, or where the walk on the model ended on a configuration already computed
-(the walk failed at its first step, or it had nowhere to go).
+and the Newton step off it (:func:`asebo.saddle.walk.newton_step`) on one too.
 """
 
 from dataclasses import dataclass
