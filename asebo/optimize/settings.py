@@ -359,7 +359,7 @@ class SaddleSettings:
     mode_probes: int = 6
     probe_length: float = 0.05
     probe_overlap: float = 0.9
-    newton_near: float = 0.0
+    newton_near: float = 2.0
     walk: WalkTrustSettings = WalkTrustSettings()
 
 
