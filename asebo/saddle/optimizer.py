@@ -26,12 +26,11 @@ configuration computed from converging
 a whole along them, as :class:`asebo.BOOptimizer` does, by the default ``force_step``
 of :class:`asebo.optimize.settings.TrustSettings`, times its ``rigid_shrink`` for every
 call of that row after the lowest energy in it
-(:func:`asebo.optimize.rigid.rigid_move_length`). A walk that ends on a configuration
-already computed would repeat it (a walk that failed at its first step, or a model
-whose saddle point is a call it does not fit to ``fmax``): the next call is then the
-Newton step from there on the computed forces and the model's Hessian
-(:func:`asebo.saddle.walk.newton_step`), and only where that configuration is computed
-too does the search end there, not converged, with a line in the log.
+(:func:`asebo.optimize.rigid.rigid_move_length`). Where a walk ends on a configuration
+computed, and near convergence where the model's forces at the last call were off by
+more than ``fmax`` (``newton_near``), the next call is the Newton step on the computed
+forces and the model's Hessian (:func:`asebo.saddle.walk.newton_step`); where that was
+computed too, the search ends there, not converged.
 
 A periodic system (a slab with ``FixAtoms``, a bulk hop) takes the periodic
 representation and prior of :class:`asebo.BOOptimizer`, Sella walks on its model in
