@@ -13,6 +13,7 @@ from ase.constraints import FixAtoms, FixBondLength
 
 from asebo.benchmarks._endpoint_audit import imaginary_modes
 from asebo.benchmarks.ts import guess
+from asebo.model.priors import CalculatorPrior
 from asebo.optimize.model_calculators import ModelCalculator
 from asebo.optimize.observations import RestartError
 from asebo.optimize.settings import SaddleSettings
@@ -309,7 +310,7 @@ def test_a_walk_that_ends_on_the_call_it_started_from_steps_off_by_newton(tmp_pa
 
 def test_near_convergence_a_model_off_by_more_than_fmax_gives_way_to_the_newton_step():
     atoms = counted("01_hcn")
-    search = BOSaddle(atoms, logfile=None)
+    search = BOSaddle(atoms, logfile=None, prior="lindh")
     assert search.run(fmax=0.05)
     latest = np.array(search.observations.positions[-1])
     forces = search.observations.forces[-1]
@@ -322,6 +323,12 @@ def test_near_convergence_a_model_off_by_more_than_fmax_gives_way_to_the_newton_
     search._predicted = (latest, forces + 0.075 / np.sqrt(3), False)
     assert np.allclose(search._newton_near_convergence()[0], newton)
     search.settings = SaddleSettings(newton_near=0.0)
+    assert search._newton_near_convergence() is None
+    # under a prior calculator the model's Hessian costs its calls: the walk goes on
+    search.settings, search.prior = (
+        SaddleSettings(newton_near=2.0),
+        CalculatorPrior(get_calculator("gfn1"), atoms),
+    )
     assert search._newton_near_convergence() is None
 
 

@@ -343,10 +343,11 @@ class SaddleSettings:
         The absolute overlap of the model's lowest mode with the one probed last at
         which the test ends.
     newton_near : float
-        Where the largest force of the call last computed is below ``newton_near``
-        times ``fmax`` and the model's forces there were off by more than ``fmax``, the
-        next call is the Newton step on the computed forces and the model's curvature
-        (:func:`asebo.saddle.walk.newton_step`), not a walk on the model; 0 walks.
+        Under a prior that is no calculator, where the largest force of the call last
+        computed is below ``newton_near`` times ``fmax`` and the model's forces there
+        were off by more than ``fmax``, the next call is the Newton step on the computed
+        forces and the model's curvature (:func:`asebo.saddle.walk.newton_step`), not a
+        walk on the model; 0 walks.
     walk : WalkTrustSettings
         How the trust radius follows the model's force error.
     """

@@ -24,7 +24,7 @@ NEWTON_STEP = "Newton step on the computed forces"
 class ModelWalk:
     """The walk of :class:`asebo.saddle.BOSaddle`: a mixin of a driver with ``atoms``,
     ``fmax``, ``observations``, ``settings``, ``trust_radius``, ``rotations`` (a
-    molecule's: walked in internal coordinates), ``representation``, ``gp``,
+    molecule's: walked in internal coordinates), ``representation``, ``gp``, ``prior``,
     ``_predicted``, ``_free()``, ``_free_forces()`` and ``_fitted()``."""
 
     def _walk(self):
@@ -62,16 +62,19 @@ class ModelWalk:
         return stepped, f"walk: {reason}, {NEWTON_STEP}", None
 
     def _newton_near_convergence(self):
-        """The Newton step off the configuration computed last (:meth:`_newton_from_computed`)
-        where its largest force is below ``newton_near`` times ``fmax`` and the model's
-        forces there were off by more than ``fmax``; else None.
+        """Under a prior that is no calculator, the Newton step off the configuration
+        computed last (:meth:`_newton_from_computed`) where its largest force is below
+        ``newton_near`` times ``fmax`` and the model's forces there were off by more than
+        ``fmax``; else None.
 
         A model whose forces err by more than ``fmax`` near the saddle point cannot place
         it to ``fmax``: walks on it end a trust radius away, among calls whose forces
         stay near ``fmax``. The step on the computed forces, with the model's curvature,
-        is the quasi-Newton step of a saddle search on the calls."""
+        is the quasi-Newton step of a saddle search on the calls. Under a prior
+        calculator the model's Hessian costs its calls (central differences) and the
+        walks do not wander so: the step is not taken there."""
         near = self.settings.newton_near
-        if near <= 0 or self._predicted is None:
+        if near <= 0 or self._predicted is None or self.prior.is_calculator:
             return None
         index = len(self.observations.energies) - 1
         latest = np.asarray(self.observations.positions[index])  # (n, 3)
