@@ -19,7 +19,9 @@ import asebo.optimize.stages as stages_module
 from asebo import BOOptimizer
 from asebo.benchmarks import baker
 from asebo.model.priors import PriorCalculationError
+from asebo.optimize.preconditioning import INSIDE
 from asebo.optimize.proposal import RIGID_MOVE, SEARCH_FAILED
+from asebo.optimize.search import drawn_into_box
 from asebo.optimize.settings import Rules, Settings, SpecialCases
 from asebo.optimize.stages import NoProgressError, force_step, search_starts, step_along_forces
 from asebo.optimize.trust import OverturnedCurvatureError, SlopeNoiseError, UncertainStepError
@@ -160,6 +162,45 @@ def test_the_corrected_modes_and_the_segment_restart_turn_off(monkeypatch, rule)
     searched(with_rules(context, **{rule: False}))
     called = {"interpolated_modes": "interpolated_descents", "segment_restart": "lowest_on_segment"}
     assert calls[called[rule]] == 1 and calls[next(n for n in calls if n != called[rule])] == 2
+
+
+def test_a_repeated_search_under_a_prior_calculator_starts_on_the_line_into_its_box(monkeypatch):
+    atoms = molecule("H2O")
+    atoms.positions += 0.1 * np.random.default_rng(3).normal(size=(3, 3))
+    atoms.calc = get_calculator("gfn2")
+    opt = BOOptimizer(atoms, logfile=None, prior=get_calculator("gfn1"))
+    opt.run(fmax=1e-6, steps=0)  # the first call alone: the search runs to the box's faces
+    context = opt.engine.step_context(opt.observations, opt.trust, opt.fmax)
+    original, seen = search_module.minimize_lcb, []
+
+    def recorded(gp, starts, centre, radius, *args, **options):
+        found = original(gp, starts, centre, radius, *args, **options)
+        seen.append((starts[0].numpy(), radius, found[0].numpy()))
+        return found
+
+    monkeypatch.setattr(search_module, "minimize_lcb", recorded)
+    monkeypatch.setattr(search_module, "check_confident", refusing(UncertainStepError))
+    searched(context)
+    (_, first_radius, first_end), (start, radius, _) = seen[:2]
+    centre = context.centre
+    assert radius == first_radius / 2
+    assert np.abs(first_end - centre).max() > radius  # it ended beyond the halved box
+    np.testing.assert_allclose(np.abs(start - centre).max(), INSIDE * radius)
+    along, drawn = (first_end - centre).ravel(), (start - centre).ravel()
+    np.testing.assert_allclose(drawn, along * (drawn[0] / along[0]))  # the same direction
+    seen.clear()
+    monkeypatch.setattr(search_module, "check_confident", refusing(UncertainStepError))
+    searched(with_rules(context, line_start=False))
+    np.testing.assert_array_equal(seen[1][0], seen[0][2])  # where the first search ended
+
+
+def test_a_start_beyond_the_box_is_drawn_in_along_the_line_and_one_inside_stays():
+    centre = np.zeros((2, 3))
+    start = np.array([[0.3, -0.1, 0.0], [0.05, 0.2, -0.4]])
+    drawn = drawn_into_box(centre, start, 0.1)
+    np.testing.assert_allclose(drawn, start * (INSIDE * 0.1 / 0.4))
+    inside = 0.5 * drawn
+    assert drawn_into_box(centre, inside, 0.1) is inside
 
 
 def test_the_halved_step_along_the_forces_turns_off():

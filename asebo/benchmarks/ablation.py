@@ -43,6 +43,7 @@ STEP_RULES = (
     "overturned_curvature",
     "interpolated_modes",
     "segment_restart",
+    "line_start",
     "pessimistic_kappa",
     "force_step_halving",
     "newton_force_step",

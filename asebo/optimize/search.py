@@ -42,14 +42,15 @@ time, each repeat would find the next such direction. Under a prior calculator t
 Hessian would cost ``6N`` of its calls, and the refused step alone is corrected. A
 repeat after such a direction starts at the lowest corrected bound on the line from
 the centre to where the refused search ended (:func:`lowest_on_segment`), one after
-another error from where the refused search ended (clipped into a smaller box, which
-still holds its direction); up to ``settings.search.retries`` searches in all. The
-last search's proposal stands whatever its uncertainty, and so does one in the
-smallest box, or where only rigid forces are left (the shape has converged: the model
-has no drop left to be confident of). Each search stops when an iteration gains less
-than ``settings.search.tolerance`` (under a prior calculator ``calculator_tolerance``)
-times the atoms it moves (:func:`minimize_lcb`). Each of these repairs turns off alone
-in ``settings.rules`` (:class:`asebo.optimize.settings.Rules`).
+another error from where the refused search ended: clipped onto the smaller box's faces,
+or under a prior calculator, where each evaluation is one of its calls, moved on the
+straight line into the box (:func:`drawn_into_box`); up to ``settings.search.retries``
+searches in all. The last search's proposal stands whatever its uncertainty, and so does
+one in the smallest box, or where only rigid forces are left (the shape has converged:
+the model has no drop left to be confident of). Each search stops when an iteration
+gains less than ``settings.search.tolerance`` (under a prior calculator
+``calculator_tolerance``) times the atoms it moves (:func:`minimize_lcb`). Each of these
+repairs turns off alone in ``settings.rules`` (:class:`asebo.optimize.settings.Rules`).
 """
 
 import warnings
@@ -67,7 +68,7 @@ from gpytorch.distributions import MultivariateNormal
 
 from asebo.model.priors import PriorCalculationError
 from asebo.optimize.model_hessian import directional_curvature, interpolated_descents
-from asebo.optimize.preconditioning import BoxCoordinates, metric_preconditioner
+from asebo.optimize.preconditioning import INSIDE, BoxCoordinates, metric_preconditioner
 from asebo.optimize.proposal import SEARCH, SEARCH_FAILED, Proposal, StepContext
 from asebo.optimize.trust import (
     OverturnedCurvatureError,
@@ -412,9 +413,12 @@ class StepSearches:
     def lcb_minimum(self):
         """Where the bound's minimum lies in this search's box (n, 3)."""
         context, settings = self.context, self.context.settings.search
+        starts = self.starts
+        if context.gp.prior.is_calculator and context.settings.rules.line_start:
+            starts = [drawn_into_box(context.centre, start, self.trust.radius) for start in starts]
         found, _ = minimize_lcb(
             context.gp,
-            torch.as_tensor(np.array(self.starts)),
+            torch.as_tensor(np.array(starts)),
             torch.as_tensor(context.centre),
             self.trust.radius,
             torch.as_tensor(context.free.reshape(-1)),
@@ -570,6 +574,24 @@ def lowest_on_segment(gp, centre, end, kappa, corrections):
     displacements = (line - centre).reshape(len(line), -1)  # (t, 3n)
     bound = mean + added_energy(displacements, directions, curvatures) - kappa * std
     return line[int(np.argmin(bound))]
+
+
+def drawn_into_box(centre, start, radius):
+    """``start`` (n, 3) itself where it lies within ``INSIDE`` times ``radius`` of
+    ``centre`` (n, 3) in every coordinate, else moved towards ``centre`` on the straight
+    line until it does.
+
+    A search repeated in a smaller box starts where the search before it ended. Clipped
+    coordinate by coordinate onto the smaller box's faces, that end enters the box's
+    coordinates (:class:`asebo.optimize.preconditioning.BoxCoordinates`) where ``tanh``
+    passes a twenty-fifth of the gradient in every clipped coordinate: L-BFGS-B then
+    spends its evaluations coming off the faces, and may stop above the centre. On the
+    line the start keeps the direction of the search before and lies inside the box.
+    """
+    step = start - centre  # (n, 3)
+    reach = np.abs(step).max()
+    limit = INSIDE * radius
+    return start if reach <= limit else centre + step * (limit / reach)
 
 
 def within_maxstep(centre, proposal, maxstep):

@@ -481,6 +481,11 @@ class Rules:
         Off: the search repeated after an overturned refusal starts where the refused
         search ended, not at the lowest corrected bound on the line to it
         (:func:`asebo.optimize.search.lowest_on_segment`).
+    line_start : bool
+        Off: under a prior calculator a search starts where it is told, clipped onto
+        its box's faces where it lies beyond them, not moved towards the box's centre
+        on the straight line into the box (:func:`asebo.optimize.search.drawn_into_box`);
+        a search repeated in a smaller box starts where the one before ended.
     force_step_halving : bool
         Off: a step along the forces tries its one length only, not halved down to 2^-39
         of it: where that leads to a configuration computed, the run stops without
@@ -515,6 +520,7 @@ class Rules:
     overturned_curvature: bool = True
     interpolated_modes: bool = True
     segment_restart: bool = True
+    line_start: bool = True
     force_step_halving: bool = True
     newton_force_step: bool = True
     force_step_radius: bool = True
