@@ -647,12 +647,16 @@ def test_the_band_takes_one_thread_and_gives_the_calculator_its_own(monkeypatch)
             super().step()
 
     within = []
-    given = torch.get_num_threads()
+    before, given = torch.get_num_threads(), 2  # the caller's, whatever ran before
+    torch.set_num_threads(given)
     band = muller_brown_band(3, calculator=Recording)
     optimizer = BONEB(band, logfile=None, band_optimizer=RecordingFIRE)
     assert optimizer.threads == 1
     optimizer.attach(lambda: seen.append(torch.get_num_threads()))
-    optimizer.run(fmax=0.05, steps=3)
+    try:
+        optimizer.run(fmax=0.05, steps=3)
+    finally:
+        torch.set_num_threads(before)
     assert within and set(within) == {1}
     assert set(seen) == {given}  # the calculator and the observers: the caller's threads
     assert BONEB(muller_brown_band(3), logfile=None, threads=2).threads == 2

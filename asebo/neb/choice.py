@@ -18,6 +18,7 @@ from asebo.neb.relax import model_band, relax_on_model
 from asebo.optimize.rigid import moved_rigidly, rigid_move_length, rigid_part, rigid_step
 from asebo.optimize.stages import newton_length, only_rigid_forces_left
 from asebo.optimize.walk_trust import adapted_radius, largest_norm
+from asebo.threads import limited_threads
 
 LEAST_SURE = "least sure"
 CLIMBING = "climbing image"
@@ -196,8 +197,9 @@ class ImageChoice:
     def _compute(self, moving, reason, details, how):
         """Call the calculator of moving image ``moving`` (0-based) at its place."""
         image = self.images[moving + 1]
-        gp = self._fitted().of(moving + 1)
-        energy, gradient = gp.predict(image.positions[None], return_gradient=True)
+        with limited_threads(self.threads):
+            gp = self._fitted().of(moving + 1)
+            energy, gradient = gp.predict(image.positions[None], return_gradient=True)
         predicted = -np.asarray(gradient)[0]  # (n, 3)
         try:  # an SCF that does not converge, NaN forces: raised with what to do
             computed, forces = self._computed.results(image)  # (), (n, 3)

@@ -223,6 +223,12 @@ class BONEB(BandSummary, BandState, ImageChoice, Optimizer):
         """Every image's positions (i, n, 3), the endpoints included."""
         return np.array([image.positions for image in self.images])
 
+    @with_optimizer_threads
+    def _chosen(self):
+        """The image to compute and where (:meth:`_choice`), the moving images' positions
+        (i - 2, n, 3) after the relaxation on the model, and whether it stopped."""
+        return self._choice(), self.positions[1:-1], self._stopped
+
     def irun(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
         """ASE's ``irun``, after the endpoints are computed (once); ``fmax`` (eV/Å) must
         be a number > 0."""
@@ -271,13 +277,11 @@ class BONEB(BandSummary, BandState, ImageChoice, Optimizer):
         (:meth:`asebo.neb.image_models.ImageModels.fitted`)."""
         return self.models.fitted(self.surrogate, self.record)
 
-    @with_optimizer_threads
     def step(self):
         """Relax the band on the model, choose one moving image (rank 0, broadcast),
-        compute it."""
-        chosen = None
-        if self.comm.rank == 0:
-            chosen = (self._choice(), self.positions[1:-1], self._stopped)
+        compute it: the model's work on the optimizer's threads, the call on the
+        caller's."""
+        chosen = self._chosen() if self.comm.rank == 0 else None
         choice, band, self._stopped = broadcast(chosen, root=0, comm=self.comm)
         for image, positions in zip(self.images[1:-1], band):
             image.positions = positions
