@@ -10,6 +10,12 @@ is what no ``mu`` fits. The table gives the spread (mean over the systems) and t
 geometric mean of the ``mu``; then the ``A`` of the smallest summed spread::
 
     python docs/notes/spring_law_fit.py --rattle 0.05
+
+``--calc gpaw`` takes the (111) slabs alone with GPAW in the users' benchmark's LCAO
+settings (:data:`asebo.benchmarks.adsorbates.GPAW_PRESET`; about 5 s a call, 73 calls
+a slab), ``--metals`` the elements::
+
+    python docs/notes/spring_law_fit.py --calc gpaw --metals Cu
 """
 
 import argparse
@@ -20,6 +26,7 @@ from ase.calculators.emt import EMT
 from scipy.optimize import minimize_scalar
 
 from asebo.barrier.modes import calculator_hessian
+from asebo.benchmarks.adsorbates import GPAW_PRESET
 from asebo.model.springs import ExpSprings, springs_hessian
 
 
@@ -44,17 +51,25 @@ def spread_and_scale(systems, exponent):
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--rattle", type=float, default=0.05)
+parser.add_argument("--calc", choices=("emt", "gpaw"), default="emt")
+parser.add_argument("--metals", nargs="+", default=["Al", "Ni", "Cu", "Pd", "Ag", "Pt", "Au"])
 args = parser.parse_args()
 
 systems = []
-for metal in ("Al", "Ni", "Cu", "Pd", "Ag", "Pt", "Au"):
+for metal in args.metals:
+    slab = fcc111(metal, size=(2, 2, 3), vacuum=6.0)
     for atoms in (
-        bulk(metal, cubic=True).repeat((2, 2, 1)),
-        fcc111(metal, size=(2, 2, 3), vacuum=6.0),
+        (slab,) if args.calc == "gpaw" else (bulk(metal, cubic=True).repeat((2, 2, 1)), slab)
     ):
         atoms.rattle(args.rattle, seed=1)
         free = np.ones((len(atoms), 3), dtype=bool)
-        systems.append((atoms, calculator_hessian(atoms, EMT(), free)))
+        if args.calc == "gpaw":
+            from calculators import get_calculator
+
+            calculator = get_calculator(GPAW_PRESET)
+        else:
+            calculator = EMT()
+        systems.append((atoms, calculator_hessian(atoms, calculator, free)))
 
 print("| A | spread of the log quotients (mean over systems) | mu (eV/Å², geometric mean) |")
 print("|---|---|---|")
