@@ -113,3 +113,29 @@ def test_at_the_bowls_minimum_the_endpoint_is_accepted_with_positive_curvatures(
     assert "lowest model curvature" in verdict.summary
     # decided once per observation: asked again, the same record
     assert engine.endpoint_verdict(observations, MINIMUM, (), radius=0.1) is verdict
+
+
+def test_a_surrogate_fitted_alone_to_the_first_observations_leaves_the_runs_fit_as_it_was():
+    numbers = np.array([18, 18, 18])
+    observations = Observations(numbers)
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        positions = MINIMUM + rng.normal(scale=0.1, size=(3, 3))
+        observations.append(positions, *bowl(positions))
+    engine = cartesian_engine(numbers)
+    gp, _ = engine.fitted(observations)
+    query = (MINIMUM + 0.05)[None]  # (1, 3, 3)
+    before = gp.predict(query, return_gradient=True)
+    positions, energies, forces = observations.arrays()
+    alone = engine.surrogate.fitted_alone((positions[:2], energies[:2], forces[:2]))
+    first_two = Observations(numbers)
+    for index in range(2):
+        first_two.append(positions[index], energies[index], forces[index])
+    fresh, _ = cartesian_engine(numbers).fitted(first_two)
+    assert alone is not gp
+    np.testing.assert_allclose(alone.predict(query), fresh.predict(query), rtol=1e-10)
+    after = gp.predict(query, return_gradient=True)
+    np.testing.assert_array_equal(after[0], before[0])
+    np.testing.assert_array_equal(after[1], before[1])
+    assert engine.fitted(observations)[0] is gp
+    assert not np.allclose(alone.predict(query), gp.predict(query))

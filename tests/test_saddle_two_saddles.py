@@ -12,7 +12,9 @@ torsion's −0.2 eV/rad²), while the Lindh model's softest motion is the torsio
 search under the Lindh prior must end at the reaction's saddle point, and its record
 must say so. With the Lindh model's stretch not reversed along the partial bond
 (:class:`asebo.model.priors.RecentredLindh` without ``reaction_pairs``) the search from
-this guess ends at the torsion's saddle point instead. The
+this guess ends at the torsion's saddle point instead, as the search under the surface
+itself as a prior calculator does: its record must say that it ended on another
+motion than the one it set out along. The
 benchmark's column of the mode (``asebo bench ts``) is computed here where the answer is
 known.
 """
@@ -165,3 +167,27 @@ def test_the_lindh_prior_search_ends_at_the_reactions_saddle_point_and_says_so()
     assert result.overlap > 0.9  # the model's imaginary mode is the one climbed from the start
     end_mode = lowest_mode(finite_difference_hessian(guess, TwoSaddles()), guess)
     assert mode_overlap(start, start_mode, guess, end_mode) > 0.9
+
+
+def test_under_a_prior_calculator_the_record_says_the_saddle_point_is_another_motions():
+    # the surface itself as the prior: the first walk's model, fitted to the start
+    # alone, is the surface there, and its lowest mode the bond's; the walk on it ends
+    # at the torsion's saddle point, and the record, whose start mode is found where
+    # the search ends from a GP fitted again to what the first walk's model knew, says
+    # so as the finite-difference Hessians do
+    guess = chain(*GUESS)
+    start = guess.copy()
+    start_mode = lowest_mode(finite_difference_hessian(start, TwoSaddles()), start)
+    search = BOSaddle(guess, prior=TwoSaddles(), logfile=None)
+    assert search.run(fmax=0.01, steps=60)
+    assert guess.get_potential_energy() == pytest.approx(TWIST_BARRIER, abs=1e-3)
+    state = search.observations.state
+    assert state["start_seen"] == 1
+    recorded = np.asarray(state["start_mode"])
+    assert abs(np.vdot(recorded, start_mode)) == pytest.approx(1.0, abs=1e-3)
+    end_mode = lowest_mode(finite_difference_hessian(guess, TwoSaddles()), guess)
+    result = search.result
+    assert result.order == 1
+    by_differences = mode_overlap(start, start_mode, guess, end_mode)
+    assert result.overlap == pytest.approx(by_differences, abs=0.01)
+    assert result.overlap < ON_MODE

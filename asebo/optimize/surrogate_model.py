@@ -7,6 +7,8 @@ observation (:class:`Surrogate`), for :class:`asebo.optimize.optimizer.BOOptimiz
 :class:`asebo.neb.BONEB` and :class:`asebo.saddle.BOSaddle` alike.
 """
 
+import copy
+
 import numpy as np
 
 from asebo.model.cell_coordinates import GeneralizedCoordinates
@@ -133,6 +135,7 @@ class Surrogate:
         self.numbers = np.asarray(numbers)
         self._metric = None  # (centre, metric) of the representation, from the last fit
         self._last_fit = None  # (observations counted, notes) of the last fit
+        self._unfitted = copy.deepcopy(gp)  # its settings, for fitted_alone
 
     def fitted(self, observations, near=None):
         """The GP fitted to every observation (again only after a new one), and notes
@@ -157,3 +160,11 @@ class Surrogate:
             )
             self._last_fit = (seen, notes)
         return self.gp, self._last_fit[1]
+
+    def fitted_alone(self, arrays):
+        """A GP of the same settings, prior and representation fitted to ``arrays``
+        alone (positions (k, N, 3), energies (k,), forces (k, N, 3)): the model of an
+        earlier step of the run, the run's own GP and its fit left as they are."""
+        gp = copy.deepcopy(self._unfitted)
+        fit_observations(gp, self.prior, self.representation, self.numbers, arrays, None)
+        return gp

@@ -16,7 +16,7 @@ from asebo.threads import with_optimizer_threads
 class SaddleEndpoint:
     """The order verdict and the result of :class:`asebo.saddle.BOSaddle`: a mixin of a
     driver with ``atoms``, ``fmax``, ``comm``, ``step_log``, ``observations`` (its
-    ``start`` and ``start_mode``), ``settings``, ``trust_radius``, ``rotations``,
+    ``start``), ``settings``, ``trust_radius``, ``rotations``,
     ``_order``, ``_order_noted``, ``_stopped``, ``_predicted``, ``_free()``,
     ``_free_forces()``, ``_fitted()`` and ``_save()``."""
 
@@ -34,12 +34,14 @@ class SaddleEndpoint:
 
     def _overlap_with_start(self, verdict):
         """The overlap of ``verdict``'s imaginary mode with the mode climbed from the
-        start (:func:`asebo.saddle.mode_probe.mode_overlap`); None without either."""
-        state = self.observations.state
-        if verdict.mode is None or "start_mode" not in state:
+        start (:func:`asebo.saddle.mode_probe.mode_overlap`; under a prior calculator
+        that mode is found here, :meth:`_start_mode_afterwards`); None without either."""
+        if verdict.mode is None:
             return None
-        start = np.asarray(state["start"], dtype=float)
-        start_mode = np.asarray(state["start_mode"], dtype=float)
+        start_mode = self._start_mode_afterwards()
+        if start_mode is None:
+            return None
+        start = np.asarray(self.observations.state["start"], dtype=float)
         return mode_overlap(start, start_mode, self.atoms.positions, verdict.mode, self.rotations)
 
     def _order_step(self):

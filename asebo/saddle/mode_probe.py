@@ -29,6 +29,7 @@ from scipy.spatial.transform import Rotation
 
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
 from asebo.optimize.walk_trust import largest_norm
+from asebo.threads import with_optimizer_threads
 
 
 def mode_overlap(start, start_mode, end, end_mode, rotations):
@@ -117,27 +118,53 @@ def next_probe(gp, start, free, rotations, probed, settings):
 class StartModeTest:
     """The test of the start's lowest mode in :class:`asebo.saddle.BOSaddle`, and the
     record of the mode climbed from the start: a mixin of a driver with ``atoms``,
-    ``comm``, ``observations``, ``settings``, ``prior``, ``rotations``, ``step_log``,
-    ``reason``, ``_predicted``, ``_free()``, ``_fitted()`` and ``_save()``."""
+    ``comm``, ``observations``, ``settings``, ``prior``, ``surrogate``, ``rotations``,
+    ``step_log``, ``reason``, ``_predicted``, ``_free()``, ``_fitted()`` and ``_save()``."""
 
     def _keep_start_mode(self):
         """Keep the model's lowest mode at the start, the mode the first walk climbs,
-        in the record (``start_mode``) once, where the start is computed and the prior
-        is no calculator: what :attr:`asebo.saddle.BOSaddle.result` compares the
-        endpoint's imaginary mode with. A prior calculator is left out: the model's
-        Hessian calls it, and a calculator that starts from its last state (tblite's
-        SCF from the last wavefunction) would then give the walk other values. Rank 0
-        computes the mode and broadcasts it."""
+        in the record (``start_mode``) once, where the start is computed: what
+        :attr:`asebo.saddle.BOSaddle.result` compares the endpoint's imaginary mode
+        with. Under a prior calculator only the configurations the first walk's model
+        was fitted to are counted (``start_seen``), and the mode is found where the
+        search ends (:meth:`_start_mode_afterwards`): the model's Hessian calls the
+        prior, and a calculator that starts from its last state (tblite's SCF from the
+        last wavefunction) would then give the walk other values. Rank 0 computes the
+        mode and broadcasts it."""
         state = self.observations.state
         start = np.asarray(state["start"], dtype=float)  # (n, 3)
-        if "start_mode" in state or self.prior.is_calculator:
+        if "start_mode" in state or self.observations.find(start) is None:
             return
-        if self.observations.find(start) is None:
+        if self.prior.is_calculator:
+            state.setdefault("start_seen", len(self.observations))
             return
         mode = None
         if self.comm.rank == 0:
             _, mode = lowest_mode(self._fitted(), start, self._free(), self.rotations)
         state["start_mode"] = broadcast(mode, root=0, comm=self.comm)
+
+    @with_optimizer_threads
+    def _start_mode_afterwards(self):
+        """Under a prior calculator, the model's lowest mode (n, 3) at the start as the
+        first walk's model had it: a GP fitted to the ``start_seen`` configurations
+        alone (:meth:`asebo.optimize.surrogate_model.Surrogate.fitted_alone`), kept in
+        the record; None where no walk began from the start. Rank 0 computes it and
+        broadcasts it."""
+        state = self.observations.state
+        if "start_mode" in state:
+            return np.asarray(state["start_mode"], dtype=float)
+        seen = state.get("start_seen")
+        if seen is None:
+            return None
+        start = np.asarray(state["start"], dtype=float)  # (n, 3)
+        mode = None
+        if self.comm.rank == 0:
+            positions, energies, forces = self.observations.arrays()
+            first = (positions[:seen], energies[:seen], forces[:seen])
+            gp = self.surrogate.fitted_alone(first)
+            _, mode = lowest_mode(gp, start, self._free(), self.rotations)
+        state["start_mode"] = broadcast(mode, root=0, comm=self.comm)
+        return state["start_mode"]
 
     def _probe_step(self):
         """Move the atoms to the next probe of the start's lowest mode and return True;

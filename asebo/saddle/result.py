@@ -40,11 +40,11 @@ class SaddleResult:
         :data:`HIGHER_ORDER`, :data:`STEPS`, :data:`WALK_FAILED` or
         :data:`WALK_ON_COMPUTED`.
     overlap : float or None
-        Where ``order`` is 1 and the prior is no calculator, the absolute overlap of
-        the model's imaginary mode with the mode the search climbed from its start, the
-        start turned onto the end (:func:`asebo.saddle.mode_probe.mode_overlap`): near
-        1 where the saddle point is the one of the motion the search set out along,
-        near 0 where it is the saddle point of another; None elsewhere.
+        Where ``order`` is 1, the absolute overlap of the model's imaginary mode with
+        the mode the search climbed from its start, the start turned onto the end
+        (:func:`asebo.saddle.mode_probe.mode_overlap`): near 1 where the saddle point
+        is the one of the motion the search set out along, near 0 where it is the
+        saddle point of another; None elsewhere.
     """
 
     converged: bool
