@@ -191,3 +191,29 @@ def test_under_a_prior_calculator_the_record_says_the_saddle_point_is_another_mo
     by_differences = mode_overlap(start, start_mode, guess, end_mode)
     assert result.overlap == pytest.approx(by_differences, abs=0.01)
     assert result.overlap < ON_MODE
+
+
+class FailingNearTheStart(TwoSaddles):
+    """:class:`TwoSaddles` whose calls raise where one coordinate of ``start`` alone is
+    moved, as an SCF that does not converge: where the model's Hessian at the start asks
+    a prior calculator (central differences, coordinate by coordinate), which the walk
+    never does."""
+
+    def __init__(self, start):
+        super().__init__()
+        self.start = np.array(start)
+
+    def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        if np.count_nonzero(atoms.positions != self.start) == 1:
+            raise RuntimeError("SCF not converged")
+        super().calculate(atoms, properties, system_changes)
+
+
+def test_a_prior_that_fails_where_the_start_mode_is_found_leaves_the_result_standing():
+    guess = chain(*GUESS)
+    search = BOSaddle(guess, prior=FailingNearTheStart(guess.positions), logfile=None)
+    assert search.run(fmax=0.01, steps=60)
+    result = search.result
+    assert result.converged and result.order == 1
+    assert result.overlap is None
+    assert "start_seen" not in search.observations.state

@@ -27,6 +27,7 @@ import numpy as np
 from ase.parallel import broadcast
 from scipy.spatial.transform import Rotation
 
+from asebo.model.priors import PriorCalculationError
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
 from asebo.optimize.walk_trust import largest_norm
 from asebo.threads import with_optimizer_threads
@@ -148,8 +149,9 @@ class StartModeTest:
         """Under a prior calculator, the model's lowest mode (n, 3) at the start as the
         first walk's model had it: a GP fitted to the ``start_seen`` configurations
         alone (:meth:`asebo.optimize.surrogate_model.Surrogate.fitted_alone`), kept in
-        the record; None where no walk began from the start. Rank 0 computes it and
-        broadcasts it."""
+        the record; None where no walk began from the start, or where the prior
+        fails at a configuration of the Hessian (the overlap is then not known, and
+        the search's end stands). Rank 0 computes it and broadcasts it."""
         state = self.observations.state
         if "start_mode" in state:
             return np.asarray(state["start_mode"], dtype=float)
@@ -161,10 +163,17 @@ class StartModeTest:
         if self.comm.rank == 0:
             positions, energies, forces = self.observations.arrays()
             first = (positions[:seen], energies[:seen], forces[:seen])
-            gp = self.surrogate.fitted_alone(first)
-            _, mode = lowest_mode(gp, start, self._free(), self.rotations)
-        state["start_mode"] = broadcast(mode, root=0, comm=self.comm)
-        return state["start_mode"]
+            try:
+                gp = self.surrogate.fitted_alone(first)
+                _, mode = lowest_mode(gp, start, self._free(), self.rotations)
+            except PriorCalculationError:
+                mode = None
+        mode = broadcast(mode, root=0, comm=self.comm)
+        if mode is None:
+            del state["start_seen"]  # not tried again
+        else:
+            state["start_mode"] = mode
+        return mode
 
     def _probe_step(self):
         """Move the atoms to the next probe of the start's lowest mode and return True;
