@@ -342,6 +342,11 @@ class SaddleSettings:
     probe_overlap : float
         The absolute overlap of the model's lowest mode with the one probed last at
         which the test ends.
+    crystal_images : bool
+        Where the test ends on a mode that a map of the crystal carrying the start
+        onto itself reverses, every fit from then on takes each configuration computed
+        with its image under that map as a second observation, where the two are
+        apart (:mod:`asebo.optimize.crystal_symmetry`); False fits the calls alone.
     newton_near : float
         Under a prior that is no calculator, where the largest force of the call last
         computed is below ``newton_near`` times ``fmax`` and the model's forces there
@@ -360,6 +365,7 @@ class SaddleSettings:
     mode_probes: int = 6
     probe_length: float = 0.05
     probe_overlap: float = 0.9
+    crystal_images: bool = True
     newton_near: float = 2.0
     walk: WalkTrustSettings = WalkTrustSettings()
 

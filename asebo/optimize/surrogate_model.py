@@ -4,7 +4,9 @@
 the optimizer's ``prior`` argument, and :func:`fit_observations` fits the GP to the
 observations with the representation's metric around the prior's reference, once per
 observation (:class:`Surrogate`), for :class:`asebo.optimize.optimizer.BOOptimizer`,
-:class:`asebo.neb.BONEB` and :class:`asebo.saddle.BOSaddle` alike.
+:class:`asebo.neb.BONEB` and :class:`asebo.saddle.BOSaddle` alike; where the record
+names a map of the crystal (``crystal_map``), with each observation's image under it
+(:func:`with_images`).
 """
 
 import copy
@@ -17,6 +19,7 @@ from asebo.model.periodic import make_periodic_prior
 from asebo.model.priors import AUTO, HighestEnergyPrior, make_prior
 from asebo.model.springs import NoNeighboursError
 from asebo.optimize.bonding import partial_bonds
+from asebo.optimize.crystal_symmetry import TOLERANCE, CrystalMap
 
 
 def system_prior(prior, system, periodic, recentre, model, representation, driver="minimum"):
@@ -115,6 +118,25 @@ def fit_observations(gp, prior, representation, numbers, arrays, current, near=N
     return metric, notes
 
 
+def with_images(arrays, crystal_map):
+    """The observations ``arrays`` (positions (m, n, 3), energies (m,), forces (m, n, 3))
+    followed by their images under ``crystal_map`` (the state of a
+    :class:`asebo.optimize.crystal_symmetry.CrystalMap`: the same energies, the forces
+    turned), each observation keeping its index; ``arrays`` alone where None. A
+    configuration within the map's tolerance of its image is its own image: none is
+    added for it."""
+    if crystal_map is None:
+        return arrays
+    positions, energies, forces = (np.asarray(values, dtype=float) for values in arrays)
+    images, image_forces = CrystalMap.from_state(crystal_map).images(positions, forces)
+    apart = np.linalg.norm(images - positions, axis=-1).max(axis=-1) > TOLERANCE  # (m,)
+    return (
+        np.concatenate([positions, images[apart]]),
+        np.concatenate([energies, energies[apart]]),
+        np.concatenate([forces, image_forces[apart]]),
+    )
+
+
 class Surrogate:
     """The GP of one run with its prior and representation, fitted once per observation:
     the one fit cache of :class:`asebo.optimize.engine.Engine`, :class:`asebo.neb.BONEB`
@@ -154,7 +176,7 @@ class Surrogate:
                 self.prior,
                 self.representation,
                 self.numbers,
-                observations.arrays(),
+                with_images(observations.arrays(), observations.state.get("crystal_map")),
                 self._metric,
                 near,
             )

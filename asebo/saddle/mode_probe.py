@@ -15,7 +15,10 @@ climbed; else the new lowest mode is probed, ``mode_probes`` calls at most. This
 lowest-mode search of the GP-accelerated dimer method (O.-P. Koistinen, V. Ásgeirsson,
 A. Vehtari and H. Jónsson, J. Chem. Theory Comput. 16, 499 (2020)), its rotations made
 on the GP, with the probe calls kept as observations
-(:class:`asebo.optimize.settings.SaddleSettings`). A molecule under the Lindh model is
+(:class:`asebo.optimize.settings.SaddleSettings`). Where a map of the crystal carries
+the start onto itself and reverses the mode the test ends on, each configuration is
+then observed with its image under that map too (:meth:`StartModeTest._take_crystal_map`,
+:mod:`asebo.optimize.crystal_symmetry`). A molecule under the Lindh model is
 not tested: its prior is reversed along the bonds the guess makes and breaks instead
 (:class:`asebo.model.priors.RecentredLindh`), which holds the reaction's mode all
 along the walk where probes at the start teach the model only there.
@@ -28,6 +31,7 @@ from ase.parallel import broadcast
 from scipy.spatial.transform import Rotation
 
 from asebo.model.priors import PriorCalculationError
+from asebo.optimize.crystal_symmetry import reversing_map
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
 from asebo.optimize.walk_trust import largest_norm
 from asebo.threads import with_optimizer_threads
@@ -175,6 +179,25 @@ class StartModeTest:
             state["start_mode"] = mode
         return mode
 
+    def _take_crystal_map(self, start):
+        """Where a map of the crystal carries ``start`` (n, 3) onto itself and reverses
+        the start's mode (:func:`asebo.optimize.crystal_symmetry.reversing_map`), name
+        it in the record (``crystal_map``): every fit then takes each configuration's
+        image under it as an observation. The log's line, if any."""
+        if not self.settings.crystal_images:
+            return []
+        state = self.observations.state
+        held = ~self._free().all(axis=1)  # (n,)
+        cell = self.atoms.cell.array
+        found = reversing_map(start, self.atoms.numbers, cell, held, state["start_mode"])
+        if found is None:
+            return []
+        state["crystal_map"] = found.as_state()
+        return [
+            "a map of the crystal carries the start onto itself and reverses that mode: "
+            "each configuration computed is observed with its image under it"
+        ]
+
     def _probe_step(self):
         """Move the atoms to the next probe of the start's lowest mode and return True;
         False where the test has ended or does not apply (a molecule, a prior
@@ -197,7 +220,7 @@ class StartModeTest:
         if probe.positions is None:
             state["mode_tested"] = True
             state["start_mode"] = probe.mode
-            self.step_log.notes([probe.note(len(probed))])
+            self.step_log.notes([probe.note(len(probed)), *self._take_crystal_map(start)])
             return False
         state["probed"] = [*probed, probe.mode]
         self.reason = "probe: lowest mode"
