@@ -122,19 +122,25 @@ def with_images(arrays, crystal_map):
     """The observations ``arrays`` (positions (m, n, 3), energies (m,), forces (m, n, 3))
     followed by their images under ``crystal_map`` (the state of a
     :class:`asebo.optimize.crystal_symmetry.CrystalMap`: the same energies, the forces
-    turned), each observation keeping its index; ``arrays`` alone where None. A
-    configuration within the map's tolerance of its image is its own image: none is
-    added for it."""
+    turned), each observation keeping its index; ``arrays`` alone where None. An image
+    within the map's tolerance of a configuration observed (its own, where the map
+    keeps it in place) is that configuration: none is added for it."""
     if crystal_map is None:
         return arrays
     positions, energies, forces = (np.asarray(values, dtype=float) for values in arrays)
     images, image_forces = CrystalMap.from_state(crystal_map).images(positions, forces)
-    apart = np.linalg.norm(images - positions, axis=-1).max(axis=-1) > TOLERANCE  # (m,)
+    apart = np.array([_nearest(image, positions) > TOLERANCE for image in images])  # (m,)
     return (
         np.concatenate([positions, images[apart]]),
         np.concatenate([energies, energies[apart]]),
         np.concatenate([forces, image_forces[apart]]),
     )
+
+
+def _nearest(configuration, positions):
+    """Å: the largest atomic distance of ``configuration`` (n, 3) from the nearest of
+    ``positions`` (m, n, 3)."""
+    return float(np.linalg.norm(positions - configuration, axis=-1).max(axis=-1).min())
 
 
 class Surrogate:
