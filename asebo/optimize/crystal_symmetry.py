@@ -127,8 +127,7 @@ def crystal_maps(positions, numbers, cell, held, tolerance=TOLERANCE):
                 or len(np.unique(permutation)) < n
                 or np.any(numbers[permutation] != numbers)
                 or np.any(held[permutation] != held)
-                or np.array_equal(permutation, np.arange(n))
-                and np.allclose(rotation, np.eye(3))
+                or (np.array_equal(permutation, np.arange(n)) and np.allclose(rotation, np.eye(3)))
             ):
                 continue
             maps.append(CrystalMap(rotation, translation, permutation, cell))
