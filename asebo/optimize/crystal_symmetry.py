@@ -60,8 +60,7 @@ class CrystalMap:
         positions = np.asarray(positions, dtype=float)
         mapped = np.empty_like(positions)
         mapped[..., self.permutation, :] = positions @ self.rotation.T + self.translation
-        wrapped = np.round((mapped - positions) @ np.linalg.inv(self.cell))  # (m, n, 3)
-        return mapped - wrapped @ self.cell, self.turned(forces)
+        return mapped - _lattice_shift(mapped - positions, self.cell), self.turned(forces)
 
     def as_state(self):
         """The map as a dict of arrays, for a restart file."""
@@ -140,7 +139,7 @@ def _alike(positions, numbers, held, cell, tolerance):
     :data:`NEIGHBOURS` nearest atoms (up to lattice vectors) within twice
     ``tolerance``."""
     offsets = positions[None] - positions[:, None]  # (n, n, 3)
-    offsets -= np.round(offsets @ np.linalg.inv(cell)) @ cell
+    offsets -= _lattice_shift(offsets, cell)
     distances = np.sort(np.linalg.norm(offsets, axis=-1), axis=1)[:, 1 : NEIGHBOURS + 1]
     same_shell = np.abs(distances[:, None] - distances[None]).max(axis=-1) <= 2 * tolerance
     return same_shell & (numbers[:, None] == numbers[None]) & (held[:, None] == held[None])
@@ -150,10 +149,17 @@ def _nearest_image_distances(points, positions, cell):
     """For each of ``points`` (k, 3), the distance (k,) to the nearest of ``positions``
     (n, 3) up to lattice vectors of ``cell`` (3, 3), and that atom's index (k,)."""
     offsets = positions[None] - points[:, None]  # (k, n, 3)
-    offsets -= np.round(offsets @ np.linalg.inv(cell)) @ cell
+    offsets -= _lattice_shift(offsets, cell)
     distances = np.linalg.norm(offsets, axis=-1)  # (k, n)
     nearest = distances.argmin(axis=1)
     return distances[np.arange(len(points)), nearest], nearest
+
+
+def _lattice_shift(offsets, cell):
+    """The lattice vectors of ``cell`` (3, 3) that the fractional coordinates of
+    ``offsets`` (..., 3) round to: less them, each offset is its image nearest to zero
+    (for cells that are not too skewed; exactly for an image on a lattice point)."""
+    return np.round(offsets @ np.linalg.inv(cell)) @ cell
 
 
 def reversing_map(positions, numbers, cell, held, mode):
