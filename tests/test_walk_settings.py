@@ -113,6 +113,55 @@ def test_a_restart_file_of_another_kind_of_run_is_refused_by_each_driver(tmp_pat
                 assert path.read_bytes() == written
 
 
+@pytest.mark.parametrize(
+    ("first", "again", "words"),
+    [
+        ({}, {"pbc": True, "cell": [12.0, 12.0, 12.0]}, "periodic boundary conditions"),
+        ({"pbc": True, "cell": [12.0, 12.0, 12.0]}, {}, "periodic boundary conditions"),
+        (
+            {"pbc": True, "cell": [12.0, 12.0, 12.0]},
+            {"pbc": True, "cell": [12.0, 12.0, 12.5]},
+            "another cell",
+        ),
+    ],
+    ids=["molecule, then periodic", "periodic, then molecule", "another cell"],
+)
+def test_a_restart_file_of_another_system_is_refused_by_each_driver(tmp_path, first, again, words):
+    pytest.importorskip("sella")
+    from ase.calculators.emt import EMT
+    from ase.mep import NEB
+
+    from asebo import BONEB, BOOptimizer, BOSaddle
+    from asebo.optimize.observations import RestartError
+
+    def cluster(system, moved=False):
+        atoms = Atoms("Cu3", positions=[[0, 0, 0], [2.5, 0, 0], [1.2, -2.1 if moved else 2.1, 0.1]])
+        atoms.set_pbc(system.get("pbc", False))
+        atoms.set_cell(system.get("cell", None))
+        atoms.calc = EMT()
+        return atoms
+
+    drivers = {
+        "minimisation": lambda system, restart: BOOptimizer(
+            cluster(system), restart=restart, logfile=None
+        ),
+        "band": lambda system, restart: BONEB(
+            NEB([cluster(system), cluster(system), cluster(system, moved=True)]),
+            restart=restart,
+            logfile=None,
+        ),
+        "saddle": lambda system, restart: BOSaddle(cluster(system), restart=restart, logfile=None),
+    }
+    for name, make in drivers.items():
+        restart = tmp_path / f"{name}.json"
+        make(first, str(restart)).run(steps=1)
+        written = restart.read_bytes()
+        with pytest.raises(RestartError, match=words):
+            make(again, str(restart))
+        assert restart.read_bytes() == written
+        make(first, str(restart))  # the run's own system resumes
+
+
 LOCK_HOLDER = """
 import fcntl, sys
 with open(sys.argv[1], "a") as fd:

@@ -20,6 +20,7 @@ from asebo.optimize.observations import (
     calculator_identity,
     check_calculator,
     check_restart,
+    system_of,
 )
 
 
@@ -33,7 +34,8 @@ class BandRecord:
     restart : str or None
         JSON file: read if it exists, written after each call. The file of another
         band is refused (:class:`asebo.optimize.observations.RestartError`): other
-        atoms, another calculator, another number of images, or endpoints more than
+        atoms, boundary conditions or cell, another calculator, another number of
+        images, or endpoints more than
         :data:`asebo.optimize.observations.SAME_START` Å from the file's.
     trajectory : str or None
         ASE trajectory of the computed images, appended to when the restart file is read.
@@ -50,11 +52,12 @@ class BandRecord:
     def __init__(self, images, restart=None, trajectory=None, comm=world):
         numbers = images[0].get_atomic_numbers()
         identity = calculator_identity(images[1].calc)
+        system = system_of(images[0])
         if check_restart(restart) is None:
-            self.observations = Observations(numbers, restart, comm, run="band")
+            self.observations = Observations(numbers, restart, comm, "band", system)
             self.image_of, self.band = [], None
         else:
-            self.observations = Observations.load(numbers, restart, comm, run="band")
+            self.observations = Observations.load(numbers, restart, comm, "band", system)
             state = self.observations.state
             check_calculator(restart, state.get("calculator"), identity)
             self.image_of = [int(index) for index in state.get("images", [])]

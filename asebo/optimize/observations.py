@@ -55,6 +55,10 @@ class Observations:
     run : str, optional
         The kind of run (:data:`RUNS`), written in the file's ``run`` entry; a file of
         another kind is refused when it is loaded.
+    system : dict, optional
+        The boundary conditions and cell the observations are computed in
+        (:func:`system_of`), written in the file's ``system`` entry; a file of another
+        system is refused when it is loaded (:func:`check_system`).
 
     Attributes
     ----------
@@ -72,7 +76,7 @@ class Observations:
         The optimizer's state saved with the observations (JSON-encodable values).
     """
 
-    def __init__(self, numbers, path=None, comm=world, run=None):
+    def __init__(self, numbers, path=None, comm=world, run=None, system=None):
         self.numbers = np.asarray(numbers).copy()
         self.path = None if path is None else str(path)
         self.comm = comm
@@ -82,18 +86,22 @@ class Observations:
         self.stresses = []
         self.results = []
         self.state = {} if run is None else {"run": run}
+        if system is not None:
+            self.state["system"] = system
         self._new_file_mode = None  # a new restart file's permissions, from the umask
 
     def __len__(self):
         return len(self.energies)
 
     @classmethod
-    def load(cls, numbers, path, comm=world, run=None):
-        """The observations stored in ``path``; :class:`RestartError` if unusable, or
-        of another kind of ``run`` than its ``run`` entry (files without one pass)."""
+    def load(cls, numbers, path, comm=world, run=None, system=None):
+        """The observations stored in ``path``; :class:`RestartError` if unusable, of
+        another kind of ``run`` than its ``run`` entry, or computed in another
+        ``system`` than its ``system`` entry (files without these entries pass)."""
         record = cls(numbers, path, comm)
         stored = _read_restart(path)
         check_run(path, stored.get("run"), run)
+        check_system(path, stored.get("system"), system)
         numbers_on_file = np.asarray(stored.pop("numbers"))
         if (
             numbers_on_file.shape != record.numbers.shape
@@ -121,6 +129,8 @@ class Observations:
         )
         stored.pop("version")
         record.state = stored if run is None else {**stored, "run": run}
+        if system is not None:
+            record.state["system"] = system
         return record
 
     def append(self, positions, energy, forces, stress=None, results=None):
@@ -456,6 +466,43 @@ def check_run(path, stored, current):
         )
 
 
+def system_of(atoms, cell=True):
+    """The boundary conditions of ``atoms`` and, where ``cell``, their cell (Å), as the
+    JSON values a restart file keeps: ``{"pbc": [bool] * 3, "cell": (3, 3) list or
+    None}``. A cell filter, which moves the cell, passes ``cell=False``."""
+    return {
+        "pbc": [bool(periodic) for periodic in atoms.pbc],
+        "cell": atoms.cell.array.tolist() if cell else None,
+    }
+
+
+def check_system(path, stored, current):
+    """Raise :class:`RestartError` where the restart file's observations were computed
+    with other boundary conditions or in another cell (by more than :data:`SAME_START`
+    Å in any component) than ``current`` (:func:`system_of`); files written before it
+    was recorded (``stored`` None), runs that do not say (``current`` None) and cells
+    of None pass."""
+    if stored is None or current is None:
+        return
+    if list(stored["pbc"]) != list(current["pbc"]):
+        raise RestartError(
+            f"restart file {path} holds observations computed with periodic boundary "
+            f"conditions {list(stored['pbc'])}, not these atoms' {list(current['pbc'])}: "
+            "their energies are another system's; set the same pbc to resume, or pass "
+            "another restart file name to start afresh; this one was left untouched"
+        )
+    if stored.get("cell") is None or current.get("cell") is None:
+        return
+    difference = np.abs(np.asarray(stored["cell"]) - np.asarray(current["cell"])).max()
+    if difference > SAME_START:
+        raise RestartError(
+            f"restart file {path} holds observations computed in another cell (a cell "
+            f"vector component {difference:.3g} Å from these atoms'): their energies are "
+            "another system's; set the same cell to resume, or pass another restart file "
+            "name to start afresh; this one was left untouched"
+        )
+
+
 def check_calculator(path, stored, current):
     """Raise :class:`RestartError` when a restart file's calculator is not ``current``.
 
@@ -613,6 +660,13 @@ def _check_stored_values(state):
         start = np.asarray(start, dtype=float)
         if start.shape != (n, 3) or not np.isfinite(start).all():
             raise ValueError(f"a start of shape {start.shape}, not ({n}, 3) finite positions")
+    system = state.get("system")
+    if system is not None:
+        cell = system.get("cell")
+        if np.shape(system.get("pbc")) != (3,) or not (
+            cell is None or (np.shape(cell) == (3, 3) and np.isfinite(cell).all())
+        ):
+            raise ValueError(f"a system {system!r}, not three pbc flags and a 3x3 cell")
     radius = state["trust_radius"]
     if not (_is_real(radius) and np.isfinite(radius) and radius > 0):
         raise ValueError(f"trust_radius {radius!r}, not a positive length")

@@ -44,6 +44,7 @@ from asebo.optimize.observations import (
     calculator_identity,
     check_restart,
     choices_of_run,
+    system_of,
 )
 from asebo.optimize.observed_atoms import ComputedResults, ObservedAtoms
 from asebo.optimize.proposal import PROBE
@@ -254,11 +255,14 @@ class BOOptimizer(MinimumSummary, ModelResults, RunViews, LoggedSteps, WarmStart
             "start": self.atoms.get_positions(),
         }
         trust = TrustRegion(self.initial_trust_radius, self.maxstep, self.settings.trust_region)
-        self._take_state(start_run(self.numbers, self.restart, self.comm, entries, trust))
+        self._take_state(
+            start_run(self.numbers, self.restart, self.comm, entries, trust, self._system())
+        )
 
     def read(self):
         run = {
             "calculator": calculator_identity(self.coordinates.atoms.calc),
+            "system": self._system(),
             "start": self.atoms.get_positions(),
             "choices": choices_of_run(self.representation, self.prior),
             "given": self._given,
@@ -268,6 +272,11 @@ class BOOptimizer(MinimumSummary, ModelResults, RunViews, LoggedSteps, WarmStart
         self._write_notes(state.notes)
         self._take_state(state)
         self.atoms.set_positions(state.positions)
+
+    def _system(self):
+        """The boundary conditions and cell the calls are made in; a cell filter's cell,
+        which the run moves, is not held."""
+        return system_of(self.coordinates.atoms, cell=not self.coordinates.has_cell)
 
     def _take_state(self, state):
         """Take the observations, trust region, prediction and proposals of ``state``

@@ -42,10 +42,12 @@ class RunState:
     notes: list = field(default_factory=list)
 
 
-def start_run(numbers, restart, comm, entries, trust):
+def start_run(numbers, restart, comm, entries, trust, system=None):
     """The state of a new run: no observation, ``entries`` (dict) in the record's
-    ``state`` (what the restart file checks on resuming), the first ``trust``."""
-    observations = Observations(numbers, restart, comm, run="minimisation")
+    ``state`` (what the restart file checks on resuming), the first ``trust``, the
+    observations computed in ``system``
+    (:func:`asebo.optimize.observations.system_of`)."""
+    observations = Observations(numbers, restart, comm, run="minimisation", system=system)
     observations.state.update(entries)
     return RunState(observations, trust)
 
@@ -61,7 +63,8 @@ def resume_run(numbers, restart, comm, run, trust_region):
     comm : communicator
     run : dict
         This run's ``calculator`` (:func:`asebo.optimize.observations.calculator_identity`),
-        ``start`` positions (N, 3), ``choices``
+        ``system`` (:func:`asebo.optimize.observations.system_of`), ``start`` positions
+        (N, 3), ``choices``
         (:func:`asebo.optimize.observations.choices_of_run`) and ``given`` (whether the
         kernel and prior were arguments).
     trust_region : tuple
@@ -70,10 +73,12 @@ def resume_run(numbers, restart, comm, run, trust_region):
     Raises
     ------
     asebo.optimize.observations.RestartError
-        Another calculator or start than the file's, or a kernel or prior given that
-        is not the file's.
+        Another calculator, system or start than the file's, or a kernel or prior
+        given that is not the file's.
     """
-    observations = Observations.load(numbers, restart, comm, run="minimisation")
+    observations = Observations.load(
+        numbers, restart, comm, run="minimisation", system=run["system"]
+    )
     state = observations.state
     check_calculator(restart, state.get("calculator"), run["calculator"])
     check_start(restart, run["start"], state.get("start"), observations)

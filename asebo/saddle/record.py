@@ -6,7 +6,13 @@ import os
 
 import numpy as np
 
-from asebo.optimize.observations import Observations, RestartError, check_calculator, check_start
+from asebo.optimize.observations import (
+    Observations,
+    RestartError,
+    check_calculator,
+    check_start,
+    system_of,
+)
 from asebo.optimize.observed_atoms import not_finite_message
 
 SADDLE = "saddle search"  # the kind of run its restart file names
@@ -19,7 +25,9 @@ class SearchRecord:
 
     def initialize(self):
         """A new record of the configurations computed."""
-        self.observations = Observations(self.atoms.numbers, self.restart, self.comm, SADDLE)
+        self.observations = Observations(
+            self.atoms.numbers, self.restart, self.comm, SADDLE, system_of(self.atoms)
+        )
         self.observations.state.update(calculator=self.identity, start=self.atoms.positions.copy())
         for positions, energy, forces in zip(*self._given):
             self.observations.append(positions, energy, forces)
@@ -67,11 +75,12 @@ def stored_search(restart, atoms, identity, comm):
     Raises
     ------
     asebo.optimize.observations.RestartError
-        Another kind of run, other atoms, another calculator or another start.
+        Another kind of run, other atoms, boundary conditions or cell, another
+        calculator or another start.
     """
     if restart is None or not os.path.isfile(restart):
         return None
-    record = Observations.load(atoms.numbers, restart, comm, SADDLE)
+    record = Observations.load(atoms.numbers, restart, comm, SADDLE, system_of(atoms))
     state = record.state
     check_calculator(restart, state.get("calculator"), identity)
     check_start(restart, atoms.positions, state.get("start"), record)
