@@ -128,6 +128,39 @@ def test_what_the_band_cannot_use_is_refused_before_any_call(ends, options, prep
     assert not list(ends.glob("initial_band*"))
 
 
+INPUTS = {
+    "optimize": (["optimize", "a.xyz"], "FILE"),
+    "saddle": (["saddle", "a.xyz"], "GUESS"),
+    "neb": (["neb", "b.xyz", "a.xyz"], "FINAL"),
+    "ts": (["ts", "a.xyz", "b.xyz"], "INITIAL"),
+}
+
+
+@pytest.mark.parametrize(
+    "command, name, option",
+    [
+        (*INPUTS[kind], option)
+        for kind in INPUTS
+        for option in ("--output", "--trajectory", "--logfile")
+        if (kind, option) != ("ts", "--trajectory")  # asebo ts writes no trajectory
+    ],
+)
+def test_an_input_named_as_a_file_the_run_writes_is_refused_and_kept(
+    tmp_path, monkeypatch, command, name, option
+):
+    from ase import Atoms
+
+    monkeypatch.chdir(tmp_path)
+    Atoms("Cu2", positions=[[0, 0, 0], [0, 0, 2.4]]).write("a.xyz")
+    Atoms("Cu2", positions=[[0, 0, 0], [0, 0, 2.6]]).write("b.xyz")
+    written = {path: path.read_bytes() for path in tmp_path.iterdir()}
+    one_line_exit(
+        [*command, "--calc", "emt", option, "a.xyz"],
+        f"{name} 'a.xyz' and {option} 'a.xyz' are the same file",
+    )
+    assert {path: path.read_bytes() for path in tmp_path.iterdir()} == written
+
+
 def test_an_existing_band_or_picture_is_kept_without_force(ends):
     (ends / "initial_band.png").write_text("mine")
     one_line_exit(band_command(), "initial_band.png exists: pass --force")

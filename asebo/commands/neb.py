@@ -22,9 +22,9 @@ endpoints of other atoms or cells, an unusable restart file, an ``--fmax``,
 ``--steps``, ``--images`` or ``--threads`` that cannot be, an existing output or picture
 without ``--force``, an output name of a format that holds one structure or none ASE
 writes, a picture name matplotlib does not write or no matplotlib, a file that cannot be
-written there, two files that are one); 3 a run stopped by its calculator or by a file
-it could not write; 130 interrupted by Ctrl-C. Each stop prints one line, with the
-number of images computed the restart file keeps.
+written there, two files that are one, INITIAL and FINAL among them); 3 a run stopped
+by its calculator or by a file it could not write; 130 interrupted by Ctrl-C. Each stop
+prints one line, with the number of images computed the restart file keeps.
 """
 
 from pathlib import Path
@@ -124,6 +124,8 @@ def run(args):
 def _check_options(args, output, picture):
     """Refuse a number, output or file the run could not use, before any call."""
     files = {
+        "INITIAL": args.initial,
+        "FINAL": args.final,
         "--output": output,
         "--plot": picture,
         "--restart": args.restart,

@@ -17,7 +17,7 @@ cannot read, no atoms, an unusable restart file, an ``--fmax``, ``--steps`` or
 ``--threads`` that cannot be, an existing output without ``--force``, a ``--hessian``
 suffix other than ``.json`` or ``.npy``, an output name whose format ASE cannot tell,
 an output, Hessian, log, trajectory or restart file that cannot be written there,
-two of these files (or ``--observations``) that are one file,
+two of these files (FILE or ``--observations`` among them) that are one file,
 ``--observations`` that cannot be read, are not of this molecule or hold no
 forces); 3 a run stopped by its calculator (an element it does not know, say) or by
 a file it could not write (a full disk); 130 interrupted by Ctrl-C. Each stop prints
@@ -173,6 +173,7 @@ def _check_distinct(args, output):
     from asebo.optimize.system_checks import check_distinct_files
 
     files = {
+        "FILE": args.file,
         "--output": output,
         "--restart": args.restart,
         "--trajectory": args.trajectory,

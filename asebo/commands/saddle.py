@@ -17,9 +17,9 @@ input refused before any calculator call (a file ASE cannot read, what BOSaddle 
 one atom, atoms on top of one another; an unusable restart file, an ``--fmax``,
 ``--steps`` or ``--threads`` that cannot be, an existing output without ``--force``, an
 output name of no format ASE writes, a file that cannot be written there, two files
-that are one); 3 a run stopped by its calculator or by a file it could not write; 130
-interrupted by Ctrl-C. Each stop prints one line, with the number of configurations the
-restart file keeps.
+that are one, GUESS among them); 3 a run stopped by its calculator or by a file it
+could not write; 130 interrupted by Ctrl-C. Each stop prints one line, with the number
+of configurations the restart file keeps.
 """
 
 from pathlib import Path
@@ -102,6 +102,7 @@ def run(args):
 def _check_options(args, output):
     """Refuse a number, output or file the search could not use, before any call."""
     files = {
+        "GUESS": args.guess,
         "--output": output,
         "--restart": args.restart,
         "--trajectory": args.trajectory,

@@ -24,8 +24,9 @@ cannot read, two minima of other atoms or cells or one configuration twice, an u
 restart file, an ``--fmax``, ``--band-fmax``, ``--steps``, ``--images`` or
 ``--tolerance`` that cannot be, an existing output without ``--force``, an output name
 whose format ASE cannot tell, a file that cannot be written there, two files that are
-one); 3 a run stopped by its calculator or by a file it could not write; 130 interrupted
-by Ctrl-C. Each stop prints one line, with what the restart files keep.
+one, INITIAL and FINAL among them); 3 a run stopped by its calculator or by a file it
+could not write; 130 interrupted by Ctrl-C. Each stop prints one line, with what the
+restart files keep.
 """
 
 import math
@@ -136,6 +137,8 @@ def _restart_files(stem):
 def _check_options(args, output, restarts):
     """Refuse a number, output or file the run could not use, before any call."""
     files = {
+        "INITIAL": args.initial,
+        "FINAL": args.final,
         "--output": output,
         "--restart (band)": restarts[0],
         "--restart (saddle)": restarts[1],
