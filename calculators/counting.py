@@ -49,10 +49,10 @@ class CountingCalculator(Calculator):
                 free_energy = self._work.get_potential_energy(force_consistent=True)
             except PropertyNotImplementedError:
                 free_energy = energy
-            forces = self._work.get_forces()
+            forces = self._work.get_forces(apply_constraint=False)  # as calc gives them
             self.ncalls += 1
             self.results = {"energy": energy, "free_energy": free_energy, "forces": forces}
         if "stress" in properties:
-            self.results["stress"] = self._work.get_stress()
+            self.results["stress"] = self._work.get_stress(apply_constraint=False)
         self.wall_time += time.perf_counter() - start
         self.cpu_time += time.process_time() - start_cpu

@@ -18,6 +18,7 @@ from ase.calculators.calculator import (
     all_changes,
 )
 from ase.calculators.emt import EMT
+from ase.constraints import FixAtoms
 from ase.filters import FrechetCellFilter
 from ase.io import read
 from scipy.spatial.transform import Rotation
@@ -723,3 +724,19 @@ def test_a_torch_calculator_prior_gives_its_forces_where_gradients_are_off():
     assert energies[0] == pytest.approx(computed.get_potential_energy(), abs=1e-5)
     np.testing.assert_allclose(gradients[0], -computed.get_forces(), atol=1e-5)
     assert gradients.dtype == np.float64
+
+
+def test_the_counting_wrapper_gives_the_forces_of_held_atoms_as_its_calculator_does():
+    # the optimizers read the forces without the constraints (every atom's gradient);
+    # the wrapper's own copy of the atoms must not apply them
+    slab = fcc100("Cu", size=(2, 2, 3), vacuum=5.0)
+    slab.rattle(0.05, seed=2)
+    slab.set_constraint(FixAtoms(indices=[0, 1, 2, 3]))
+    slab.calc = CountingCalculator(EMT())
+    unconstrained = slab.get_forces(apply_constraint=False)
+    reference = slab.copy()
+    reference.calc = EMT()
+    np.testing.assert_allclose(unconstrained, reference.get_forces(apply_constraint=False))
+    assert np.abs(unconstrained[:4]).max() > 1e-3
+    assert np.abs(slab.get_forces()[:4]).max() == 0.0
+    assert slab.calc.ncalls == 1
