@@ -173,9 +173,31 @@ def test_bases_are_orthonormal_and_orthogonal_to_the_rigid_motions():
     weighted = mass_weighted_internal_basis(x, masses)
     weights = np.repeat(np.sqrt(masses), 3)
     assert np.abs(weighted.T @ (rigid_modes(x) * weights[:, None])).max() < 1e-10
-    held = np.ones(x.shape, dtype=bool)
-    held[0] = False  # an atom held: nothing rigid left to remove
-    assert internal_basis(x, held).shape == (27, 24)
+
+
+@pytest.mark.parametrize(
+    "held, rotations, size",
+    [([0], True, 21), ([0, 1], True, 20), ([0, 1, 2], True, 18), ([0], False, 24)],
+    ids=["one atom", "two atoms", "three atoms", "one atom, periodic"],
+)
+def test_a_molecule_held_by_its_atoms_keeps_the_rotations_about_them_out(held, rotations, size):
+    # held by one atom, ethanol still turns about it (three rotations), by two about
+    # their axis (one); three atoms off one line, or a periodic cell, hold it still
+    x = molecule("CH3CH2OH").positions  # (9, 3)
+    free = np.ones(x.shape, dtype=bool)
+    free[held] = False
+    basis = internal_basis(x, free, rotations)
+    assert basis.shape == (27, size)
+    np.testing.assert_allclose(basis.T @ basis, np.eye(size), atol=1e-12)
+    assert np.abs(basis.reshape(9, 3, size)[held]).max() == 0.0
+    if rotations:
+        for axis in np.eye(3):  # every rotation about the first atom held
+            turned = np.cross(axis, x - x[held[0]])  # (9, 3)
+            if np.abs(turned[held]).max() < 1e-12:
+                assert np.abs(basis.T @ turned.ravel()).max() < 1e-10
+    masses = molecule("CH3CH2OH").get_masses()
+    weighted = mass_weighted_internal_basis(x, masses, rotations, free)
+    assert weighted.shape == (27, size)
 
 
 def test_rigid_projection_keeps_the_vibrations_of_an_invariant_energy():

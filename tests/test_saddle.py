@@ -157,6 +157,12 @@ def no_calculator():
     return molecule("H2O")
 
 
+def all_held():
+    atoms = water()
+    atoms.set_constraint(FixAtoms(indices=[0, 1, 2]))
+    return atoms
+
+
 @pytest.mark.parametrize(
     "build, message",
     [
@@ -164,11 +170,49 @@ def no_calculator():
         (flat_cell, "zero volume"),
         (bond_held, "FixAtoms only"),
         (no_calculator, "needs a calculator"),
+        (all_held, "needs an atom that moves"),
     ],
 )
 def test_what_the_search_cannot_take_is_refused_in_one_line(build, message):
     with pytest.raises(ValueError, match=message):
         BOSaddle(build(), logfile=None)
+
+
+@pytest.mark.parametrize("other", ["trajectory", "logfile"])
+def test_a_restart_file_named_as_another_file_of_the_search_is_refused(tmp_path, other):
+    restart = tmp_path / "search.json"
+    BOSaddle(water(), restart=str(restart), logfile=None).run(steps=1)
+    written = restart.read_bytes()
+    options = {"logfile": None, other: str(restart)}
+    with pytest.raises(ValueError, match="are the same file"):
+        BOSaddle(water(), restart=str(restart), **options)
+    assert restart.read_bytes() == written
+
+
+def test_a_molecule_held_by_one_atom_ends_at_its_first_order_saddle_point():
+    # held by its carbon, HCN still turns about it: those rotations are no curvature
+    # of the search, and the hydrogen's transfer is the one imaginary mode left
+    atoms = counted("01_hcn")
+    atoms.set_constraint(FixAtoms(indices=[0]))
+    search = BOSaddle(atoms, logfile=None)
+    assert search.run(fmax=0.05, steps=40)
+    assert search.model_order() == 1
+    calc = get_calculator("gfn2")
+    free = [1, 2]
+    start = atoms.positions.copy()
+    probe = atoms.copy()
+    probe.set_constraint()
+    probe.calc = calc
+    hessian = np.zeros((6, 6))
+    for row, (atom, axis) in enumerate((a, k) for a in free for k in range(3)):
+        for sign in (1.0, -1.0):
+            moved = start.copy()
+            moved[atom, axis] += sign * 0.005
+            probe.positions = moved
+            hessian[row] -= sign * probe.get_forces()[free].ravel() / 0.01
+    curvatures = np.linalg.eigvalsh(0.5 * (hessian + hessian.T))
+    assert curvatures[0] < -1.0  # the transfer, eV/Å²
+    assert curvatures[1] > -0.05  # the rotations about the carbon are flat, no more
 
 
 @pytest.mark.parametrize("fmax", [0.0, -1.0, float("nan")])

@@ -19,7 +19,6 @@ from ase import units
 
 from asebo.optimize.model_hessian import (
     curvature_with_evidence,
-    internal_basis,
     mass_weighted_internal_basis,
     prior_where_interpolated,
 )
@@ -80,10 +79,7 @@ def normal_modes(hessian, atoms, free, rotations):
     """
     positions, masses = atoms.positions, atoms.get_masses()
     weights = np.repeat(np.sqrt(masses), 3)  # (3n,)
-    if np.all(free):
-        basis = mass_weighted_internal_basis(positions, masses, rotations)  # (3n, k)
-    else:
-        basis = internal_basis(positions, free)  # (3n, f): no rigid motion
+    basis = mass_weighted_internal_basis(positions, masses, rotations, free)  # (3n, k)
     weighted = np.asarray(hessian) / np.outer(weights, weights)  # (3n, 3n), eV/(Å² amu)
     curvatures, vectors = np.linalg.eigh(basis.T @ weighted @ basis)  # (k,), (k, k)
     frequencies = np.sign(curvatures) * np.sqrt(np.abs(curvatures)) * TO_WAVENUMBER

@@ -490,29 +490,32 @@ def _differenced_hessian(gp, positions, free):
 
 
 def internal_basis(positions, free, rotations=True):
-    """Orthonormal basis (3n, k) of the free coordinates less the rigid motions.
+    """Orthonormal basis (3n, k) of the free coordinates less the rigid motions that
+    leave every held coordinate in place.
 
-    With every coordinate free, the translations are removed, and with
-    ``rotations`` the rotations about the centroid too; a molecule held anywhere has
-    no rigid motion left to remove.
+    The rigid motions are the translations, and with ``rotations`` the rotations
+    about the centroid. With every coordinate free all of them are removed; a molecule
+    held by one atom still turns about it, and by two about their axis, so those
+    rotations are removed too; three atoms held off one line, or any atom held in a
+    periodic cell (``rotations`` False), leave no rigid motion.
     """
-    free = np.asarray(free, dtype=bool).ravel()  # (3n,)
-    if not free.all():
-        return np.eye(len(free))[:, free]  # (3n, f)
-    return _complement(_rigid(positions, rotations))
+    return _free_complement(_rigid(positions, rotations), free)
 
 
-def mass_weighted_internal_basis(positions, masses, rotations=True):
+def mass_weighted_internal_basis(positions, masses, rotations=True, free=None):
     """Orthonormal basis (3n, k) of the mass-weighted coordinates ``sqrt(m) x`` less the
     rigid motions: the vibrations of E. B. Wilson, J. C. Decius, P. C. Cross,
     *Molecular Vibrations*, McGraw-Hill (1955), ch. 2.
 
     The rigid motions in these coordinates are the Cartesian ones of
     :func:`asebo.optimize.rigid.rigid_modes` times ``sqrt(m)``; ``rotations`` False
-    keeps the rotations (a periodic cell).
+    keeps the rotations (a periodic cell). With ``free`` (bool (n, 3)), the basis spans
+    the free coordinates only, less the rigid motions that leave the held ones in place
+    (:func:`internal_basis`).
     """
     weights = np.repeat(np.sqrt(np.asarray(masses, dtype=np.float64)), 3)  # (3n,)
-    return _complement(_rigid(positions, rotations) * weights[:, None])
+    rigid = _rigid(positions, rotations) * weights[:, None]  # (3n, r)
+    return _free_complement(rigid, np.ones(len(rigid), dtype=bool) if free is None else free)
 
 
 def _rigid(positions, rotations):
@@ -520,6 +523,22 @@ def _rigid(positions, rotations):
     of the translations alone."""
     modes = rigid_modes(positions)
     return modes if rotations else modes[:, :3]
+
+
+def _free_complement(rigid, free):
+    """Orthonormal basis (3n, k), zero on the held coordinates, of the free coordinates
+    (``free`` bool, 3n entries) less the combinations of the motions ``rigid`` (3n, r)
+    that move no held coordinate."""
+    free = np.asarray(free, dtype=bool).ravel()  # (3n,)
+    if free.all():
+        return _complement(rigid)
+    _, values, rows = np.linalg.svd(rigid[~free])  # rows (r, r)
+    rank = int((values > RCOND * max(values.max(initial=0.0), 1.0)).sum())
+    moving = rigid @ rows[rank:].T  # (3n, r - rank): zero on the held coordinates
+    inside = np.eye(len(free))[:, free]  # (3n, f)
+    if moving.shape[1] == 0:
+        return inside
+    return inside @ _complement(moving[free])
 
 
 def _complement(rigid):

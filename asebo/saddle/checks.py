@@ -5,15 +5,23 @@ import numpy as np
 from ase import Atoms
 from ase.constraints import FixAtoms
 
-from asebo.optimize.system_checks import check_cell, check_closest_approach, check_finite
+from asebo.optimize.subspace import free_atoms
+from asebo.optimize.system_checks import (
+    check_cell,
+    check_closest_approach,
+    check_distinct_files,
+    check_finite,
+)
 
 
-def check_saddle_system(atoms):
+def check_saddle_system(atoms, **files):
     """Raise ValueError for what the saddle search cannot take, before any call: not an
-    ``ase.Atoms``, one atom, no calculator, a constraint but ``FixAtoms``, a position
-    that is not finite, two atoms closer than
+    ``ase.Atoms``, one atom, no calculator, a constraint but ``FixAtoms``, every atom
+    held, a position that is not finite, two atoms closer than
     :data:`asebo.model.springs.CLOSEST_APPROACH` Å (across the cell's faces where it is
-    periodic); ImportError without Sella."""
+    periodic), two of its ``files`` (``restart``, ``logfile``, ``trajectory``) that are
+    one file; ImportError without Sella."""
+    check_distinct_files(**files)
     if not isinstance(atoms, Atoms):
         raise ValueError(
             f"BOSaddle searches a saddle point of an ase.Atoms, got {type(atoms).__name__}: "
@@ -28,6 +36,8 @@ def check_saddle_system(atoms):
         raise ValueError(
             f"BOSaddle honours FixAtoms only, not {', '.join(other)}: remove those constraints"
         )
+    if not free_atoms(atoms).any():
+        raise ValueError("BOSaddle needs an atom that moves: FixAtoms holds every atom")
     periodic = bool(atoms.pbc.any())
     check_finite(atoms, periodic)
     if periodic:

@@ -138,7 +138,7 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, SearchRe
     ):
         check_order(order)
         self.threads = optimizer_threads(threads)
-        check_saddle_system(atoms)
+        check_saddle_system(atoms, restart=restart, logfile=logfile, trajectory=trajectory)
         self.rotations = not atoms.pbc.any()  # rigid motions of a molecule, walked internally
         self._given = checked_observations(observations, len(atoms))
         self.settings = resolve_walk_settings(

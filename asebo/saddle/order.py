@@ -28,12 +28,8 @@ from ase import units
 from asebo.optimize.model_hessian import (
     curvature_with_evidence,
     descent_along,
-    internal_basis,
     mass_weighted_internal_basis,
 )
-
-"""Steps along a second negative curvature a search takes at most, as many as
-:class:`asebo.BOOptimizer` takes along a first."""
 
 
 @dataclass(frozen=True)
@@ -141,10 +137,9 @@ def judge_order(gp, observations, positions, free, masses, radius, steps_left, r
     steps_left : int
         The steps off an endpoint the search may still take.
     rotations : bool
-        Whether the rotations are rigid motions too where every coordinate is free (a
-        molecule's; not a periodic system's).
+        Whether the rotations are rigid motions too (a molecule's, about any atoms held;
+        not a periodic system's: :func:`asebo.optimize.model_hessian.internal_basis`).
     """
-    rotations = bool(np.all(free)) and rotations
     _, curvature = curvature_with_evidence(
         gp, observations, positions, free, rotations, gp.prior.is_calculator, False
     )
@@ -165,8 +160,9 @@ def judge_order(gp, observations, positions, free, masses, radius, steps_left, r
 def lowest_frequency(hessian, positions, masses, free, rotations=True):
     """The lowest harmonic frequency of ``hessian`` (3n, 3n), eV/Å², in cm⁻¹, negative
     where imaginary: its mass-weighted eigenvalues in the free coordinates, less the
-    rigid motions where every coordinate is free (the translations, and the rotations
-    with ``rotations``), as :mod:`ase.vibrations` converts them.
+    rigid motions that leave the held ones in place (the translations, and the rotations
+    with ``rotations``: :func:`asebo.optimize.model_hessian.internal_basis`), as
+    :mod:`ase.vibrations` converts them.
 
     Parameters
     ----------
@@ -176,10 +172,7 @@ def lowest_frequency(hessian, positions, masses, free, rotations=True):
         amu.
     free : bool array (n, 3)
     """
-    if np.all(free):
-        basis = mass_weighted_internal_basis(positions, masses, rotations)  # (3n, k)
-    else:
-        basis = internal_basis(positions, free)  # (3n, f): no rigid motion
+    basis = mass_weighted_internal_basis(positions, masses, rotations, free)  # (3n, k)
     weights = np.repeat(np.sqrt(np.asarray(masses, dtype=float)), 3)  # (3n,)
     lowest = np.linalg.eigvalsh(basis.T @ (hessian / np.outer(weights, weights)) @ basis)[0]
     to_energy = units._hbar * 1e10 / np.sqrt(units._e * units._amu)  # eV per sqrt(eV/Å²/amu)
