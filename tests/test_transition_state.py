@@ -228,6 +228,17 @@ def test_an_emt_hop_ends_at_a_checked_transition_state(au_al, au_al_saddle):
     assert result.forward_barrier == pytest.approx(result.backward_barrier, abs=0.01)
 
 
+def test_a_check_cut_short_by_its_steps_says_so_and_the_models_descent_takes_none(au_al):
+    pytest.importorskip("sella")
+    initial, final = au_al
+    on_model = transition_state(initial, final, EMT(), n_images=3, steps=3)
+    assert on_model.verified  # the descents on the model cost no call and no step
+    short = transition_state(initial, final, EMT(), n_images=3, steps=3, descent="calculator")
+    assert short.code == NOT_CONNECTED and short.ends == ("unfinished", "unfinished")
+    assert "ran out of its steps before a minimum" in short.reason
+    assert "ends elsewhere" not in short.reason
+
+
 def test_rmsd_is_blind_to_rotation_translation_and_lattice_vectors(au_al):
     water = molecule("H2O")
     turned = water.copy()
@@ -278,7 +289,8 @@ def test_the_command_finds_and_checks_the_transition_state_of_a_hop(
     saddle = read(output)
     expected = au_al_saddle[0].atoms.get_potential_energy()
     assert saddle.get_potential_energy() == pytest.approx(expected, abs=1e-3)
+    write(tmp_path / "again.traj", initial)  # the initial minimum under another name
     with pytest.raises(SystemExit) as stop:
-        main(["ts", str(tmp_path / "initial.traj"), str(tmp_path / "initial.traj")])
+        main(["ts", str(tmp_path / "initial.traj"), str(tmp_path / "again.traj")])
     assert stop.value.code == 2
     assert "one configuration" in capsys.readouterr().err

@@ -25,6 +25,16 @@ def same_system(initial, final):
     )
 
 
+def system_difference(initial, final):
+    """What differs between two endpoints that are not :func:`same_system`, in words."""
+    if len(initial) != len(final) or not np.array_equal(initial.numbers, final.numbers):
+        return f"atoms {final.get_chemical_formula()} against {initial.get_chemical_formula()}"
+    if not np.array_equal(initial.pbc, final.pbc):
+        return f"pbc {final.pbc.tolist()} against {initial.pbc.tolist()}"
+    apart = np.abs(np.asarray(final.cell) - np.asarray(initial.cell)).max()
+    return f"a cell vector component {apart:.3g} Å apart"
+
+
 def check_endpoints(initial, final, calculator, n_images):
     """Raise ValueError (TypeError for what is not an ``ase.Atoms`` or a calculator)
     where no band can join ``initial`` and ``final``: other atoms, cells or boundary

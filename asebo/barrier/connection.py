@@ -51,7 +51,10 @@ reaction 14_meoh with GFN2-xTB: its forces 0.01 eV/Å on the model, 0.3-0.6 on
 the calculator after each of 20 calls) would call it at every step."""
 MODEL_STEP = 0.05
 """Å: FIRE's largest step on the model, short enough to follow its valley."""
-INITIAL, FINAL, ELSEWHERE = "initial", "final", "elsewhere"
+MODEL_STEPS = 2000
+"""FIRE's steps at most of a descent on the model: they cost no call, so the run's
+``steps`` (calls) do not bound them."""
+INITIAL, FINAL, ELSEWHERE, UNFINISHED = "initial", "final", "elsewhere", "unfinished"
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,9 @@ class Descents:
     Attributes
     ----------
     ends : tuple of 2 str
-        :data:`INITIAL`, :data:`FINAL` or :data:`ELSEWHERE`, for ``+mode`` then ``-mode``.
+        :data:`INITIAL`, :data:`FINAL`, :data:`ELSEWHERE` or :data:`UNFINISHED` (the
+        calculator's descent ran out of its steps at neither minimum), for ``+mode``
+        then ``-mode``.
     distances : tuple of 2 (tuple of 2 float or None)
         Å: each end's RMSD to the initial and to the final minimum; None where the
         calculator failed on the way (an SCF that does not converge).
@@ -82,9 +87,12 @@ class Descents:
             if apart is None:
                 parts.append(f"{sign}mode: the calculator failed on the way down")
                 continue
-            where = ELSEWHERE if end == ELSEWHERE else f"at the {end} minimum"
+            where = {
+                ELSEWHERE: "ends elsewhere",
+                UNFINISHED: "ran out of its steps before a minimum",
+            }.get(end, f"ends at the {end} minimum")
             parts.append(
-                f"{sign}mode ends {where} (RMSD {apart[0]:.3f} Å to the initial, "
+                f"{sign}mode {where} (RMSD {apart[0]:.3f} Å to the initial, "
                 f"{apart[1]:.3f} Å to the final)"
             )
         return "; ".join(parts)
@@ -119,31 +127,33 @@ def descent_on_model(start, surrogate, observations, calculator, fmax, steps, at
     added to ``observations``, and the descent goes on on the GP refitted; an end the
     calculator's forces put below ``fmax`` (eV/Å) is a minimum. After
     :data:`MODEL_CALLS` calls the calculator's BFGS finishes the descent
-    (:func:`descent_on_calculator`, at most ``steps`` steps)."""
+    (:func:`descent_on_calculator`, at most ``steps`` steps). Returns the end and
+    whether it is a minimum (False: the calculator's descent ran out of its steps)."""
     atoms = start.copy()
     for _ in range(MODEL_CALLS):
         gp, _ = surrogate.fitted(observations)
         atoms.calc = ModelCalculator(gp)
-        sure = _sure_descent(atoms, gp, steps)
+        sure = _sure_descent(atoms, gp)
         if sure and at_minimum(atoms):
-            return atoms
+            return atoms, True
         computed = atoms.copy()
         computed.calc = calculator
         forces = computed.get_forces()
         if sure and np.sqrt((forces**2).sum(axis=1)).max() < fmax:
-            return atoms
+            return atoms, True
         observations.append(computed.positions, computed.get_potential_energy(), forces)
     return descent_on_calculator(atoms, calculator, fmax, steps)
 
 
-def _sure_descent(atoms, gp, steps):
-    """Relax ``atoms`` (on ``gp``'s mean) by FIRE; whether it ended where the GP was sure
+def _sure_descent(atoms, gp):
+    """Relax ``atoms`` (on ``gp``'s mean) by FIRE, at most :data:`MODEL_STEPS` steps;
+    whether it ended where the GP was sure
     all the way, else stop at the first configuration where it is not, or at the last
     one before the GP's prior calculator failed (an SCF that does not converge)."""
     last = atoms.positions.copy()  # (n, 3)
     try:
         descent = FIRE(atoms, logfile=None, maxstep=MODEL_STEP)
-        for _ in descent.irun(fmax=MODEL_FMAX, steps=steps):
+        for _ in descent.irun(fmax=MODEL_FMAX, steps=MODEL_STEPS):
             _, std = gp.predict(atoms.positions[None], return_std=True)
             if float(np.ravel(std)[0]) > UNSURE:
                 return False
@@ -156,11 +166,11 @@ def _sure_descent(atoms, gp, steps):
 
 def descent_on_calculator(start, calculator, fmax, steps):
     """``start`` (ase.Atoms, left as it is) relaxed by BFGS with ``calculator`` to
-    ``fmax`` (eV/Å), at most ``steps`` steps."""
+    ``fmax`` (eV/Å), at most ``steps`` steps, and whether it converged."""
     atoms = start.copy()
     atoms.calc = calculator
-    BFGS(atoms, logfile=None).run(fmax=fmax, steps=steps)
-    return atoms
+    converged = BFGS(atoms, logfile=None).run(fmax=fmax, steps=steps)
+    return atoms, bool(converged)
 
 
 def descents(saddle, mode, initial, final, calculator, model, fmax, steps, tolerance):
@@ -193,7 +203,7 @@ def descents(saddle, mode, initial, final, calculator, model, fmax, steps, toler
         start.positions = saddle.positions + sign * step
         try:
             if model is None:
-                end = descent_on_calculator(start, calculator, fmax, steps)
+                end, minimum = descent_on_calculator(start, calculator, fmax, steps)
             else:
 
                 def at_minimum(atoms):
@@ -201,7 +211,7 @@ def descents(saddle, mode, initial, final, calculator, model, fmax, steps, toler
 
                 surrogate, observations = model
                 learnt = _copied(observations)
-                end = descent_on_model(
+                end, minimum = descent_on_model(
                     start, surrogate, learnt, calculator, fmax, steps, at_minimum
                 )
         except CalculationFailed:  # an SCF that does not converge on the way down
@@ -209,6 +219,8 @@ def descents(saddle, mode, initial, final, calculator, model, fmax, steps, toler
         where, apart = (
             (ELSEWHERE, None) if end is None else _nearest(end, initial, final, tolerance)
         )
+        if where == ELSEWHERE and end is not None and not minimum:
+            where = UNFINISHED
         ends.append(where)
         distances.append(apart)
     return Descents(tuple(ends), tuple(distances))

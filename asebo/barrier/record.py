@@ -19,7 +19,8 @@ model does not put at a first-order saddle."""
 NOT_FIRST_ORDER = "not first order"
 """The Hessian at the end has no imaginary mode, or more than one."""
 NOT_CONNECTED = "not connected"
-"""A descent along the imaginary mode ends elsewhere than at the minima given."""
+"""A descent along the imaginary mode ends elsewhere than at the minima given, or runs
+out of its steps before a minimum."""
 
 CODES = (VERIFIED, NOT_CONVERGED, NOT_FIRST_ORDER, NOT_CONNECTED)
 
@@ -58,7 +59,8 @@ class TransitionState:
         ``'climbing image after the saddle search'`` (the search did not converge).
     ends : tuple of 2 str
         Where the descents along ``+mode`` and ``-mode`` ended: ``'initial'``,
-        ``'final'`` or ``'elsewhere'``.
+        ``'final'``, ``'elsewhere'`` or ``'unfinished'`` (out of steps before a
+        minimum).
     distances : tuple of 2 (tuple of 2 float or None)
         Å: the RMSD of each descent's end to the initial and to the final minimum;
         None where the calculator failed on the way down.
