@@ -109,10 +109,22 @@ def other_atoms(folder):
     atoms.write(folder / "final.traj")
 
 
+def other_cell(folder):
+    atoms = read(folder / "final.traj")
+    atoms.set_cell(atoms.cell * 1.01)
+    atoms.write(folder / "final.traj")
+
+
+def initial_again(folder):
+    read(folder / "initial.traj").write(folder / "final.traj")
+
+
 @pytest.mark.parametrize(
     "options, prepare, match",
     [
         ((), other_atoms, "final.traj holds other atoms.*give the same atoms in the same order"),
+        ((), other_cell, r"other atoms, boundary conditions or cell .*a cell vector component"),
+        ((), initial_again, "initial.traj and final.traj are one configuration"),
         (("--images", "0"), None, "--images must be 1 or more"),
         (("--fmax", "-1"), None, "--fmax must be a positive force"),
         (("--plot", "band.txt"), None, "--plot band.txt: name it .png, .pdf, .svg"),

@@ -692,3 +692,21 @@ def test_a_file_of_the_band_named_as_its_restart_file_is_refused_before_any_call
         BONEB(neb, restart=str(restart), **files)
     assert restart.read_bytes() == written
     assert all(not image.calc.results for image in neb.images)
+
+
+@pytest.mark.parametrize("method", ["aseneb", "improvedtangent"])
+def test_the_summary_gives_the_barrier_ase_reads_off_the_band(au_al, method):
+    # under aseneb ASE's NEB leaves its endpoints' energies unset: the summary reads
+    # every image's, as NEBTools does
+    from ase.mep import NEBTools
+
+    initial, final = au_al
+    images = [initial.copy() for _ in range(4)] + [final.copy()]
+    neb = NEB(images, climb=True, method=method)
+    neb.interpolate("idpp", apply_constraint=False)
+    for image in images:
+        image.calc = EMT()
+    search = BONEB(neb, logfile=None)
+    assert search.run(fmax=0.05)
+    expected, _ = NEBTools(neb.images).get_barrier(fit=False)
+    assert f"barrier {expected:.4f} eV" in search.summary()

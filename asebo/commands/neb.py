@@ -197,14 +197,26 @@ def _written_from_restart(output, restart):
 
 
 def _check_endpoints(args, initial, final):
-    """Refuse endpoints that are not the same atoms, in the same order and cell."""
-    from asebo.barrier.band_setup import same_system  # brings the optimizers: on use
+    """Refuse endpoints that are not the same atoms, in the same order, boundary
+    conditions and cell, or that are one configuration."""
+    from asebo.barrier.band_setup import (  # bring the optimizers: on use
+        SAME_MINIMUM,
+        same_system,
+        system_difference,
+    )
+    from asebo.barrier.connection import rmsd
 
     if not same_system(initial, final):
         raise _refuse(
             f"{args.final} holds other atoms, boundary conditions or cell than {args.initial} "
-            f"({final.get_chemical_formula()} against {initial.get_chemical_formula()}): "
-            "give the same atoms in the same order and cell"
+            f"({system_difference(initial, final)}): give the same atoms in the same order "
+            "and cell"
+        )
+    apart = rmsd(initial, final)
+    if apart < SAME_MINIMUM:
+        raise _refuse(
+            f"{args.initial} and {args.final} are one configuration (RMSD {apart:.3f} Å): "
+            "give the band's two ends"
         )
 
 

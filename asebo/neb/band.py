@@ -101,6 +101,7 @@ def evaluated_band(neb, positions, energies, forces):
     band = like(neb, images)
     shape = (len(images) - 2, len(images[0]), 3)
     band.band_forces = band.get_forces().reshape(shape)
+    band.energies = np.array(energies, dtype=float)  # (i,): aseneb leaves the ends unset
     for index, (where, image) in enumerate(zip(positions[1:-1], images[1:-1])):
         if not np.array_equal(where, image.positions):  # turned by ASE's NEB
             back = rigid_rotation(where, image.positions).inv()
