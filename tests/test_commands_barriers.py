@@ -298,3 +298,17 @@ def test_a_result_file_leaves_out_what_its_format_cannot_store(tmp_path):
     assert "adsorbate_info" not in band[0].info
     assert read(tmp_path / "one.xyz").info["name"] == "hop"
     assert "adsorbate_info" in initial.info  # the atoms keep theirs
+
+
+def test_a_prior_calculator_that_fails_is_named_as_the_prior_not_the_target(tmp_path, monkeypatch):
+    pytest.importorskip("sella")
+    from ase import Atoms
+
+    monkeypatch.chdir(tmp_path)
+    Atoms("Fe3", positions=[[0, 0, 0], [2.4, 0, 0], [1.2, 1.9, 0]]).write("fe3.xyz")
+    line = one_line_exit(
+        ["saddle", "fe3.xyz", "--calc", "lj", "--prior", "emt", "--logfile", "-"],
+        "^the prior calculator failed on fe3.xyz: PriorCalculationError: .*No EMT-potential for Fe",
+        FAILED,
+    )
+    assert "the lj calculator" not in line

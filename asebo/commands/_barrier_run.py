@@ -6,7 +6,13 @@ import math
 from pathlib import Path
 
 from asebo.commands import FAILED, CommandExit
-from asebo.commands.optimize import _one_line, _refuse, _why_unwritable, add_threads_option
+from asebo.commands.optimize import (
+    _one_line,
+    _refuse,
+    _why_unwritable,
+    add_threads_option,
+    failed_calculator,
+)
 
 
 def add_run_options(parser):
@@ -83,7 +89,8 @@ def run_driver(opt, args, stopped, failed_on, noun):
         ) from error
     except Exception as error:  # the calculator's own errors
         raise CommandExit(
-            f"the {args.calc} calculator failed on {failed_on}: {type(error).__name__}: "
+            f"{failed_calculator(args.calc, error)} failed on {failed_on}: "
+            f"{type(error).__name__}: "
             f"{_one_line(error)}{kept(args.restart, noun, ' so far')}",
             FAILED,
         ) from error

@@ -106,6 +106,16 @@ def _one_line(error):
     return " ".join(str(error).split())
 
 
+def failed_calculator(calc, error):
+    """Whose ``error`` it is, in words: the prior calculator's (a
+    :class:`asebo.model.priors.PriorCalculationError`) or the ``--calc`` preset's."""
+    from asebo.model.priors import PriorCalculationError
+
+    if isinstance(error, PriorCalculationError):
+        return "the prior calculator"
+    return f"the {calc} calculator"
+
+
 def _refuse(message):
     """The stop of input refused before any call, with ``message``."""
     return CommandExit(message, REFUSED)
@@ -296,7 +306,8 @@ def _relax(args, opt):
             message = f"could not write {unwritten}: {reason}{_kept(args.restart, ' saved before')}"
         else:
             message = (
-                f"the {args.calc} calculator failed on {args.file}: {type(error).__name__}: "
+                f"{failed_calculator(args.calc, error)} failed on {args.file}: "
+                f"{type(error).__name__}: "
                 f"{_one_line(error)}{_kept(args.restart, ' so far')}"
             )
         raise CommandExit(message, FAILED) from error

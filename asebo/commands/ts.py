@@ -41,6 +41,7 @@ from asebo.commands.optimize import (
     _refuse,
     _write_result,
     _written_from_restart,
+    failed_calculator,
     write_structures,
 )
 from asebo.model.prior_names import AUTO, MODEL_PRIORS
@@ -225,7 +226,8 @@ def _failed(args, error, restarts):
             FAILED,
         )
     return CommandExit(
-        f"the {args.calc} calculator failed: {type(error).__name__}: {_one_line(error)}"
+        f"{failed_calculator(args.calc, error)} failed: {type(error).__name__}: "
+        f"{_one_line(error)}"
         f"{_kept(restarts, ' so far')}",
         FAILED,
     )
