@@ -416,7 +416,7 @@ def _bad_bands():
         (endpoint_without_calculator, ValueError, "an endpoint, has no calculator"),
         (moving_without_calculator, ValueError, "a moving image, has no calculator"),
         (unknown_method, ValueError, "not one of ASE's"),
-        (fix_cartesian, TypeError, "FixCartesian"),
+        (fix_cartesian, ValueError, "FixCartesian"),
     ]
 
 

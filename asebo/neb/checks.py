@@ -92,7 +92,7 @@ def _check_constraints(first, image, index):
     """Refuse constraints other than FixAtoms, and FixAtoms that differ from the first."""
     for constraint in image.constraints:
         if not isinstance(constraint, FixAtoms):
-            raise TypeError(
+            raise ValueError(
                 f"BONEB cannot honour the constraint {type(constraint).__name__} of image "
                 f"{index}: only FixAtoms; use ASE's NEB with an ASE optimizer for others"
             )
