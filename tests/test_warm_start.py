@@ -189,6 +189,21 @@ def test_frames_of_another_periodic_cell_need_a_filter(tmp_path):
         BOOptimizer(_copper_cell(), observations=[other], logfile=None)
 
 
+def test_frames_of_a_periodic_cell_are_refused_for_a_molecule_and_the_converse():
+    water = molecule("H2O")
+    water.calc = EMT()
+    boxed = water.copy()
+    boxed.set_cell([8.0, 8.0, 8.0])
+    boxed.pbc = True
+    boxed.calc = EMT()
+    boxed.get_forces()
+    with pytest.raises(ValueError, match=r"frame 0 has periodic boundary conditions \[True"):
+        BOOptimizer(water, observations=[boxed], logfile=None)
+    water.get_forces()
+    with pytest.raises(ValueError, match=r"frame 0 has periodic boundary conditions \[False"):
+        BOOptimizer(boxed, observations=[water], logfile=None)
+
+
 def test_filter_frames_become_the_filters_generalized_positions_and_forces(tmp_path):
     path = tmp_path / "bfgs.traj"
     BFGS(FrechetCellFilter(_copper_cell()), trajectory=str(path), logfile=None).run(steps=3)

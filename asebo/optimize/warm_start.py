@@ -196,6 +196,12 @@ def _observed(k, frame, coordinates):
         raise ValueError(f"observations: frame {k} holds energy, forces or positions not finite")
     if coordinates.has_cell:
         return _through_filter(frame, energy, forces, stress, coordinates)
+    if (frame.pbc != atoms.pbc).any():
+        raise ValueError(
+            f"observations: frame {k} has periodic boundary conditions "
+            f"{frame.pbc.tolist()}, the atoms optimized {atoms.pbc.tolist()}: its energy is "
+            "another system's; pass frames computed with the same pbc"
+        )
     if atoms.pbc.any() and not _same_cell(frame, atoms):
         raise ValueError(
             f"observations: frame {k} is in another periodic cell than the atoms optimized: "
