@@ -189,6 +189,18 @@ def test_a_restart_file_named_as_another_file_of_the_search_is_refused(tmp_path,
     assert restart.read_bytes() == written
 
 
+def test_observations_that_moved_a_held_atom_are_refused():
+    free = water()
+    free.rattle(0.05, seed=3)
+    moved = free.copy()
+    moved.positions[0] += [0.0, 0.0, 0.05]
+    moved.calc = EMT()
+    given = ([moved.positions], [moved.get_potential_energy()], [moved.get_forces()])
+    free.set_constraint(FixAtoms(indices=[0]))
+    with pytest.raises(ValueError, match="configuration 0 has atom 0 0.05 Å from where"):
+        BOSaddle(free, observations=given, logfile=None)
+
+
 def test_a_molecule_held_by_one_atom_ends_at_its_first_order_saddle_point():
     # held by its carbon, HCN still turns about it: those rotations are no curvature
     # of the search, and the hydrogen's transfer is the one imaginary mode left

@@ -162,6 +162,50 @@ def test_a_restart_file_of_another_system_is_refused_by_each_driver(tmp_path, fi
         make(first, str(restart))  # the run's own system resumes
 
 
+def test_a_restart_file_computed_without_the_runs_constraints_is_refused_by_each_driver(
+    tmp_path,
+):
+    # a search under FixAtoms cannot reach configurations that moved the atoms it holds:
+    # resumed from them, the model's lowest point stays out of reach call after call
+    pytest.importorskip("sella")
+    from ase.calculators.emt import EMT
+    from ase.constraints import FixAtoms
+    from ase.mep import NEB
+
+    from asebo import BONEB, BOOptimizer, BOSaddle
+    from asebo.optimize.observations import RestartError
+
+    def cluster(held, moved=False):
+        atoms = Atoms(
+            "Cu4",
+            positions=[[0, 0, 0], [2.5, 0, 0], [1.2, -2.1 if moved else 2.1, 0.1], [1.2, 0.7, 2.0]],
+        )
+        if held:
+            atoms.set_constraint(FixAtoms(indices=[0]))
+        atoms.calc = EMT()
+        return atoms
+
+    drivers = {
+        "minimisation": lambda held, restart: BOOptimizer(
+            cluster(held), restart=restart, logfile=None
+        ),
+        "band": lambda held, restart: BONEB(
+            NEB([cluster(held), cluster(held), cluster(held), cluster(held, moved=True)]),
+            restart=restart,
+            logfile=None,
+        ),
+        "saddle": lambda held, restart: BOSaddle(cluster(held), restart=restart, logfile=None),
+    }
+    for name, make in drivers.items():
+        restart = tmp_path / f"{name}.json"
+        make(False, str(restart)).run(fmax=0.01, steps=4)
+        written = restart.read_bytes()
+        with pytest.raises(RestartError, match="computed without this run's constraints"):
+            make(True, str(restart))
+        assert restart.read_bytes() == written
+        make(False, str(restart))  # without the constraint it resumes
+
+
 LOCK_HOLDER = """
 import fcntl, sys
 with open(sys.argv[1], "a") as fd:

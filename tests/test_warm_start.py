@@ -6,6 +6,7 @@ import pytest
 from ase.build import bulk, molecule
 from ase.calculators.emt import EMT
 from ase.calculators.singlepoint import SinglePointCalculator
+from ase.constraints import FixAtoms
 from ase.db import connect
 from ase.filters import FrechetCellFilter
 from ase.io import read, write
@@ -241,3 +242,25 @@ def test_the_hand_over_of_the_benchmark_counts_both_optimizers():
     # the same four L-BFGS calls before either hand-over (tblite's threaded SCF agrees
     # with itself to the last bits only)
     assert warm["energies"][:4] == pytest.approx(cold["energies"][:4], abs=1e-9)
+
+
+def test_frames_that_moved_the_atoms_a_constraint_now_holds_are_refused(tmp_path):
+    # frames of a free run with the methyl carbon since held by FixAtoms: the search
+    # could reach none of them, and their lowest would be proposed again and again
+    free = molecule("CH3OH")
+    free.rattle(0.1, seed=1)
+    start = free.copy()
+    free.calc = EMT()
+    BFGS(free, trajectory=str(tmp_path / "free.traj"), logfile=None).run(steps=4)
+    held = start.copy()
+    held.set_constraint(FixAtoms(indices=[0]))
+    held.calc = CountingCalculator(EMT())
+    with pytest.raises(ValueError, match=r"frame \d+ has atom 0 .* Å from where this run's"):
+        BOOptimizer(held, observations=str(tmp_path / "free.traj"), logfile=None)
+    assert held.calc.ncalls == 0
+    kept = start.copy()  # the same frames without the constraint are taken
+    kept.calc = EMT()
+    assert (
+        len(BOOptimizer(kept, observations=str(tmp_path / "free.traj"), logfile=None).observations)
+        == 5
+    )

@@ -20,8 +20,11 @@ from asebo.optimize.observations import (
     calculator_identity,
     check_calculator,
     check_restart,
+    held_elsewhere,
+    held_error,
     system_of,
 )
+from asebo.optimize.subspace import free_atoms
 
 
 class BandRecord:
@@ -65,6 +68,7 @@ class BandRecord:
                 raise RestartError(f"restart file {restart} is not a band's: pass another name")
             self.band = np.asarray(state["band"], dtype=float)
             check_same_band(restart, state, images)
+            check_held_images(restart, self.observations, self.image_of, images)
         self.observations.state["calculator"] = identity
         self.observations.state["endpoints"] = np.array([images[0].positions, images[-1].positions])
         self.trajectory = None
@@ -136,6 +140,19 @@ class BandRecord:
 
     def __exit__(self, *exception):
         self.close()
+
+
+def check_held_images(path, observations, image_of, images):
+    """Refuse the restart file ``path`` where an image computed (of ``observations``,
+    the image of each ``image_of``) does not hold the atoms its image's constraints hold
+    where ``images`` have them (:func:`asebo.optimize.observations.held_elsewhere`): a
+    band computed without this band's constraints."""
+    free = free_atoms(images[1])  # (n, 3), the same on every image (BONEB's check)
+    for k, (positions, index) in enumerate(zip(observations.positions, image_of)):
+        image = images[index]
+        found = held_elsewhere([positions], image.positions, free, image.cell, image.pbc)
+        if found is not None:
+            raise held_error(path, k, *found[1:])
 
 
 def check_same_band(path, state, images):

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from ase.calculators.calculator import all_properties
 from ase.calculators.singlepoint import SinglePointCalculator
+from ase.geometry import find_mic
 from ase.io.jsonio import decode, encode
 from ase.io.trajectory import Trajectory
 from ase.optimize import optimize
@@ -538,6 +539,52 @@ def check_start(path, given, start, observations):
             "frame of its trajectory) to resume, or another restart file name to start "
             "afresh; this one was left untouched"
         )
+
+
+def held_elsewhere(configurations, positions, free, cell=None, pbc=None):
+    """The first of ``configurations`` (m, N, 3) whose coordinates that ``free`` (bool
+    (N, 3)) holds lie more than :data:`SAME_START` Å from those of ``positions``
+    (N, 3), by the minimum image where ``pbc`` is periodic: ``(index, atom, distance)``;
+    None where each holds them in place.
+
+    Configurations computed without the constraints of this run: a search cannot reach
+    them, and a model whose lowest point is one of them proposes it again at every step.
+    """
+    held = ~np.asarray(free, dtype=bool)  # (N, 3)
+    if not held.any():
+        return None
+    periodic = pbc is not None and bool(np.any(pbc))
+    for index, configuration in enumerate(configurations):
+        offset = np.where(held, np.asarray(configuration, dtype=float) - positions, 0.0)
+        if periodic:
+            offset = np.where(held, find_mic(offset, cell, pbc)[0], 0.0)
+        distances = np.linalg.norm(offset, axis=1)  # (N,)
+        atom = int(distances.argmax())
+        if distances[atom] > SAME_START:
+            return index, atom, float(distances[atom])
+    return None
+
+
+def check_held(path, configurations, positions, free, cell=None, pbc=None):
+    """Raise :class:`RestartError` where one of the ``configurations`` (m, N, 3) of the
+    restart file ``path`` does not hold the coordinates ``free`` holds where
+    ``positions`` (N, 3) have them (:func:`held_elsewhere`): computed without this
+    run's constraints."""
+    found = held_elsewhere(configurations, positions, free, cell, pbc)
+    if found is not None:
+        raise held_error(path, *found)
+
+
+def held_error(path, index, atom, distance):
+    """The :class:`RestartError` of :func:`check_held`: configuration ``index`` of the
+    restart file ``path`` has ``atom`` ``distance`` Å from where it is held."""
+    return RestartError(
+        f"restart file {path} holds configurations computed without this run's "
+        f"constraints (in configuration {index}, atom {atom} stands {distance:.3g} Å "
+        "from where they hold it): a search under them cannot reach those; give the "
+        "constraints of its run to resume, or pass another restart file name to start "
+        "afresh; this one was left untouched"
+    )
 
 
 def check_choice(path, what, stored, current):

@@ -56,6 +56,7 @@ from asebo.optimize.run_views import RunViews
 from asebo.optimize.settings import TrustSettings
 from asebo.optimize.stages import NoProgressError
 from asebo.optimize.step_log import LoggedSteps
+from asebo.optimize.subspace import held_coordinates
 from asebo.optimize.system_checks import (
     check_distinct_files,
     check_system,
@@ -264,6 +265,7 @@ class BOOptimizer(MinimumSummary, ModelResults, RunViews, LoggedSteps, WarmStart
             "calculator": calculator_identity(self.coordinates.atoms.calc),
             "system": self._system(),
             "start": self.atoms.get_positions(),
+            "held": held_coordinates(self.coordinates),
             "choices": choices_of_run(self.representation, self.prior),
             "given": self._given,
         }

@@ -9,6 +9,7 @@ import numpy as np
 from asebo.optimize.observations import (
     Observations,
     check_calculator,
+    check_held,
     check_start,
     compare_choices,
 )
@@ -64,7 +65,9 @@ def resume_run(numbers, restart, comm, run, trust_region):
     run : dict
         This run's ``calculator`` (:func:`asebo.optimize.observations.calculator_identity`),
         ``system`` (:func:`asebo.optimize.observations.system_of`), ``start`` positions
-        (N, 3), ``choices``
+        (N, 3), ``held`` (positions (N, 3), free (N, 3), cell and pbc: where the
+        constraints hold the atoms, :func:`asebo.optimize.observations.check_held`; None
+        under a cell filter), ``choices``
         (:func:`asebo.optimize.observations.choices_of_run`) and ``given`` (whether the
         kernel and prior were arguments).
     trust_region : tuple
@@ -73,8 +76,9 @@ def resume_run(numbers, restart, comm, run, trust_region):
     Raises
     ------
     asebo.optimize.observations.RestartError
-        Another calculator, system or start than the file's, or a kernel or prior
-        given that is not the file's.
+        Another calculator, system or start than the file's, configurations computed
+        without this run's constraints, or a kernel or prior given that is not the
+        file's.
     """
     observations = Observations.load(
         numbers, restart, comm, run="minimisation", system=run["system"]
@@ -82,6 +86,8 @@ def resume_run(numbers, restart, comm, run, trust_region):
     state = observations.state
     check_calculator(restart, state.get("calculator"), run["calculator"])
     check_start(restart, run["start"], state.get("start"), observations)
+    if run.get("held") is not None:
+        check_held(restart, observations.positions, *run["held"])
     notes = compare_choices(restart, state, run["choices"], run["given"])
     state["calculator"] = run["calculator"]
     pending = state.get("pending")

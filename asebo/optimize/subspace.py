@@ -79,6 +79,17 @@ def free_coordinates(coordinates):
     return free
 
 
+def held_coordinates(coordinates):
+    """Where the constraints of ``coordinates`` hold the atoms: their positions (n, 3),
+    the free coordinates (n, 3) (:func:`free_coordinates`), cell and pbc, as
+    :func:`asebo.optimize.observations.held_elsewhere` takes them; None under a cell
+    filter, whose generalized positions move with the cell."""
+    if coordinates.has_cell:
+        return None
+    atoms = coordinates.atoms
+    return atoms.get_positions(), free_coordinates(coordinates), atoms.cell, atoms.pbc
+
+
 def free_atoms(atoms):
     """Boolean mask (n, 3) of the coordinates of ``atoms`` (ase.Atoms) no constraint
     holds whole (:func:`free_coordinates`): the band's and the saddle search's."""

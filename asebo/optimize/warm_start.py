@@ -25,8 +25,10 @@ from ase.io.jsonio import encode
 from asebo.optimize.observations import (
     calculator_name,
     calculator_parameters,
+    held_elsewhere,
     wrapped_calculators,
 )
+from asebo.optimize.subspace import held_coordinates
 
 OUTPUT_PARAMETERS = frozenset(
     {"verbosity", "verbose", "txt", "label", "directory", "command", "cache_api", "parallel"}
@@ -353,6 +355,15 @@ def take_frames(observations, source, coordinates):
     """
     frames = read_frames(source)
     observed = observed_frames(frames, coordinates)
+    held = held_coordinates(coordinates)
+    found = None if held is None else held_elsewhere([f.positions for f in observed], *held)
+    if found is not None:
+        index, atom, distance = found
+        raise ValueError(
+            f"observations: frame {index} has atom {atom} {distance:.3g} Å from where this "
+            "run's constraints hold it: frames computed without them cannot be reached; "
+            "pass frames computed under the same constraints, or none"
+        )
     unrecorded = _unrecorded_note(frames, coordinates.atoms.calc)
     added = 0
     for frame in observed:

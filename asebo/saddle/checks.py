@@ -5,6 +5,7 @@ import numpy as np
 from ase import Atoms
 from ase.constraints import FixAtoms
 
+from asebo.optimize.observations import held_elsewhere
 from asebo.optimize.subspace import free_atoms
 from asebo.optimize.system_checks import (
     check_cell,
@@ -62,9 +63,12 @@ def check_order(order):
         )
 
 
-def checked_observations(observations, n):
+def checked_observations(observations, atoms):
     """``observations`` as arrays (positions (m, n, 3), energies (m,), forces (m, n, 3)),
-    none for None; a one-line ValueError for other shapes or values not finite."""
+    none for None; a one-line ValueError for other shapes, values not finite, or
+    configurations computed without the constraints of ``atoms`` (held atoms elsewhere:
+    :func:`asebo.optimize.observations.held_elsewhere`)."""
+    n = len(atoms)
     if observations is None:
         return np.zeros((0, n, 3)), np.zeros(0), np.zeros((0, n, 3))
     positions, energies, forces = (np.asarray(a, dtype=float) for a in observations)
@@ -77,4 +81,11 @@ def checked_observations(observations, n):
         )
     if not all(np.isfinite(a).all() for a in (positions, energies, forces)):
         raise ValueError("observations hold values that are not finite: leave those out")
+    found = held_elsewhere(positions, atoms.positions, free_atoms(atoms), atoms.cell, atoms.pbc)
+    if found is not None:
+        index, atom, distance = found
+        raise ValueError(
+            f"observations: configuration {index} has atom {atom} {distance:.3g} Å from where "
+            "the constraints hold it: computed without them, it cannot be reached; leave it out"
+        )
     return positions, energies, forces

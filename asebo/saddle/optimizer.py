@@ -140,7 +140,7 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, SearchRe
         self.threads = optimizer_threads(threads)
         check_saddle_system(atoms, restart=restart, logfile=logfile, trajectory=trajectory)
         self.rotations = not atoms.pbc.any()  # rigid motions of a molecule, walked internally
-        self._given = checked_observations(observations, len(atoms))
+        self._given = checked_observations(observations, atoms)
         self.settings = resolve_walk_settings(
             SaddleSettings,
             settings,

@@ -10,10 +10,12 @@ from asebo.optimize.observations import (
     Observations,
     RestartError,
     check_calculator,
+    check_held,
     check_start,
     system_of,
 )
 from asebo.optimize.observed_atoms import not_finite_message
+from asebo.optimize.subspace import free_atoms
 
 SADDLE = "saddle search"  # the kind of run its restart file names
 
@@ -76,7 +78,8 @@ def stored_search(restart, atoms, identity, comm):
     ------
     asebo.optimize.observations.RestartError
         Another kind of run, other atoms, boundary conditions or cell, another
-        calculator or another start.
+        calculator or another start, configurations computed without the atoms'
+        constraints.
     """
     if restart is None or not os.path.isfile(restart):
         return None
@@ -84,6 +87,7 @@ def stored_search(restart, atoms, identity, comm):
     state = record.state
     check_calculator(restart, state.get("calculator"), identity)
     check_start(restart, atoms.positions, state.get("start"), record)
+    check_held(restart, record.positions, atoms.positions, free_atoms(atoms), atoms.cell, atoms.pbc)
     if "next" not in state:
         raise RestartError(f"restart file {restart} is not a saddle search's: pass another name")
     return record
