@@ -3,6 +3,7 @@ point from Baker and Chan's HCN guess (GFN2-xTB, three atoms), their exit status
 their one-line refusals before any call, and the band's picture."""
 
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -312,3 +313,25 @@ def test_a_prior_calculator_that_fails_is_named_as_the_prior_not_the_target(tmp_
         FAILED,
     )
     assert "the lj calculator" not in line
+
+
+@pytest.mark.parametrize("kind", ["optimize", "saddle", "neb"])
+def test_an_existing_trajectory_is_kept_without_force_unless_the_run_resumes(
+    tmp_path, monkeypatch, kind
+):
+    from ase import Atoms
+
+    monkeypatch.chdir(tmp_path)
+    Atoms("Cu2", positions=[[0, 0, 0], [0, 0, 2.4]]).write("a.xyz")
+    Atoms("Cu2", positions=[[0, 0, 0], [0, 0, 2.6]]).write("b.xyz")
+    Path("mine.traj").write_text("the frames of another run")
+    command = {
+        "optimize": ["optimize", "a.xyz"],
+        "saddle": ["saddle", "a.xyz"],
+        "neb": ["neb", "a.xyz", "b.xyz"],
+    }[kind] + ["--calc", "emt", "--trajectory", "mine.traj", "--steps", "0"]
+    one_line_exit(command, "mine.traj exists: pass --force to overwrite it, or --trajectory")
+    assert Path("mine.traj").read_text() == "the frames of another run"
+    Path("run.json").write_text("{}")  # a restart file the run would go on from
+    with pytest.raises(SystemExit, match="run.json cannot be read"):
+        main([*command, "--restart", "run.json"])  # past the trajectory's check

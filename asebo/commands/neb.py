@@ -14,7 +14,8 @@ energy between the images. The last line says how the band ended
 (:meth:`asebo.neb.BONEB.summary`): the calls of the moving images, the barrier (the
 highest image above INITIAL) and the largest NEB force. An existing output or picture is
 kept unless ``--force``, except the band an earlier run of the same ``--restart`` wrote,
-which the run that goes on replaces.
+which the run that goes on replaces; an existing ``--trajectory`` likewise, except where
+the ``--restart`` file exists.
 
 Exit status: 0 converged; 1 not converged (the same command with the same ``--restart``
 goes on); 2 the input refused before any calculator call (a file ASE cannot read, two
@@ -47,6 +48,7 @@ from asebo.commands.optimize import (
     _read_structure,
     _refuse,
     _write_result,
+    check_trajectory_kept,
     write_structures,
 )
 from asebo.model.prior_names import AUTO, MODEL_PRIORS
@@ -142,6 +144,7 @@ def _check_options(args, output, picture):
     for option, path in (("--output", output), ("--plot", picture)):
         if path is not None and path.exists() and not (args.force or ours):
             raise _refuse(f"{path} exists: pass --force to overwrite it, or {option} another name")
+    check_trajectory_kept(args)
     check_writable(files)
     _check_output_format(output)
     _check_several_structures(output)

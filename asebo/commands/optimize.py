@@ -5,7 +5,8 @@ GP predicted for that configuration. Writes the relaxed structure to ``--output`
 (default: FILE's stem with ``_relaxed.xyz``; an existing file is kept unless
 ``--force``, except one that holds a configuration of the ``--restart`` file: the
 structure an earlier run of the same command wrote, replaced, with its ``--hessian``
-file, by the run that goes on). ``--threads`` sets the threads of the optimizer's own work
+file, by the run that goes on; an existing ``--trajectory`` likewise, except where the
+``--restart`` file exists). ``--threads`` sets the threads of the optimizer's own work
 (:mod:`asebo.threads`). ``--hessian FILE`` also writes the model's vibrations at the end
 (:meth:`asebo.BOOptimizer.vibrations`) to a ``.json`` file, or its Hessian
 (:meth:`asebo.BOOptimizer.hessian`) to a ``.npy`` file, and prints the run's verdict
@@ -106,6 +107,18 @@ def _one_line(error):
     return " ".join(str(error).split())
 
 
+def check_trajectory_kept(args):
+    """Refuse an existing ``--trajectory`` without ``--force``, except where the
+    ``--restart`` file exists: the run that goes on from it writes its own frames
+    there."""
+    trajectory, restart = args.trajectory, args.restart
+    resumed = restart is not None and Path(restart).is_file()
+    if trajectory is not None and trajectory.exists() and not (args.force or resumed):
+        raise _refuse(
+            f"{trajectory} exists: pass --force to overwrite it, or --trajectory another name"
+        )
+
+
 def failed_calculator(calc, error):
     """Whose ``error`` it is, in words: the prior calculator's (a
     :class:`asebo.model.priors.PriorCalculationError`) or the ``--calc`` preset's."""
@@ -139,6 +152,7 @@ def _check_options(args, output):
     for option, path in (("--output", output), ("--hessian", args.hessian)):
         if path is not None and path.exists() and not (args.force or ours):
             raise _refuse(f"{path} exists: pass --force to overwrite it, or {option} another name")
+    check_trajectory_kept(args)
     files = {
         "--output": output,
         "--trajectory": args.trajectory,

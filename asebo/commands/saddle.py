@@ -9,7 +9,8 @@ the last line says how it ended (:meth:`asebo.saddle.BOSaddle.summary`): the cal
 verdict of :attr:`asebo.saddle.BOSaddle.result` (a first-order saddle point by the
 model, or why not: a minimum, a saddle point of higher order, the steps) and the model's
 imaginary frequency there. An existing output is kept unless ``--force``, except one that
-holds a configuration of the ``--restart`` file, which the run that goes on replaces.
+holds a configuration of the ``--restart`` file, which the run that goes on replaces; an existing
+``--trajectory`` likewise, except where the ``--restart`` file exists.
 
 Exit status: 0 converged at a first-order saddle point by the model; 1 not converged
 (the same command with the same ``--restart`` goes on where its steps ran out); 2 the
@@ -42,6 +43,7 @@ from asebo.commands.optimize import (
     _refuse,
     _write_result,
     _written_from_restart,
+    check_trajectory_kept,
     write_structures,
 )
 from asebo.model.prior_names import AUTO, MODEL_PRIORS
@@ -112,6 +114,7 @@ def _check_options(args, output):
     check_numbers(args)
     if output.exists() and not (args.force or _written_from_restart(output, args.restart)):
         raise _refuse(f"{output} exists: pass --force to overwrite it, or --output another name")
+    check_trajectory_kept(args)
     check_writable(files)
     _check_output_format(output)
 
