@@ -1,6 +1,7 @@
 """Tests of comparison campaigns: molecules, starts, storage, restart, summary, plots."""
 
 import os
+import re
 
 import ase.db
 import numpy as np
@@ -401,6 +402,31 @@ def test_command_line_runs_bo_prints_table_and_refuses_bad_input(tmp_path, capsy
         assert main(common + bad) == 2
         assert message in capsys.readouterr().err
     assert ase.db.connect(db).count() == 2
+
+
+@pytest.mark.parametrize(
+    "options, prepare, message",
+    [
+        (["--report", "--db", "never.db"], None, "never.db does not exist"),
+        (["--report", "--db", "bad.db"], "bad.db", "cannot be read as an ase.db database"),
+        (
+            ["--db", "nowhere/run.db", "--molecules", "H2O", "--calc", "emt"],
+            None,
+            "the folder .*nowhere does not exist",
+        ),
+    ],
+)
+def test_a_database_that_cannot_be_used_is_refused_in_one_line(
+    tmp_path, monkeypatch, capsys, options, prepare, message
+):
+    monkeypatch.chdir(tmp_path)
+    if prepare is not None:
+        (tmp_path / prepare).write_text("no database")
+    assert main(["compare", *options]) == 2
+    error = capsys.readouterr().err
+    assert re.search(message, error) and "Traceback" not in error
+    assert not (tmp_path / "never.db").exists()
+    assert prepare is None or (tmp_path / prepare).read_text() == "no database"
 
 
 def _dask_campaign(db, scheduler, workers=None):

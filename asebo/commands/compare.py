@@ -13,6 +13,7 @@ example:
 """
 
 import sys
+from pathlib import Path
 
 from asebo.campaign.optimizer_names import OPTIMIZER_NAMES
 from asebo.campaign.summary import (
@@ -156,8 +157,34 @@ def _records(args):
     )
 
 
+def _check_db(args):
+    """Refuse a ``--db`` that cannot be read or written, before any run: none to
+    ``--report``, a folder that does not exist, a file that is no database."""
+    import sqlite3
+
+    import ase.db
+
+    from asebo.commands.optimize import _why_unwritable
+
+    path = Path(args.db)
+    if args.report and not path.is_file():
+        raise ValueError(f"{path} does not exist: give the database of the runs to report")
+    problem = None if args.report else _why_unwritable(path)
+    if problem is not None:
+        raise ValueError(f"--db {path}: {problem}")
+    if path.is_file():
+        try:
+            with ase.db.connect(path) as db:
+                db.count()
+        except (sqlite3.DatabaseError, ValueError) as error:
+            raise ValueError(
+                f"{path} cannot be read as an ase.db database ({error}): give another --db"
+            ) from error
+
+
 def run(args):
     try:
+        _check_db(args)
         records = _records(args)
     except ValueError as error:
         print(f"asebo compare: error: {error}", file=sys.stderr)
