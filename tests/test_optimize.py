@@ -268,6 +268,10 @@ def test_nan_forces_stop_with_a_clear_error_and_keep_the_observations(tmp_path):
         ("trust_radius", "wide", "trust_radius 'wide', not a positive length"),
         ("predicted_energy", "low", "predicted_energy 'low', not a finite energy"),
         ("energies", [float("inf")], "energies that are not finite"),
+        ("pending", [1.0, 2.0], r"a pending of shape \(2,\), not \(\d+, 3\)"),
+        ("pending", "x", "could not convert string to float"),
+        ("proposals", None, "proposals that are not a list of records"),
+        ("version", "1", "version '1', not 1"),
     ],
 )
 def test_bad_values_inside_a_restart_file_are_refused_and_the_file_kept(

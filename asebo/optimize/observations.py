@@ -659,7 +659,8 @@ def check_restart(path):
 def _read_restart(path):
     try:
         with open(path) as fd:
-            state = decode(fd.read())
+            text = fd.read()
+        json.loads(text)
     except (ValueError, UnicodeDecodeError) as error:
         raise RestartError(
             f"Could not decode restart file {path} as JSON, so it cannot be read ({error}). "
@@ -667,13 +668,14 @@ def _read_restart(path):
             "afresh"
         ) from error
     try:
+        state = decode(text)  # ASE's arrays within
         if not isinstance(state, dict):
             raise TypeError("not a JSON object")
         missing = {"numbers", "positions", "energies", "forces", "trust_radius"} - set(state)
         if missing:
             raise KeyError(f"missing {sorted(missing)}")
         if state.get("version") != RESTART_VERSION:
-            raise KeyError(f"version {state.get('version')} is not {RESTART_VERSION}")
+            raise KeyError(f"version {state.get('version')!r}, not {RESTART_VERSION!r}")
         m = len(state["energies"])
         if len(state["positions"]) != m or len(state["forces"]) != m:
             raise KeyError("positions, energies and forces differ in length")
@@ -702,11 +704,15 @@ def _check_stored_values(state):
             raise ValueError(f"{name} that are not finite")
     if not np.isfinite(np.asarray(state["energies"], dtype=float)).all():
         raise ValueError("energies that are not finite")
-    start = state.get("start")
-    if start is not None:
-        start = np.asarray(start, dtype=float)
-        if start.shape != (n, 3) or not np.isfinite(start).all():
-            raise ValueError(f"a start of shape {start.shape}, not ({n}, 3) finite positions")
+    for name in ("start", "pending", "next"):  # a minimisation's, a saddle search's
+        value = state.get(name)
+        if value is not None:
+            value = np.asarray(value, dtype=float)
+            if value.shape != (n, 3) or not np.isfinite(value).all():
+                raise ValueError(f"a {name} of shape {value.shape}, not ({n}, 3) finite positions")
+    proposals = state.get("proposals", [])
+    if not isinstance(proposals, list) or not all(isinstance(p, dict) for p in proposals):
+        raise ValueError("proposals that are not a list of records")
     system = state.get("system")
     if system is not None:
         cell = system.get("cell")
