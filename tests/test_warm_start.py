@@ -264,3 +264,23 @@ def test_frames_that_moved_the_atoms_a_constraint_now_holds_are_refused(tmp_path
         len(BOOptimizer(kept, observations=str(tmp_path / "free.traj"), logfile=None).observations)
         == 5
     )
+
+
+def test_the_summary_counts_the_calls_of_the_run_not_the_frames_it_was_given(tmp_path):
+    start = molecule("H2O")
+    start.rattle(0.05, seed=4)
+    earlier = start.copy()
+    earlier.calc = EMT()
+    BFGS(earlier, trajectory=str(tmp_path / "bfgs.traj"), logfile=None).run(steps=3)
+    atoms = start.copy()
+    atoms.calc = CountingCalculator(EMT())
+    restart = str(tmp_path / "bo.json")
+    opt = BOOptimizer(
+        atoms, observations=str(tmp_path / "bfgs.traj"), restart=restart, logfile=None
+    )
+    opt.run(fmax=0.01, steps=3)
+    assert f", {atoms.calc.ncalls} calls" in opt.summary()
+    assert len(opt.energies) == atoms.calc.ncalls + 4
+    resumed = start.copy()
+    resumed.calc = EMT()
+    assert BOOptimizer(resumed, restart=restart, logfile=None).observations.state["warm_start"] == 4

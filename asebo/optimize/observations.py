@@ -710,6 +710,9 @@ def _check_stored_values(state):
             value = np.asarray(value, dtype=float)
             if value.shape != (n, 3) or not np.isfinite(value).all():
                 raise ValueError(f"a {name} of shape {value.shape}, not ({n}, 3) finite positions")
+    warm = state.get("warm_start", 0)
+    if not (isinstance(warm, int) and 0 <= warm <= len(state["energies"])):
+        raise ValueError(f"warm_start {warm!r}, not a count of the observations")
     proposals = state.get("proposals", [])
     if not isinstance(proposals, list) or not all(isinstance(p, dict) for p in proposals):
         raise ValueError("proposals that are not a list of records")

@@ -44,7 +44,8 @@ class RunSummary:
 
 class MinimumSummary(RunSummary):
     """The summary of :class:`asebo.BOOptimizer`: the calls are every configuration
-    computed (``len(energies)``), what it found the energy where it stands."""
+    computed (``len(energies)``) less those a warm start gave (the record's
+    ``warm_start``), what it found the energy where it stands."""
 
     def _summary_parts(self):
         gradient = self.optimizable.get_gradient()
@@ -57,7 +58,8 @@ class MinimumSummary(RunSummary):
         )
         found = f"energy {self.optimizable.get_value():.6f} eV"
         fmax = self.optimizable.gradient_norm(gradient)
-        return converged, len(self.energies), why_not, found, fmax
+        calls = len(self.energies) - self.observations.state.get("warm_start", 0)
+        return converged, calls, why_not, found, fmax
 
 
 class BandSummary(RunSummary):

@@ -354,7 +354,7 @@ def take_frames(observations, source, coordinates):
         The log's lines on the warm start.
     """
     frames = read_frames(source)
-    observed = observed_frames(frames, coordinates)
+    observed = observed_frames(frames, coordinates)  # counted in the record's warm_start
     held = held_coordinates(coordinates)
     found = None if held is None else held_elsewhere([f.positions for f in observed], *held)
     if found is not None:
@@ -372,6 +372,7 @@ def take_frames(observations, source, coordinates):
             added += 1
     if not added:
         return 0, [f"warm start: the {len(frames)} frames are observations already"]
+    observations.state["warm_start"] = observations.state.get("warm_start", 0) + added
     known = f", {len(observed) - added} of them known already" if added < len(observed) else ""
     note = f"warm start: {added} observations taken from {len(frames)} frames{known}"
     return added, [note, *unrecorded]
