@@ -17,6 +17,7 @@ from ase.build import bulk, fcc111, molecule
 from ase.calculators.calculator import CalculationFailed, Calculator, all_changes
 from ase.calculators.emt import EMT
 from ase.calculators.lj import LennardJones
+from ase.calculators.singlepoint import SinglePointCalculator
 from ase.constraints import FixAtoms
 from ase.filters import FrechetCellFilter
 from ase.io import read
@@ -319,6 +320,10 @@ def test_a_restart_file_of_another_calculator_is_refused_and_kept(tmp_path):
 def test_bad_setups_are_refused_clearly(tmp_path):
     with pytest.raises(ValueError, match="needs a calculator"):
         BOOptimizer(molecule("H2O"))
+    read_back = molecule("H2O")  # a frame read from a file: its results, no calculator
+    read_back.calc = SinglePointCalculator(read_back, energy=0.0, forces=np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="needs a calculator that computes: .*SinglePoint"):
+        BOOptimizer(read_back)
     empty = Atoms()
     empty.calc = LennardJones()
     with pytest.raises(ValueError, match="no atoms.*give one atom or more"):

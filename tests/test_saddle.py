@@ -9,6 +9,7 @@ from ase import Atoms
 from ase.build import bulk, molecule
 from ase.calculators.calculator import CalculationFailed, Calculator, all_changes
 from ase.calculators.emt import EMT
+from ase.calculators.singlepoint import SinglePointCalculator
 from ase.constraints import FixAtoms, FixBondLength
 
 from asebo.benchmarks._endpoint_audit import imaginary_modes
@@ -157,6 +158,13 @@ def no_calculator():
     return molecule("H2O")
 
 
+def results_from_a_file():
+    atoms = water()
+    atoms.get_forces()
+    atoms.calc = SinglePointCalculator(atoms, **atoms.calc.results)
+    return atoms
+
+
 def all_held():
     atoms = water()
     atoms.set_constraint(FixAtoms(indices=[0, 1, 2]))
@@ -171,6 +179,7 @@ def all_held():
         (bond_held, "FixAtoms only"),
         (no_calculator, "needs a calculator"),
         (all_held, "needs an atom that moves"),
+        (results_from_a_file, "needs a calculator that computes: .* SinglePointCalculator"),
     ],
 )
 def test_what_the_search_cannot_take_is_refused_in_one_line(build, message):

@@ -5,7 +5,7 @@ from ase.constraints import FixAtoms
 from ase.mep.neb import BaseNEB
 
 from asebo.optimize.subspace import free_atoms
-from asebo.optimize.system_checks import check_closest_approach, check_finite
+from asebo.optimize.system_checks import check_closest_approach, check_computes, check_finite
 
 METHODS = ("aseneb", "eb", "improvedtangent", "spline", "string")
 """The NEB methods ASE knows (:class:`ase.mep.NEB`)."""
@@ -79,13 +79,16 @@ def _check_same_system(first, image, index):
 
 
 def _check_calculator(image, index, count):
-    """Refuse an image without a calculator."""
+    """Refuse an image without a calculator, and a moving image's that computes nothing
+    (an endpoint's results read from a file are its energy and forces)."""
     if image.calc is None:
         what = "an endpoint" if index in (0, count - 1) else "a moving image"
         raise ValueError(
             f"image {index}, {what}, has no calculator: attach one to every image "
             "(the endpoints' energies are computed once; BONEB calls the moving images')"
         )
+    if index not in (0, count - 1):
+        check_computes(image.calc, f"BONEB's moving image {index}")
 
 
 def _check_constraints(first, image, index):

@@ -5,6 +5,7 @@ import os
 
 import numpy as np
 from ase import Atoms
+from ase.calculators.singlepoint import SinglePointCalculator
 from ase.constraints import FixAtoms, FixCartesian, FixedLine, FixedPlane, FixSymmetry
 from ase.filters import FrechetCellFilter, UnitCellFilter
 from ase.neighborlist import neighbor_list
@@ -30,6 +31,17 @@ def check_writable(name, path):
     if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
         raise PermissionError(
             f"{name} {path!r} cannot be written: choose a file in a folder you can write to"
+        )
+
+
+def check_computes(calc, who):
+    """Raise ValueError where ``calc`` is ASE's :class:`SinglePointCalculator`: the
+    results read from a file, which compute nothing at a new configuration."""
+    if isinstance(calc, SinglePointCalculator):
+        raise ValueError(
+            f"{who} needs a calculator that computes: the atoms hold a "
+            "SinglePointCalculator, the results read from a file; attach one first, "
+            "e.g. atoms.calc = calculators.get_calculator('gfn2')"
         )
 
 
@@ -123,6 +135,7 @@ def check_system(system):
             "BOOptimizer needs a calculator: attach one first, "
             "e.g. atoms.calc = calculators.get_calculator('gfn2')"
         )
+    check_computes(atoms.calc, "BOOptimizer")
     if len(atoms) == 0:
         raise ValueError("no atoms: there is nothing to optimize; give one atom or more")
     check_constraints(atoms, filtered)

@@ -10,6 +10,7 @@ from asebo.optimize.subspace import free_atoms
 from asebo.optimize.system_checks import (
     check_cell,
     check_closest_approach,
+    check_computes,
     check_distinct_files,
     check_finite,
 )
@@ -32,6 +33,7 @@ def check_saddle_system(atoms, **files):
         raise ValueError("BOSaddle needs two atoms or more: one atom has no saddle point")
     if atoms.calc is None:
         raise ValueError("BOSaddle needs a calculator: attach one (atoms.calc = ...)")
+    check_computes(atoms.calc, "BOSaddle")
     other = [type(c).__name__ for c in atoms.constraints if not isinstance(c, FixAtoms)]
     if other:
         raise ValueError(
