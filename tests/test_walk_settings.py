@@ -113,6 +113,26 @@ def test_a_restart_file_of_another_kind_of_run_is_refused_by_each_driver(tmp_pat
                 assert path.read_bytes() == written
 
 
+def three_drivers(cluster):
+    """Each driver's constructor ``make(option, restart)`` on ``cluster(option)``'s
+    atoms (the band's last image ``cluster(option, moved=True)``)."""
+    from ase.mep import NEB
+
+    from asebo import BONEB, BOOptimizer, BOSaddle
+
+    return {
+        "minimisation": lambda option, restart: BOOptimizer(
+            cluster(option), restart=restart, logfile=None
+        ),
+        "band": lambda option, restart: BONEB(
+            NEB([cluster(option), cluster(option), cluster(option, moved=True)]),
+            restart=restart,
+            logfile=None,
+        ),
+        "saddle": lambda option, restart: BOSaddle(cluster(option), restart=restart, logfile=None),
+    }
+
+
 @pytest.mark.parametrize(
     ("first", "again", "words"),
     [
@@ -129,9 +149,7 @@ def test_a_restart_file_of_another_kind_of_run_is_refused_by_each_driver(tmp_pat
 def test_a_restart_file_of_another_system_is_refused_by_each_driver(tmp_path, first, again, words):
     pytest.importorskip("sella")
     from ase.calculators.emt import EMT
-    from ase.mep import NEB
 
-    from asebo import BONEB, BOOptimizer, BOSaddle
     from asebo.optimize.observations import RestartError
 
     def cluster(system, moved=False):
@@ -141,17 +159,7 @@ def test_a_restart_file_of_another_system_is_refused_by_each_driver(tmp_path, fi
         atoms.calc = EMT()
         return atoms
 
-    drivers = {
-        "minimisation": lambda system, restart: BOOptimizer(
-            cluster(system), restart=restart, logfile=None
-        ),
-        "band": lambda system, restart: BONEB(
-            NEB([cluster(system), cluster(system), cluster(system, moved=True)]),
-            restart=restart,
-            logfile=None,
-        ),
-        "saddle": lambda system, restart: BOSaddle(cluster(system), restart=restart, logfile=None),
-    }
+    drivers = three_drivers(cluster)
     for name, make in drivers.items():
         restart = tmp_path / f"{name}.json"
         make(first, str(restart)).run(steps=1)
@@ -170,9 +178,7 @@ def test_a_restart_file_computed_without_the_runs_constraints_is_refused_by_each
     pytest.importorskip("sella")
     from ase.calculators.emt import EMT
     from ase.constraints import FixAtoms
-    from ase.mep import NEB
 
-    from asebo import BONEB, BOOptimizer, BOSaddle
     from asebo.optimize.observations import RestartError
 
     def cluster(held, moved=False):
@@ -185,17 +191,7 @@ def test_a_restart_file_computed_without_the_runs_constraints_is_refused_by_each
         atoms.calc = EMT()
         return atoms
 
-    drivers = {
-        "minimisation": lambda held, restart: BOOptimizer(
-            cluster(held), restart=restart, logfile=None
-        ),
-        "band": lambda held, restart: BONEB(
-            NEB([cluster(held), cluster(held), cluster(held), cluster(held, moved=True)]),
-            restart=restart,
-            logfile=None,
-        ),
-        "saddle": lambda held, restart: BOSaddle(cluster(held), restart=restart, logfile=None),
-    }
+    drivers = three_drivers(cluster)
     for name, make in drivers.items():
         restart = tmp_path / f"{name}.json"
         make(False, str(restart)).run(fmax=0.01, steps=4)

@@ -244,14 +244,19 @@ def test_the_hand_over_of_the_benchmark_counts_both_optimizers():
     assert warm["energies"][:4] == pytest.approx(cold["energies"][:4], abs=1e-9)
 
 
+def emt_frames(start, path, steps):
+    """BFGS's trajectory from a copy of ``start`` with EMT, ``steps`` steps, at ``path``."""
+    atoms = start.copy()
+    atoms.calc = EMT()
+    BFGS(atoms, trajectory=str(path), logfile=None).run(steps=steps)
+
+
 def test_frames_that_moved_the_atoms_a_constraint_now_holds_are_refused(tmp_path):
     # frames of a free run with the methyl carbon since held by FixAtoms: the search
     # could reach none of them, and their lowest would be proposed again and again
-    free = molecule("CH3OH")
-    free.rattle(0.1, seed=1)
-    start = free.copy()
-    free.calc = EMT()
-    BFGS(free, trajectory=str(tmp_path / "free.traj"), logfile=None).run(steps=4)
+    start = molecule("CH3OH")
+    start.rattle(0.1, seed=1)
+    emt_frames(start, tmp_path / "free.traj", steps=4)
     held = start.copy()
     held.set_constraint(FixAtoms(indices=[0]))
     held.calc = CountingCalculator(EMT())
@@ -269,9 +274,7 @@ def test_frames_that_moved_the_atoms_a_constraint_now_holds_are_refused(tmp_path
 def test_the_summary_counts_the_calls_of_the_run_not_the_frames_it_was_given(tmp_path):
     start = molecule("H2O")
     start.rattle(0.05, seed=4)
-    earlier = start.copy()
-    earlier.calc = EMT()
-    BFGS(earlier, trajectory=str(tmp_path / "bfgs.traj"), logfile=None).run(steps=3)
+    emt_frames(start, tmp_path / "bfgs.traj", steps=3)
     atoms = start.copy()
     atoms.calc = CountingCalculator(EMT())
     restart = str(tmp_path / "bo.json")
