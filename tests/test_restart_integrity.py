@@ -413,3 +413,19 @@ def test_the_restart_file_follows_the_umask(tmp_path, umask, mode):
     finally:
         os.umask(old)
     assert stat.S_IMODE(Path(restart).stat().st_mode) == mode
+
+
+def test_two_optimizers_given_one_restart_file_lose_no_call_of_the_first(tmp_path):
+    # one process shares the file's lock between its optimizers: the second to write
+    # finds the file written by the first since it read it, and leaves it as it is
+    restart = str(tmp_path / "shared.json")
+    first = BOOptimizer(ethanol(), restart=restart, logfile=None)
+    second = BOOptimizer(ethanol(), restart=restart, logfile=None)
+    first.run(fmax=0.01, steps=2)
+    written = Path(restart).read_bytes()
+    with pytest.raises(RestartError, match="written by another optimizer since this run"):
+        second.run(fmax=0.01, steps=2)
+    assert Path(restart).read_bytes() == written
+    assert len(Observations.load(ethanol().numbers, restart)) == 3
+    first.run(fmax=0.01, steps=1)  # the first goes on writing its own file
+    assert len(Observations.load(ethanol().numbers, restart)) == 4

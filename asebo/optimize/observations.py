@@ -90,6 +90,7 @@ class Observations:
         if system is not None:
             self.state["system"] = system
         self._new_file_mode = None  # a new restart file's permissions, from the umask
+        self._on_disk = None  # the file as this record last read or wrote it (_file_state)
 
     def __len__(self):
         return len(self.energies)
@@ -129,6 +130,7 @@ class Observations:
             else [None if r is None else numeric_results(r) for r in results]
         )
         stored.pop("version")
+        record._on_disk = _file_state(path)
         record.state = stored if run is None else {**stored, "run": run}
         if system is not None:
             record.state["system"] = system
@@ -169,11 +171,20 @@ class Observations:
         The file is written to a temporary file unique to this process in the same
         folder, given the permissions of the restart file it replaces (those a new file
         gets under the process's umask where there is none yet), flushed to disk, then
-        renamed over the restart file.
+        renamed over the restart file. A file that another record wrote since this one
+        last read or wrote it (two optimizers given one restart file) is refused with
+        :class:`RestartError` and left as it is.
         """
         self.state.update(state)
         if self.path is None or self.comm.rank != 0:
             return
+        found = _file_state(self.path)
+        if found is not None and found != self._on_disk:
+            raise RestartError(
+                f"restart file {self.path} was written by another optimizer since this run "
+                "read or wrote it: it is left as the other wrote it, and this run's last "
+                "call is not in it; give each optimizer its own restart file"
+            )
         content = {
             "version": RESTART_VERSION,
             "numbers": self.numbers,
@@ -199,6 +210,7 @@ class Observations:
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
+        self._on_disk = _file_state(self.path)
 
     def _file_mode(self):
         """The permissions of the restart file, where it exists; else those of a new
@@ -360,6 +372,16 @@ class TrajectoryFrames:
             computing = wrapped_calculators(self.atoms.calc)[-1]
             frame.calc.parameters.update(calculator_parameters(computing))
         return frame
+
+
+def _file_state(path):
+    """The inode, size and modification time (ns) of the file ``path``; None where there
+    is none."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return found.st_ino, found.st_size, found.st_mtime_ns
 
 
 def _set_aside(path, comm):
