@@ -166,7 +166,7 @@ def test_iokrcv_ranking_criterion_matches_refits_through_the_public_api():
     for lam in lams:
         model = IOKR(kernel, LinearKernel(), lam=lam).fit(X[train], Y[train])
         ranks = [
-            np.sum(s > s[0])
+            np.sum(s[1:] >= s[0])  # ties against the right one
             for s in (
                 model.decision_function(X[i : i + 1], np.vstack([Y[i : i + 1], Y_pool[sets[i]]]))[0]
                 for i in test
@@ -439,7 +439,7 @@ def reciprocal_rank_by_refit(X, Y, Y_pool, sets, train, test, lam, gamma):
     for i in test:
         candidates = np.vstack([Y[i : i + 1], Y_pool[sets[i]]])  # the right one first
         s = model.decision_function(X[i : i + 1], candidates)[0]
-        reciprocal.append(1.0 / (1 + np.sum(s > s[0])))
+        reciprocal.append(1.0 / (1 + np.sum(s[1:] >= s[0])))  # ties against it
     return np.mean(reciprocal)
 
 
@@ -598,3 +598,17 @@ def test_qm9_retrieval_benchmark_beats_random_ranking():
         assert len(r) == 80 and np.all((r >= 0) & (r < args.max_set_size))
     assert top_k_accuracy(ranks["IOKR, lambda by ranking CV"], 10) > random_top_10
     assert top_k_accuracy(ranks["MP-IOKR joint (Prop. 4)"], 10) > random_top_10
+
+
+@pytest.mark.parametrize("search", [IOKRCV, MPIOKRCV])
+def test_a_model_that_scores_every_candidate_alike_ranks_the_right_one_last(search):
+    # an input kernel so narrow that k(x, x') underflows off the diagonal: h(x) = 0 at a
+    # held-out input, every candidate of a normalised output kernel scores -1
+    rng = np.random.default_rng(0)
+    pool = (rng.random((60, 32)) < 0.3).astype(float)
+    Y = pool[:30]
+    X = Y @ rng.normal(size=(32, 10))
+    sets = [rng.choice(np.arange(30, 60), 7, replace=False) for _ in range(30)]
+    cv = search(GaussianKernel(1e6), TanimotoKernel(), centre=False, cv=3, random_state=0)
+    cv.fit(X, Y, pool, sets)
+    np.testing.assert_allclose(cv.cv_scores_, 1.0 / 8.0)  # last of the right one and seven

@@ -190,6 +190,8 @@ def _top_eigenpairs(matrix, k, random_state, deflate=None):
         if deflate is not None:
             dense -= np.outer(deflate, deflate)
         values, vectors = scipy.linalg.eigh(dense, subset_by_index=[n - k, n - 1])
+        if len(values) < k:  # LAPACK's evr can return none where the top ones crowd near 1
+            values, vectors = scipy.linalg.eigh(dense, subset_by_index=[n - k, n - 1], driver="evx")
     else:
         extra = 0 if deflate is None else 1
         values, vectors = scipy.sparse.linalg.eigsh(

@@ -490,8 +490,10 @@ def _iokr_scores(projected, KY, diag, centre, score):
 
 
 def _reciprocal_rank(scores):
-    """1 / rank of candidate 0 (the right one) in a score vector; ties count for it."""
-    return 1.0 / (1 + np.sum(scores > scores[0]))
+    """1 / rank of candidate 0 (the right one) in a score vector, ties counted against
+    it (the pessimistic rank, as the benchmark ranks): a model that scores every
+    candidate alike ranks the right one last, not first."""
+    return 1.0 / (1 + np.sum(scores[1:] >= scores[0]))
 
 
 def _iokr_fold_reciprocal_ranks(
