@@ -295,3 +295,17 @@ def test_select_and_score_is_kernel_ridge_with_the_chosen_hyperparameters():
             other.fit(X[train], y[train] - y[train].mean())
             other_mae = np.mean(np.abs(other.predict(X[test]) + y[train].mean() - y[test]))
             assert result["test_mae"] <= other_mae * (1 + 1e-6)
+
+
+@pytest.mark.parametrize("offset", [1e3, 1e5])
+def test_the_metric_learnt_does_not_depend_on_where_the_features_lie(offset):
+    # the losses depend on differences of features only; far from the origin a
+    # distance by one matrix product loses the digits a pairwise difference keeps
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = np.sin(X[:, 0]) + 0.1 * X[:, 1]
+    near = MLKR().fit(X, y)
+    far = MLKR().fit(X + offset, y)
+    np.testing.assert_allclose(far.components_, near.components_, atol=1e-6)
+    np.testing.assert_allclose(far.predict(X + offset), near.predict(X), atol=1e-6)
+    MLKRR(random_state=0).fit(X + offset, y)  # its kernel stays positive definite

@@ -217,7 +217,10 @@ class _MetricLearningRegressor(RegressorMixin, TransformerMixin, BaseEstimator):
         self._check_hyperparameters()
         self.y_offset_ = float(np.mean(y))
         y_centred = y - self.y_offset_  # (n,)
-        A, sigma, n_iter, converged = self._learn_metric(X, y_centred)
+        # the losses depend on differences of features only: centred, their distances
+        # (one matrix product each) keep their precision where the features lie far
+        # from the origin, as the kernel's pairwise ones do
+        A, sigma, n_iter, converged = self._learn_metric(X - X.mean(axis=0), y_centred)
         if not converged:
             warnings.warn(
                 f"{type(self).__name__} did not converge in {n_iter} iterations: "
