@@ -354,7 +354,7 @@ def take_frames(observations, source, coordinates):
         The log's lines on the warm start.
     """
     frames = read_frames(source)
-    observed = observed_frames(frames, coordinates)  # counted in the record's warm_start
+    observed = observed_frames(frames, coordinates)
     held = held_coordinates(coordinates)
     found = None if held is None else held_elsewhere([f.positions for f in observed], *held)
     if found is not None:
