@@ -309,3 +309,22 @@ def test_the_metric_learnt_does_not_depend_on_where_the_features_lie(offset):
     np.testing.assert_allclose(far.components_, near.components_, atol=1e-6)
     np.testing.assert_allclose(far.predict(X + offset), near.predict(X), atol=1e-6)
     MLKRR(random_state=0).fit(X + offset, y)  # its kernel stays positive definite
+
+
+@pytest.mark.parametrize("estimator", [MLKR(), MLKRR(random_state=0)], ids=["MLKR", "MLKRR"])
+def test_a_pipeline_with_pandas_output_names_the_learnt_features(estimator):
+    pd = pytest.importorskip("pandas")
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X = np.random.default_rng(0).normal(size=(30, 3))
+    y = X[:, 0] ** 2
+    pipeline = make_pipeline(StandardScaler(), estimator).set_output(transform="pandas")
+    transformed = pipeline.fit(X, y).transform(X)
+    prefix = type(estimator).__name__.lower()
+    assert isinstance(transformed, pd.DataFrame)
+    assert list(transformed.columns) == [f"{prefix}{i}" for i in range(3)]
+    scaled = StandardScaler().fit_transform(X)
+    np.testing.assert_allclose(
+        transformed.to_numpy(), scaled @ pipeline[-1].components_.T, atol=1e-12
+    )

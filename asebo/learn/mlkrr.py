@@ -49,7 +49,12 @@ from asebo.extras import missing_extra
 from asebo.kernels import GaussianKernel, squared_distances
 
 try:
-    from sklearn.base import BaseEstimator, RegressorMixin, TransformerMixin
+    from sklearn.base import (
+        BaseEstimator,
+        ClassNamePrefixFeaturesOutMixin,
+        RegressorMixin,
+        TransformerMixin,
+    )
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.utils import check_random_state
     from sklearn.utils.validation import check_is_fitted, validate_data
@@ -196,8 +201,12 @@ def _cholesky(H):
         ) from error
 
 
-class _MetricLearningRegressor(RegressorMixin, TransformerMixin, BaseEstimator):
-    """Shared parts of MLKR and MLKRR: validation, the L-BFGS objective, KRR prediction."""
+class _MetricLearningRegressor(
+    ClassNamePrefixFeaturesOutMixin, RegressorMixin, TransformerMixin, BaseEstimator
+):
+    """Shared parts of MLKR and MLKRR: validation, the L-BFGS objective, KRR prediction;
+    the transformed features named ``mlkr0``, ``mlkr1``, ... (``mlkrr0``, ...) for
+    scikit-learn's ``get_feature_names_out`` and ``set_output``."""
 
     def fit(self, X, y):
         """Learn the metric on ``(X, y)``, then fit KRR with it on the same data.
@@ -229,6 +238,7 @@ class _MetricLearningRegressor(RegressorMixin, TransformerMixin, BaseEstimator):
                 stacklevel=2,
             )
         self.components_ = A  # (d, d)
+        self._n_features_out = A.shape[0]
         self.sigma_ = sigma
         self.n_iter_ = n_iter
         H = self.kernel(X) + self.krr_lambda * np.eye(len(X))  # (n, n)
