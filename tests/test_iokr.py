@@ -612,3 +612,14 @@ def test_a_model_that_scores_every_candidate_alike_ranks_the_right_one_last(sear
     cv = search(GaussianKernel(1e6), TanimotoKernel(), centre=False, cv=3, random_state=0)
     cv.fit(X, Y, pool, sets)
     np.testing.assert_allclose(cv.cv_scores_, 1.0 / 8.0)  # last of the right one and seven
+
+
+def test_inputs_or_candidates_of_another_width_are_refused_in_one_line():
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(20, 4)), rng.normal(size=(20, 3))
+    model = IOKR(GaussianKernel(0.5), LinearKernel(), lam=0.1).fit(X, Y)
+    with pytest.raises(ValueError, match=r"X has rows of shape \(5,\), the training data \(4,\)"):
+        model.decision_function(rng.normal(size=(2, 5)), Y[:4])
+    with pytest.raises(ValueError, match=r"candidates has rows of shape \(2,\), the training"):
+        model.decision_function(X[:2], rng.normal(size=(4, 2)))
+    assert model.decision_function(X[:2], Y[:4]).shape == (2, 4)

@@ -138,6 +138,17 @@ def _data(A, name, n_rows=None):
     return A
 
 
+def _same_width(A, basis, name):
+    """``A``, refused in one line where its rows are not shaped as ``basis``'s (the
+    training data the kernel compares them with)."""
+    if np.shape(A)[1:] != np.shape(basis)[1:]:
+        raise ValueError(
+            f"{name} has rows of shape {np.shape(A)[1:]}, the training data "
+            f"{np.shape(basis)[1:]}: give {name} as the model was fitted on"
+        )
+    return A
+
+
 def _positive_float(value, name):
     if not isinstance(value, numbers.Real) or not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a positive number, got {value!r}")
@@ -204,7 +215,7 @@ class _InputKernels:
         if self.precomputed:
             return [w * _matrix(p, name, n_cols=basis) for w, p in zip(self.weights, parts)]
         return [
-            w * np.asarray(k(p, b), dtype=np.float64)
+            w * np.asarray(k(_same_width(p, b, name), b), dtype=np.float64)
             for w, k, p, b in zip(self.weights, self.kernels, parts, basis)
         ]
 
@@ -230,7 +241,9 @@ class _OutputKernel:
         """:math:`K_Y(Y, \\text{basis})`; ``basis`` is data, or a column count if precomputed."""
         if self.precomputed:
             return _matrix(Y, name, n_cols=basis)
-        return np.asarray(self.kernel(_data(Y, name), basis), dtype=np.float64)
+        return np.asarray(
+            self.kernel(_same_width(_data(Y, name), basis, name), basis), dtype=np.float64
+        )
 
     def self_terms(self, candidates, candidate_gram, need_diag, need_mean):
         """Per candidate: :math:`k_y(y, y)` and :math:`\\langle \\psi(y), \\bar\\psi_C \\rangle`."""
