@@ -39,6 +39,23 @@ def test_an_electronic_structure_target_takes_gfn2_for_every_driver(driver):
         assert _method(choice) == "GFN2-xTB"
 
 
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_the_xtb_prior_describes_the_ion_the_target_computes(driver):
+    # GPAW takes the total charge as a parameter; the prior must be the same ion
+    pytest.importorskip("gpaw")
+    from gpaw import GPAW
+    from tblite.ase import TBLite
+
+    ammonium = molecule("NH3")
+    ammonium.append("H")
+    ammonium.positions[-1] = [0.0, 0.0, -1.1]
+    ammonium.calc = GPAW(mode="lcao", basis="dzp", charge=1, txt=None)
+    assert default_prior(ammonium, driver).prior.parameters["charge"] == 1
+    neutral = _water(TBLite(method="GFN2-xTB", charge=0, verbosity=0))
+    neutral.set_initial_charges([1.0, 0.0, 0.0])  # the target's charge=0 wins, as in tblite
+    assert default_prior(neutral, "saddle").prior.parameters["charge"] == 0
+
+
 def test_a_cheap_target_takes_the_lindh_model_for_a_minimum_and_gfn2_across_a_barrier():
     for target in (EMT(), LennardJones(), None):
         choice = default_prior(_water(target), "minimum")

@@ -116,13 +116,33 @@ def default_prior(atoms, driver, periodic=None, any_target=False):
     if tblite is None:
         rule = "electronic-structure" if is_electronic_structure(target) else "auto"
         rule = "barrier" if rule == "auto" and driver != "minimum" else rule
-        return _choice(_gfn_xtb("gfn2", {}), rule)
+        return _choice(_gfn_xtb("gfn2", target_charge(target)), rule)
     if driver != "saddle":
         return _choice(model, f"tblite-target-{driver}")
     parameters = getattr(tblite, "parameters", {})
     other = "gfn1" if parameters.get("method", "GFN2-xTB") == "GFN2-xTB" else "gfn2"
-    given = {key: parameters[key] for key in ("charge", "multiplicity") if parameters.get(key)}
+    given = {
+        key: parameters[key]
+        for key in ("charge", "multiplicity")
+        if parameters.get(key) is not None
+    }
     return _choice(_gfn_xtb(other, given), "tblite-target-saddle", f" ({other.upper()}-xTB)")
+
+
+def target_charge(target):
+    """``{"charge": q}`` where the target calculator (or one it wraps) sets the system's
+    total charge as a parameter (GPAW's, ORCA's, tblite's ``charge``), for the GFN2-xTB
+    prior to describe the same ion; else empty (tblite then reads the atoms' initial
+    charges, as the target does)."""
+    for inner in calculator_chain(target):
+        parameters = getattr(inner, "parameters", None)
+        if hasattr(parameters, "get"):  # ASE's Parameters, a dict
+            charge = parameters.get("charge")
+        else:  # GPAW's own parameters object
+            charge = getattr(parameters, "charge", None)
+        if charge is not None:
+            return {"charge": charge}
+    return {}
 
 
 def _choice(prior, rule, detail=""):
