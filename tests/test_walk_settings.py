@@ -143,8 +143,16 @@ def three_drivers(cluster):
             {"pbc": True, "cell": [12.0, 12.0, 12.5]},
             "another cell",
         ),
+        ({}, {"charge": 1.0}, "initial charges summing to 0, not these atoms' 1"),
+        ({}, {"magmom": 2.0}, "initial magnetic moments summing to 0, not these atoms' 2"),
     ],
-    ids=["molecule, then periodic", "periodic, then molecule", "another cell"],
+    ids=[
+        "molecule, then periodic",
+        "periodic, then molecule",
+        "another cell",
+        "another charge",
+        "another spin",
+    ],
 )
 def test_a_restart_file_of_another_system_is_refused_by_each_driver(tmp_path, first, again, words):
     pytest.importorskip("sella")
@@ -156,6 +164,8 @@ def test_a_restart_file_of_another_system_is_refused_by_each_driver(tmp_path, fi
         atoms = Atoms("Cu3", positions=[[0, 0, 0], [2.5, 0, 0], [1.2, -2.1 if moved else 2.1, 0.1]])
         atoms.set_pbc(system.get("pbc", False))
         atoms.set_cell(system.get("cell", None))
+        atoms.set_initial_charges([system.get("charge", 0.0), 0.0, 0.0])
+        atoms.set_initial_magnetic_moments([system.get("magmom", 0.0), 0.0, 0.0])
         atoms.calc = EMT()
         return atoms
 

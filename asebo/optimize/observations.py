@@ -490,21 +490,26 @@ def check_run(path, stored, current):
 
 
 def system_of(atoms, cell=True):
-    """The boundary conditions of ``atoms`` and, where ``cell``, their cell (Å), as the
-    JSON values a restart file keeps: ``{"pbc": [bool] * 3, "cell": (3, 3) list or
-    None}``. A cell filter, which moves the cell, passes ``cell=False``."""
+    """The boundary conditions of ``atoms``, where ``cell`` their cell (Å), and the
+    totals of their initial charges and magnetic moments (what a calculator that takes
+    no charge or spin of its own reads), as the JSON values a restart file keeps:
+    ``{"pbc": [bool] * 3, "cell": (3, 3) list or None, "charge": float, "magmom":
+    float}``. A cell filter, which moves the cell, passes ``cell=False``."""
     return {
         "pbc": [bool(periodic) for periodic in atoms.pbc],
         "cell": atoms.cell.array.tolist() if cell else None,
+        "charge": float(np.sum(atoms.get_initial_charges())),
+        "magmom": float(np.sum(atoms.get_initial_magnetic_moments())),
     }
 
 
 def check_system(path, stored, current):
     """Raise :class:`RestartError` where the restart file's observations were computed
-    with other boundary conditions or in another cell (by more than :data:`SAME_START`
-    Å in any component) than ``current`` (:func:`system_of`); files written before it
-    was recorded (``stored`` None), runs that do not say (``current`` None) and cells
-    of None pass."""
+    with other boundary conditions, initial charges or magnetic moments (in total), or in
+    another cell (by more than :data:`SAME_START` Å in any component) than ``current``
+    (:func:`system_of`); files written before it was recorded (``stored`` None or
+    without the entry), runs that do not say (``current`` None) and cells of None
+    pass."""
     if stored is None or current is None:
         return
     if list(stored["pbc"]) != list(current["pbc"]):
@@ -514,6 +519,14 @@ def check_system(path, stored, current):
             "their energies are another system's; set the same pbc to resume, or pass "
             "another restart file name to start afresh; this one was left untouched"
         )
+    for key, what in (("charge", "initial charges"), ("magmom", "initial magnetic moments")):
+        if key in stored and abs(stored[key] - current[key]) > 1e-6:
+            raise RestartError(
+                f"restart file {path} holds observations computed with {what} summing to "
+                f"{stored[key]:g}, not these atoms' {current[key]:g}: their energies are "
+                "another state's; set the same to resume, or pass another restart file "
+                "name to start afresh; this one was left untouched"
+            )
     if stored.get("cell") is None or current.get("cell") is None:
         return
     difference = np.abs(np.asarray(stored["cell"]) - np.asarray(current["cell"])).max()
@@ -741,10 +754,15 @@ def _check_stored_values(state):
     system = state.get("system")
     if system is not None:
         cell = system.get("cell")
-        if np.shape(system.get("pbc")) != (3,) or not (
-            cell is None or (np.shape(cell) == (3, 3) and np.isfinite(cell).all())
+        totals = [system.get(key, 0.0) for key in ("charge", "magmom")]
+        if (
+            np.shape(system.get("pbc")) != (3,)
+            or not (cell is None or (np.shape(cell) == (3, 3) and np.isfinite(cell).all()))
+            or not all(_is_real(total) and np.isfinite(total) for total in totals)
         ):
-            raise ValueError(f"a system {system!r}, not three pbc flags and a 3x3 cell")
+            raise ValueError(
+                f"a system {system!r}, not three pbc flags, a 3x3 cell and finite totals"
+            )
     radius = state["trust_radius"]
     if not (_is_real(radius) and np.isfinite(radius) and radius > 0):
         raise ValueError(f"trust_radius {radius!r}, not a positive length")
