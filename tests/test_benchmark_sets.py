@@ -259,3 +259,23 @@ def test_end_states_apart_by_a_rigid_motion_alone_are_one_state():
     bent = water.copy()
     bent.positions[1] += (0.0, 0.3, 0.0)
     assert end_state_rmsd(water, bent) > SAME_STATE
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["ts", "--jobs", "0"], "argument --jobs: must be a whole number of 1 or more, got '0'"),
+        (["baker", "--fmax", "-1"], "argument --fmax: must be a positive number, got '-1'"),
+        (["g2", "--rattle", "-1"], "argument --rattle: must be a number of 0 or more"),
+        (["neb", "--steps", "-1"], "argument --steps: must be a whole number of 1 or more"),
+        (["druglike", "--jobs", "x"], "argument --jobs: must be a whole number of 1 or more"),
+    ],
+)
+def test_a_benchmark_number_that_cannot_be_is_refused_in_one_line(argv, words, capsys):
+    from asebo.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["bench", *argv])
+    assert stop.value.code == 2
+    error = capsys.readouterr().err
+    assert words in error and "Traceback" not in error

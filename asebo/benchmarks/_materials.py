@@ -20,6 +20,8 @@ import numpy as np
 from ase import Atoms
 from ase.constraints import FixAtoms
 
+from asebo.benchmarks._options import positive_float, positive_int
+
 OPTIMIZERS = ["bo", "bfgs", "lbfgs", "fire", "gpmin", "preconlbfgs", "sella"]
 """The optimizers a materials benchmark runs by default."""
 
@@ -127,9 +129,9 @@ def add_arguments(parser, optimizers=OPTIMIZERS, steps=300):
     )
     add_kappa(parser)
     parser.add_argument("--starts", type=int, default=2, help="starts per system")
-    parser.add_argument("--fmax", type=float, default=0.05)
-    parser.add_argument("--steps", type=int, default=steps)
-    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--fmax", type=positive_float, default=0.05)
+    parser.add_argument("--steps", type=positive_int, default=steps)
+    parser.add_argument("--jobs", type=positive_int, default=1)
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table here")
     parser.add_argument(
         "--json", type=Path, default=None, help="also write every run's figures here"

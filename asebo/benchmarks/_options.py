@@ -1,4 +1,7 @@
-"""Names given on a benchmark's command line, checked before any run."""
+"""Names and numbers given on a benchmark's command line, checked before any run."""
+
+import argparse
+import math
 
 
 def refuse_unknown(command, checks):
@@ -20,3 +23,37 @@ def refuse_unknown(command, checks):
             check(value)
         except ValueError as error:
             raise SystemExit(f"{command} {option}: {error}") from None
+
+
+def positive_int(text):
+    """argparse's type of a count of 1 or more (``--jobs``, ``--steps``): a one-line
+    error otherwise."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of 1 or more, got {text!r}")
+    return value
+
+
+def positive_float(text):
+    """argparse's type of a positive finite number (``--fmax``, ``--limit``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def nonnegative_float(text):
+    """argparse's type of a finite number of 0 or more (``--rattle``, Å)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"must be a number of 0 or more, got {text!r}")
+    return value

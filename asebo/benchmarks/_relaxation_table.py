@@ -20,6 +20,7 @@ from ase.build import minimize_rotation_and_translation
 from ase.io import read
 
 from asebo.benchmarks._materials import add_kappa, bo_options, check_optimizers, table
+from asebo.benchmarks._options import positive_float, positive_int
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
@@ -52,9 +53,9 @@ def add_arguments(parser, folder, optimizers=None):
         add_symmetry_probe(parser)
         add_kappa(parser)
     parser.add_argument("--calc", default="gfn2")
-    parser.add_argument("--fmax", type=float, default=0.05)
-    parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--fmax", type=positive_float, default=0.05)
+    parser.add_argument("--steps", type=positive_int, default=300)
+    parser.add_argument("--jobs", type=positive_int, default=2)
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table here")
     parser.add_argument(
         "--audit",

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from asebo.benchmarks._materials import HIGHER_MINIMUM
+from asebo.benchmarks._options import positive_float, positive_int
 from asebo.benchmarks._relaxation_table import DATA_DIR
 
 ALL_ON = "all on"
@@ -140,9 +141,9 @@ def add_arguments(parser):
         "BOOptimizer(prior=calculator) (default: none, the Lindh prior)",
     )
     parser.add_argument("--starts", type=int, default=2, help="starts per periodic system")
-    parser.add_argument("--fmax", type=float, default=0.05)
-    parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--fmax", type=positive_float, default=0.05)
+    parser.add_argument("--steps", type=positive_int, default=300)
+    parser.add_argument("--jobs", type=positive_int, default=1)
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table here")
     parser.add_argument(
         "--json", type=Path, default=None, help="also write every run's figures here"

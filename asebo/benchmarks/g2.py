@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from asebo.benchmarks._materials import bo_options
+from asebo.benchmarks._options import nonnegative_float, positive_float, positive_int
 from asebo.benchmarks._relaxation_table import add_symmetry_probe
 
 HIGHER = 0.01  # eV: a final energy this far above L-BFGS's is a different minimum
@@ -37,17 +38,20 @@ def add_arguments(parser):
     )
     parser.add_argument(
         "--rattle",
-        type=float,
+        type=nonnegative_float,
         default=0.1,
         help="standard deviation of the random displacements, Å",
     )
     parser.add_argument("--seed", type=int, default=0)
     add_symmetry_probe(parser)  # with --rattle 0 every start keeps G2's symmetry
-    parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å")
+    parser.add_argument("--fmax", type=positive_float, default=0.05, help="eV/Å")
     parser.add_argument(
-        "--limit", type=float, default=3.0, help="bo may take this many times L-BFGS's calls"
+        "--limit",
+        type=positive_float,
+        default=3.0,
+        help="bo may take this many times L-BFGS's calls",
     )
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--jobs", type=positive_int, default=2)
     parser.add_argument(
         "--audit",
         action="store_true",

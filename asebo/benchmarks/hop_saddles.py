@@ -38,6 +38,7 @@ from ase.calculators.emt import EMT
 from ase.constraints import FixAtoms
 from ase.optimize import BFGS
 
+from asebo.benchmarks._options import positive_float, positive_int
 from asebo.benchmarks.neb import (
     al_on_al100,
     au_on_al100,
@@ -220,8 +221,8 @@ def add_arguments(parser):
         default=list(OPTIMIZERS),
         help="default: all three",
     )
-    parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å")
-    parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--fmax", type=positive_float, default=0.05, help="eV/Å")
+    parser.add_argument("--steps", type=positive_int, default=500)
 
 
 def run(args):

@@ -54,7 +54,7 @@ from ase.mep import NEB
 from ase.optimize import BFGS, FIRE, MDMin
 
 from asebo.benchmarks._charges import with_charge
-from asebo.benchmarks._options import refuse_unknown
+from asebo.benchmarks._options import positive_float, positive_int, refuse_unknown
 
 OPTIMIZERS = ("BONEB", "FIRE", "BFGS", "MDMin")
 GPAW_PRESET = "gpaw:basis=sz(dzp),h=0.25"
@@ -105,9 +105,9 @@ def add_arguments(parser):
         default=list(OPTIMIZERS),
         help="the optimizers to compare, in the table's order (default: all four)",
     )
-    parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å, on the NEB forces")
+    parser.add_argument("--fmax", type=positive_float, default=0.05, help="eV/Å, on the NEB forces")
     parser.add_argument(
-        "--steps", type=int, default=1000, help="optimizer steps (BONEB: calls) at most"
+        "--steps", type=positive_int, default=1000, help="optimizer steps (BONEB: calls) at most"
     )
     parser.add_argument(
         "--calculator",

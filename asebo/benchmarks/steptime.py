@@ -30,6 +30,7 @@ import time
 import numpy as np
 from ase.io import read
 
+from asebo.benchmarks._options import positive_float, positive_int
 from asebo.benchmarks.baker import DEFAULT_DIR
 
 
@@ -59,11 +60,11 @@ def add_arguments(parser):
     )
     parser.add_argument(
         "--fmax",
-        type=float,
+        type=positive_float,
         default=None,
         help="relax to this force threshold and average over the whole run instead",
     )
-    parser.add_argument("--steps", type=int, default=300, help="most steps with --fmax")
+    parser.add_argument("--steps", type=positive_int, default=300, help="most steps with --fmax")
     parser.add_argument(
         "--threads",
         type=int,

@@ -20,6 +20,7 @@ import numpy as np
 from ase.build import molecule
 
 from asebo.benchmarks._materials import check_optimizers
+from asebo.benchmarks._options import nonnegative_float, positive_float, positive_int
 
 MOLECULES = {"water": "H2O", "ethanol": "CH3CH2OH", "benzene": "C6H6"}
 """The small set: names and their :func:`ase.build.molecule` formulas."""
@@ -40,18 +41,20 @@ def add_arguments(parser):
         default=None,
         help="names (small set) or file stems and substrings (Baker) to run (default: all)",
     )
-    parser.add_argument("--fmax", type=float, nargs="+", default=THRESHOLDS, help="eV/Å")
+    parser.add_argument("--fmax", type=positive_float, nargs="+", default=THRESHOLDS, help="eV/Å")
     parser.add_argument(
         "--optimizers",
         nargs="+",
         default=OPTIMIZERS,
         help="bo, bfgs, lbfgs, fire, gpmin, sella (pip install 'asebo[sella]'), ...",
     )
-    parser.add_argument("--rattle", type=float, default=0.05, help="Å, the small set's starts")
+    parser.add_argument(
+        "--rattle", type=nonnegative_float, default=0.05, help="Å, the small set's starts"
+    )
     parser.add_argument("--seed", type=int, default=0, help="of the small set's rattle")
     parser.add_argument("--calc", default="gfn2")
-    parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--steps", type=positive_int, default=1000)
+    parser.add_argument("--jobs", type=positive_int, default=1)
     parser.add_argument("--markdown", type=Path, default=None, help="also write the tables here")
 
 

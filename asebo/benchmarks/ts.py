@@ -45,7 +45,7 @@ import numpy as np
 from ase.io import read
 
 from asebo.benchmarks._charges import with_charge
-from asebo.benchmarks._options import refuse_unknown
+from asebo.benchmarks._options import positive_float, positive_int, refuse_unknown
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 SETS = {
@@ -70,9 +70,9 @@ def add_arguments(parser):
     parser.add_argument(
         "--guesses", nargs="+", default=None, help="file stems or substrings (default: all)"
     )
-    parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å")
-    parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--fmax", type=positive_float, default=0.05, help="eV/Å")
+    parser.add_argument("--steps", type=positive_int, default=1000)
+    parser.add_argument("--jobs", type=positive_int, default=1)
     parser.add_argument("--no-hessian", action="store_true", help="skip the endpoint's modes")
     parser.add_argument(
         "--prior",

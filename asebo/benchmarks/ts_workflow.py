@@ -40,7 +40,7 @@ from ase.calculators.emt import EMT
 from ase.mep import NEB
 from ase.optimize import FIRE
 
-from asebo.benchmarks._options import refuse_unknown
+from asebo.benchmarks._options import positive_float, positive_int, refuse_unknown
 from asebo.benchmarks.neb import REACTIONS, SYSTEMS, Counted, idpp_band, reaction
 
 METHODS = ("asebo", "NEB+Sella", "CI-NEB")
@@ -85,7 +85,9 @@ def add_arguments(parser):
         default=list(METHODS),
         help="the methods to run, in the table's order (default: all three)",
     )
-    parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å, of the saddle point")
+    parser.add_argument(
+        "--fmax", type=positive_float, default=0.05, help="eV/Å, of the saddle point"
+    )
     parser.add_argument("--band-fmax", type=float, default=1.0, help="eV/Å, of asebo's loose band")
     parser.add_argument(
         "--no-climb", action="store_true", help="asebo's loose band without its climbing image"
@@ -97,7 +99,10 @@ def add_arguments(parser):
         "--descent", choices=("model", "calculator"), default="model", help="asebo's check"
     )
     parser.add_argument(
-        "--steps", type=int, default=1000, help="steps at most of each optimizer (asebo: calls)"
+        "--steps",
+        type=positive_int,
+        default=1000,
+        help="steps at most of each optimizer (asebo: calls)",
     )
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 from ase import units
 
+from asebo.benchmarks._options import positive_float, positive_int
 from asebo.benchmarks._relaxation_table import DATA_DIR, molecule_files
 
 HIGH = 500.0  # cm⁻¹: the modes whose relative error is reported
@@ -34,10 +35,10 @@ def add_arguments(parser):
     )
     parser.add_argument("--calc", default="gfn2", help="the target (default: gfn2)")
     parser.add_argument("--prior", default=None, help="prior of bo (default: its own)")
-    parser.add_argument("--fmax", type=float, default=0.05)
-    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--fmax", type=positive_float, default=0.05)
+    parser.add_argument("--steps", type=positive_int, default=300)
     parser.add_argument("--above", type=float, default=HIGH, help="cm⁻¹ (default: 500)")
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--jobs", type=positive_int, default=2)
     parser.add_argument("--markdown", type=Path, default=None, help="also write the table here")
 
 
