@@ -279,3 +279,18 @@ def test_a_benchmark_number_that_cannot_be_is_refused_in_one_line(argv, words, c
     assert stop.value.code == 2
     error = capsys.readouterr().err
     assert words in error and "Traceback" not in error
+
+
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["baker", "--calc", "nosuch"], "asebo bench baker --calc: unknown calculator"),
+        (["neb", "--set", "reactions", "--reactions", "nosuch"], "--reactions: no nosuch in"),
+        (["ts_workflow", "--set", "reactions", "--reactions", "nosuch"], "no nosuch in"),
+    ],
+)
+def test_a_benchmark_name_that_is_not_there_is_refused_before_any_run(argv, words):
+    from asebo.cli import main
+
+    with pytest.raises(SystemExit, match=words):
+        main(["bench", *argv])

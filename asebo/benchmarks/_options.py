@@ -57,3 +57,16 @@ def nonnegative_float(text):
     if not (math.isfinite(value) and value >= 0):
         raise argparse.ArgumentTypeError(f"must be a number of 0 or more, got {text!r}")
     return value
+
+
+def refuse_missing(command, folder, names):
+    """Exit with a one-line message where a name of ``names`` has no ``NAME.xyz`` in
+    ``folder`` (``--reactions``)."""
+    from pathlib import Path
+
+    missing = [name for name in names if not (Path(folder) / f"{name}.xyz").is_file()]
+    if missing:
+        raise SystemExit(
+            f"{command} --reactions: no {', '.join(missing)} in {folder}: give file names "
+            "without .xyz of that folder"
+        )

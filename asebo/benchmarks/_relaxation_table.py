@@ -20,7 +20,7 @@ from ase.build import minimize_rotation_and_translation
 from ase.io import read
 
 from asebo.benchmarks._materials import add_kappa, bo_options, check_optimizers, table
-from asebo.benchmarks._options import positive_float, positive_int
+from asebo.benchmarks._options import positive_float, positive_int, refuse_unknown
 
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 
@@ -129,7 +129,11 @@ def _run_one(task):
 
 def run(args):
     """Relax every molecule with every optimizer and print the table."""
+    from calculators import get_calculator
+
     check_optimizers(args.optimizers)
+    command = f"asebo bench {getattr(args, 'benchmark', '')}".rstrip()
+    refuse_unknown(command, [("--calc", get_calculator, args.calc)])
     files = molecule_files(args.dir, args.molecules)
     audit = getattr(args, "audit", False)
     probe = getattr(args, "symmetry_probe", None)

@@ -54,7 +54,12 @@ from ase.mep import NEB
 from ase.optimize import BFGS, FIRE, MDMin
 
 from asebo.benchmarks._charges import with_charge
-from asebo.benchmarks._options import positive_float, positive_int, refuse_unknown
+from asebo.benchmarks._options import (
+    positive_float,
+    positive_int,
+    refuse_missing,
+    refuse_unknown,
+)
 
 OPTIMIZERS = ("BONEB", "FIRE", "BFGS", "MDMin")
 GPAW_PRESET = "gpaw:basis=sz(dzp),h=0.25"
@@ -341,6 +346,8 @@ def run(args):
         "asebo bench neb",
         [("--prior", resolve_prior, args.prior), ("--calculator", get_calculator, reactions)],
     )
+    if args.set == "reactions":
+        refuse_missing("asebo bench neb", args.reactions_dir, args.reactions)
     optimizers = list(dict.fromkeys(args.optimizers))
     rows = []
     calls, seconds = dict.fromkeys(optimizers, 0), dict.fromkeys(optimizers, 0.0)

@@ -40,7 +40,12 @@ from ase.calculators.emt import EMT
 from ase.mep import NEB
 from ase.optimize import FIRE
 
-from asebo.benchmarks._options import positive_float, positive_int, refuse_unknown
+from asebo.benchmarks._options import (
+    positive_float,
+    positive_int,
+    refuse_missing,
+    refuse_unknown,
+)
 from asebo.benchmarks.neb import REACTIONS, SYSTEMS, Counted, idpp_band, reaction
 
 METHODS = ("asebo", "NEB+Sella", "CI-NEB")
@@ -238,6 +243,7 @@ def run(args):
         refuse_unknown(
             "asebo bench ts_workflow", [("--calculator", get_calculator, args.calculator)]
         )
+        refuse_missing("asebo bench ts_workflow", REACTIONS, args.reactions)
     try:
         check_options(fmax=args.fmax, band_fmax=args.band_fmax, steps=args.steps)
     except ValueError as error:
