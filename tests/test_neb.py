@@ -723,3 +723,35 @@ def test_the_summary_gives_the_barrier_ase_reads_off_the_band(au_al, method):
     assert search.run(fmax=0.05)
     expected, _ = NEBTools(neb.images).get_barrier(fit=False)
     assert f"barrier {expected:.4f} eV" in search.summary()
+
+
+def test_a_band_wrapped_into_its_cell_is_the_band_ase_sees_through_the_minimum_image():
+    # Au hops across the cell's edge on Al(100); every image wrapped into the cell (as
+    # read back from POSCAR files) is the same band to ASE's NEB, and to BONEB
+    from ase.build import add_adsorbate, fcc100
+    from ase.constraints import FixAtoms
+    from ase.mep import NEBTools
+
+    initial = fcc100("Al", size=(3, 3, 2), vacuum=5.0)
+    spacing = initial.cell[0, 0] / 3
+    add_adsorbate(initial, "Au", 1.7, position=(2.5 * spacing, 1.5 * spacing))
+    initial.set_constraint(FixAtoms(mask=[tag > 1 for tag in initial.get_tags()]))
+    final = initial.copy()
+    final[-1].x += spacing
+    for end in (initial, final):
+        end.calc = EMT()
+        BFGS(end, logfile=None).run(fmax=0.01)
+    barriers = {}
+    for wrapped in (False, True):
+        images = [initial.copy() for _ in range(4)] + [final.copy()]
+        neb = NEB(images, climb=True, method="improvedtangent")
+        neb.interpolate(apply_constraint=False)
+        for image in images:
+            if wrapped:
+                image.wrap()
+            image.calc = EMT()
+        assert BONEB(neb, logfile=None).run(fmax=0.05, steps=30)
+        barriers[wrapped], _ = NEBTools(images).get_barrier(fit=False)
+        steps = np.diff([image[-1].x for image in images])  # the adatom along the hop
+        assert np.all(np.abs(steps) < spacing)
+    assert barriers[True] == pytest.approx(barriers[False], abs=1e-3)

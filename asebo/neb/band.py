@@ -9,6 +9,7 @@ often an optimizer asks.
 """
 
 import numpy as np
+from ase.geometry import find_mic
 from ase.mep import NEB
 
 from asebo.optimize.model_calculators import ComputedValues, rigid_rotation
@@ -124,3 +125,20 @@ def publish(neb, evaluated):
 def largest_forces(band):
     """The largest atomic force of each image of ``band`` (i, n, 3): (i,)."""
     return np.sqrt((band**2).sum(axis=2)).max(axis=1)
+
+
+def continuous_band(images):
+    """Make a periodic band continuous in place: each atom of every image after the
+    first moved by whole lattice vectors to its nearest image of the same atom in the
+    image before (a band whose images were wrapped into the cell, read back from
+    POSCAR files, say). The configurations and their energies are the same; the GP,
+    whose periodic representation takes a wrap only beyond 0.75 of a lattice vector
+    (:func:`asebo.model.springs.lattice_wrap`), then sees the band ASE's NEB springs and
+    tangents see through the minimum image. A molecule's band is left as it is."""
+    for before, image in zip(images, images[1:]):
+        if not np.any(image.pbc):
+            return
+        offset = image.positions - before.positions  # (n, 3)
+        nearest, _ = find_mic(offset, image.cell, image.pbc)
+        if not np.allclose(nearest, offset, rtol=0.0, atol=1e-9):
+            image.positions = before.positions + nearest

@@ -32,7 +32,7 @@ from ase.optimize import FIRE
 from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import broadcast, world
 
-from asebo.neb.band import largest_forces
+from asebo.neb.band import continuous_band, largest_forces
 from asebo.neb.band_view import BandState, RecordedBand
 from asebo.neb.checks import check_band
 from asebo.neb.choice import ImageChoice, describe
@@ -151,6 +151,7 @@ class BONEB(BandSummary, BandState, ImageChoice, Optimizer):
         **kwargs,
     ):
         check_band(neb)
+        continuous_band(neb.images)  # wrapped images brought back onto one path
         check_distinct_files(
             restart=restart,
             logfile=logfile,
