@@ -25,38 +25,32 @@ def refuse_unknown(command, checks):
             raise SystemExit(f"{command} {option}: {error}") from None
 
 
-def positive_int(text):
-    """argparse's type of a count of 1 or more (``--jobs``, ``--steps``): a one-line
-    error otherwise."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = None
-    if value is None or value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of 1 or more, got {text!r}")
-    return value
+def _argument_type(convert, accept, needs):
+    """An argparse type: the text ``convert`` ed, refused in one line (``must be
+    {needs}``) where it does not convert or ``accept`` does not take it."""
+
+    def parse(text):
+        try:
+            value = convert(text)
+        except ValueError:
+            value = None
+        if value is None or not accept(value):
+            raise argparse.ArgumentTypeError(f"must be {needs}, got {text!r}")
+        return value
+
+    return parse
 
 
-def positive_float(text):
-    """argparse's type of a positive finite number (``--fmax``, ``--limit``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
-
-
-def nonnegative_float(text):
-    """argparse's type of a finite number of 0 or more (``--rattle``, Å)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"must be a number of 0 or more, got {text!r}")
-    return value
+positive_int = _argument_type(int, lambda value: value >= 1, "a whole number of 1 or more")
+"""A count of 1 or more (``--jobs``, ``--steps``)."""
+positive_float = _argument_type(
+    float, lambda value: math.isfinite(value) and value > 0, "a positive number"
+)
+"""A positive finite number (``--fmax``, ``--limit``)."""
+nonnegative_float = _argument_type(
+    float, lambda value: math.isfinite(value) and value >= 0, "a number of 0 or more"
+)
+"""A finite number of 0 or more (``--rattle``, Å)."""
 
 
 def refuse_missing(command, folder, names):
