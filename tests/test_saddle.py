@@ -21,7 +21,7 @@ from asebo.optimize.settings import SaddleSettings
 from asebo.optimize.walk_trust import distance_to
 from asebo.saddle import BOSaddle
 from asebo.saddle.model_search import saddle_on_model
-from asebo.saddle.result import FIRST_ORDER
+from asebo.saddle.result import FIRST_ORDER, FLAT
 from asebo.saddle.walk import NEWTON_STEP, newton_step
 from calculators import CountingCalculator, get_calculator
 
@@ -196,6 +196,17 @@ def test_a_restart_file_named_as_another_file_of_the_search_is_refused(tmp_path,
     with pytest.raises(ValueError, match="are the same file"):
         BOSaddle(water(), restart=str(restart), **options)
     assert restart.read_bytes() == written
+
+
+def test_a_flat_region_is_no_saddle_point():
+    # two hydrogen atoms 9 Å apart: the forces vanish and the model's one negative
+    # curvature is 2i cm⁻¹, a free atom's plateau, not a transition state
+    atoms = Atoms("H2", positions=[[0.0, 0.0, 0.0], [0.0, 0.0, 9.0]])
+    atoms.calc = get_calculator("gfn2")
+    search = BOSaddle(atoms, logfile=None)
+    assert not search.run(fmax=0.05, steps=5)
+    assert search.result.reason == FLAT and search.result.order == 0
+    assert "the model is flat" in search.summary()
 
 
 def test_observations_that_moved_a_held_atom_are_refused():

@@ -22,9 +22,8 @@ from asebo.optimize.model_hessian import (
     mass_weighted_internal_basis,
     prior_where_interpolated,
 )
+from asebo.saddle.order import IMAGINARY_THRESHOLD
 
-IMAGINARY_THRESHOLD = 10.0
-"""cm⁻¹: an imaginary frequency above this is a mode, below it noise."""
 DISPLACEMENT = 0.005
 """Å, of the central differences of the calculator's forces."""
 TO_WAVENUMBER = units._hbar * 1e10 / np.sqrt(units._e * units._amu) / units.invcm

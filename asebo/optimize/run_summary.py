@@ -111,10 +111,13 @@ class SaddleSummary(RunSummary):
 def saddle_end(reason):
     """The words of a :attr:`asebo.saddle.result.SaddleResult.reason`."""
     from asebo.saddle import result  # the saddle search imports this package
+    from asebo.saddle.order import IMAGINARY_THRESHOLD
 
     words = {
         result.FIRST_ORDER: "a first-order saddle point by the model",
         result.MINIMUM: "the forces converged at a minimum of the model",
+        result.FLAT: "the forces converged where the model is flat, its one imaginary "
+        f"frequency below {IMAGINARY_THRESHOLD:.0f}i cm⁻¹",
         result.HIGHER_ORDER: "the forces converged at a saddle point of higher order of the model",
         result.STEPS: "its steps ran out",
         result.WALK_FAILED: "the walk on the model failed at its first step",

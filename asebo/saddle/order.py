@@ -31,6 +31,11 @@ from asebo.optimize.model_hessian import (
     mass_weighted_internal_basis,
 )
 
+IMAGINARY_THRESHOLD = 10.0
+"""cm⁻¹: an imaginary frequency above this is a mode, below it noise: a model whose one
+negative curvature is softer stands on a flat region (a free atom far away), not at a
+saddle point."""
+
 
 @dataclass(frozen=True)
 class OrderStep:
@@ -77,6 +82,10 @@ class OrderVerdict:
         (:func:`lowest_frequency`); None elsewhere.
     mode : array (n, 3) or None
         The unit mode of that negative curvature; None elsewhere.
+    flat : float or None
+        cm⁻¹, the model's one imaginary frequency where it is below
+        :data:`IMAGINARY_THRESHOLD`: no negative curvature is counted (``order`` 0), a
+        flat region's; None elsewhere.
     """
 
     curvatures: np.ndarray
@@ -84,6 +93,7 @@ class OrderVerdict:
     step: OrderStep | None
     imaginary: float | None = None
     mode: np.ndarray | None = None
+    flat: float | None = None
 
     @property
     def order(self):
@@ -97,6 +107,12 @@ class OrderVerdict:
             return (
                 f"converged where the model has one negative curvature ({values} "
                 f"eV/Å², {self.imaginary:.0f}i cm⁻¹): a first-order saddle point by the model"
+            )
+        if self.flat is not None:
+            return (
+                f"the forces are converged where the model's one negative curvature is "
+                f"flat ({self.flat:.0f}i cm⁻¹, below {IMAGINARY_THRESHOLD:.0f}i): not a "
+                "saddle point, not converged; start from a guess nearer the transition state"
             )
         if not self.order:
             return (
@@ -153,6 +169,8 @@ def judge_order(gp, observations, positions, free, masses, radius, steps_left, r
     imaginary = mode = None
     if len(downward) == 1:
         imaginary = -lowest_frequency(curvature.hessian, positions, masses, free, rotations)
+        if imaginary < IMAGINARY_THRESHOLD:
+            return OrderVerdict(np.zeros(0), 0, None, flat=imaginary)
         mode = np.reshape(curvature.modes[downward[0]], np.shape(positions))
     return OrderVerdict(curvature.curvatures[downward], len(supported), step, imaginary, mode)
 

@@ -3,8 +3,10 @@
 A search converges where the largest computed force is below ``fmax`` and the model
 puts the configuration at a first-order saddle point (one negative curvature:
 :class:`asebo.saddle.order.OrderVerdict`). Converged forces where the model has no
-negative curvature are a minimum, where it has two or more and no step off is left a
-saddle point of higher order: the search ends there, not converged. Otherwise it ended
+negative curvature are a minimum, where its one negative curvature is softer than
+:data:`asebo.saddle.order.IMAGINARY_THRESHOLD` a flat region, where it has two or more
+and no step off is left a saddle point of higher order: the search ends there, not
+converged. Otherwise it ended
 on its steps, or where the walk on the model ended on a configuration already computed
 and the Newton step off it (:func:`asebo.saddle.walk.newton_step`) on one too.
 """
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 
 FIRST_ORDER = "first-order saddle"
 MINIMUM = "minimum"
+FLAT = "flat"
 HIGHER_ORDER = "higher order"
 STEPS = "steps"
 WALK_FAILED = "walk failed"
@@ -36,7 +39,7 @@ class SaddleResult:
     imaginary : float or None
         cm⁻¹, the model's imaginary frequency where ``order`` is 1.
     reason : str
-        Why the search ended: :data:`FIRST_ORDER`, :data:`MINIMUM`,
+        Why the search ended: :data:`FIRST_ORDER`, :data:`MINIMUM`, :data:`FLAT`,
         :data:`HIGHER_ORDER`, :data:`STEPS`, :data:`WALK_FAILED` or
         :data:`WALK_ON_COMPUTED`.
     overlap : float or None
@@ -61,6 +64,8 @@ def judged_end(verdict, overlap=None):
     ``overlap`` of its imaginary mode with the mode climbed from the start."""
     order = verdict.order
     reason = FIRST_ORDER if order == 1 else MINIMUM if order == 0 else HIGHER_ORDER
+    if verdict.flat is not None:
+        reason = FLAT
     return SaddleResult(order == 1, True, order, verdict.imaginary, reason, overlap)
 
 
