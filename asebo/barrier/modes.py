@@ -3,8 +3,9 @@ reaction, from the model's Hessian (no call) or the calculator's (finite differe
 
 The Hessian is mass-weighted and its rigid motions are projected out (the
 translations, and for a molecule the rotations, those that leave its held atoms in
-place where some are held; a periodic cell keeps its rotations as vibrations), as E. B. Wilson, J. C. Decius and P. C. Cross,
-*Molecular Vibrations*, McGraw-Hill (1955), ch. 2, do; held atoms do not move. A
+place where some are held; a periodic cell keeps its rotations as vibrations), as
+E. B. Wilson, J. C. Decius and P. C. Cross, *Molecular Vibrations*, McGraw-Hill (1955),
+ch. 2, do; held atoms do not move. A
 frequency below ``-IMAGINARY_THRESHOLD`` cm⁻¹ is imaginary: softer negative
 curvatures are within the noise of a finite-difference Hessian, as in the endpoint
 audit of the benchmarks.
