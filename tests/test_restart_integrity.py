@@ -429,3 +429,25 @@ def test_two_optimizers_given_one_restart_file_lose_no_call_of_the_first(tmp_pat
     assert len(Observations.load(ethanol().numbers, restart)) == 3
     first.run(fmax=0.01, steps=1)  # the first goes on writing its own file
     assert len(Observations.load(ethanol().numbers, restart)) == 4
+
+
+def test_a_periodic_start_wrapped_into_its_cell_resumes_without_a_call(tmp_path):
+    # an atom a lattice vector away is the same configuration of a periodic cell
+    def copper():
+        atoms = bulk("Cu", cubic=True) * (2, 1, 1)
+        del atoms[0]
+        atoms.positions[0] += [-0.3, 0.05, 0.0]  # past the cell's face
+        atoms.calc = CountingCalculator(EMT())
+        return atoms
+
+    restart = str(tmp_path / "wrapped.json")
+    BOOptimizer(copper(), restart=restart, logfile=None).run(fmax=0.01, steps=2)
+    wrapped = copper()
+    wrapped.wrap()
+    assert np.abs(wrapped.positions - copper().positions).max() > 3.0
+    resumed = BOOptimizer(wrapped, restart=restart, logfile=None)
+    assert len(resumed.observations) == 3 and wrapped.calc.ncalls == 0
+    moved = copper()
+    moved.positions[0] += [0.2, 0.0, 0.0]
+    with pytest.raises(RestartError, match="another start"):
+        BOOptimizer(moved, restart=restart, logfile=None)

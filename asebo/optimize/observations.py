@@ -552,12 +552,14 @@ def check_calculator(path, stored, current):
         )
 
 
-def check_start(path, given, start, observations):
+def check_start(path, given, start, observations, system=None):
     """Raise :class:`RestartError` when the positions ``given`` (N, 3) are neither the
     recorded ``start`` of the run nor a configuration of its ``observations``.
 
     Within :data:`SAME_START` Å per coordinate; the pending configuration counts as
-    one of them. Files written before the start was recorded (``start`` None) pass.
+    one of them. In the periodic cell of ``system`` (:func:`system_of`; a cell filter's
+    has none) atoms a lattice vector apart are the same (a start wrapped into the
+    cell). Files written before the start was recorded (``start`` None) pass.
     """
     if start is None:
         return
@@ -565,7 +567,13 @@ def check_start(path, given, start, observations):
     pending = observations.state.get("pending")
     if pending is not None:
         candidates.append(np.asarray(pending, dtype=float))
-    distance = min(np.abs(given - candidate).max() for candidate in candidates)
+    periodic = system is not None and system["cell"] is not None and any(system["pbc"])
+
+    def apart(candidate):  # (N, 3)
+        offset = given - candidate
+        return find_mic(offset, system["cell"], system["pbc"])[0] if periodic else offset
+
+    distance = min(np.abs(apart(candidate)).max() for candidate in candidates)
     if distance > SAME_START:
         raise RestartError(
             f"restart file {path} holds a run from another start: the atoms given are "

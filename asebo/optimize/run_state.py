@@ -85,7 +85,7 @@ def resume_run(numbers, restart, comm, run, trust_region):
     )
     state = observations.state
     check_calculator(restart, state.get("calculator"), run["calculator"])
-    check_start(restart, run["start"], state.get("start"), observations)
+    check_start(restart, run["start"], state.get("start"), observations, run["system"])
     if run.get("held") is not None:
         check_held(restart, observations.positions, *run["held"])
     notes = compare_choices(restart, state, run["choices"], run["given"])

@@ -86,7 +86,7 @@ def stored_search(restart, atoms, identity, comm):
     record = Observations.load(atoms.numbers, restart, comm, SADDLE, system_of(atoms))
     state = record.state
     check_calculator(restart, state.get("calculator"), identity)
-    check_start(restart, atoms.positions, state.get("start"), record)
+    check_start(restart, atoms.positions, state.get("start"), record, system_of(atoms))
     check_held(restart, record.positions, atoms.positions, free_atoms(atoms), atoms.cell, atoms.pbc)
     if "next" not in state:
         raise RestartError(f"restart file {restart} is not a saddle search's: pass another name")
