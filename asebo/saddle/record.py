@@ -83,10 +83,11 @@ def stored_search(restart, atoms, identity, comm):
     """
     if restart is None or not os.path.isfile(restart):
         return None
-    record = Observations.load(atoms.numbers, restart, comm, SADDLE, system_of(atoms))
+    system = system_of(atoms)
+    record = Observations.load(atoms.numbers, restart, comm, SADDLE, system)
     state = record.state
     check_calculator(restart, state.get("calculator"), identity)
-    check_start(restart, atoms.positions, state.get("start"), record, system_of(atoms))
+    check_start(restart, atoms.positions, state.get("start"), record, system)
     check_held(restart, record.positions, atoms.positions, free_atoms(atoms), atoms.cell, atoms.pbc)
     if "next" not in state:
         raise RestartError(f"restart file {restart} is not a saddle search's: pass another name")
