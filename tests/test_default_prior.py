@@ -9,6 +9,7 @@ from ase import Atoms
 from ase.build import bulk, molecule
 from ase.calculators.emt import EMT
 from ase.calculators.lj import LennardJones
+from ase.calculators.mixing import LinearCombinationCalculator, SumCalculator
 from ase.calculators.vasp import Vasp
 from ase.mep import NEB
 
@@ -74,6 +75,23 @@ def test_tblite_as_the_target_takes_the_lindh_model_the_highest_energy_or_the_ot
     assert _method(default_prior(water, "saddle")) == "GFN1-xTB"
     water.calc = get_calculator("gfn1")
     assert _method(default_prior(water, "saddle")) == "GFN2-xTB"
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_target_summed_with_a_correction_is_known_by_its_parts(driver):
+    # GPAW plus a dispersion term, as users add D3: the prior is the electronic-structure
+    # target's, of the same ion; tblite plus a term is tblite's own
+    pytest.importorskip("gpaw")
+    from gpaw import GPAW
+
+    cation = _water(SumCalculator([GPAW(mode="lcao", charge=1, txt=None), LennardJones()]))
+    choice = default_prior(cation, driver)
+    assert (_method(choice), choice.rule) == ("GFN2-xTB", "electronic-structure")
+    assert choice.prior.parameters["charge"] == 1
+    mixed = LinearCombinationCalculator([Vasp(), EMT()], [1.0, 1.0])
+    assert default_prior(_water(mixed), driver).rule == "electronic-structure"
+    xtb = default_prior(_water(SumCalculator([get_calculator("gfn2"), EMT()])), driver)
+    assert xtb.rule == f"tblite-target-{driver}"
 
 
 @pytest.mark.parametrize("driver", DRIVERS)

@@ -130,11 +130,11 @@ def default_prior(atoms, driver, periodic=None, any_target=False):
 
 
 def target_charge(target):
-    """``{"charge": q}`` where the target calculator (or one it wraps) sets the system's
-    total charge as a parameter (GPAW's, ORCA's, tblite's ``charge``), for the GFN2-xTB
-    prior to describe the same ion; else empty (tblite then reads the atoms' initial
-    charges, as the target does)."""
-    for inner in calculator_chain(target):
+    """``{"charge": q}`` where the target calculator (or one of its parts,
+    :func:`calculator_parts`) sets the system's total charge as a parameter (GPAW's,
+    ORCA's, tblite's ``charge``), for the GFN2-xTB prior to describe the same ion; else
+    empty (tblite then reads the atoms' initial charges, as the target does)."""
+    for inner in calculator_parts(target):
         parameters = getattr(inner, "parameters", None)
         if hasattr(parameters, "get"):  # ASE's Parameters, a dict
             charge = parameters.get("charge")
@@ -165,10 +165,30 @@ def calculator_chain(calculator):
         calculator = getattr(calculator, "calc", None)
 
 
+def calculator_parts(calculator):
+    """``calculator`` and every calculator inside it, depth first, outermost first: those
+    it wraps (``calc``), the terms of ASE's sums and mixtures (``calcs``, a mixer's
+    ``calcs``) and the DFT calculator a dispersion correction adds to (``dft``); nothing
+    for None. A GPAW target with a D3 correction, ``SumCalculator([GPAW(...), DFTD3()])``,
+    holds GPAW."""
+    seen = set()
+    stack = [(calculator, 0)]
+    while stack:
+        inner, depth = stack.pop()
+        if inner is None or id(inner) in seen or depth > 8:  # never a cycle
+            continue
+        seen.add(id(inner))
+        yield inner
+        mixer = getattr(inner, "mixer", None)
+        inside = [getattr(inner, "calc", None), getattr(inner, "dft", None)]
+        inside += list(getattr(inner, "calcs", None) or getattr(mixer, "calcs", None) or [])
+        stack.extend((part, depth + 1) for part in reversed(inside))
+
+
 def wrapped_by(calculator, names):
-    """The calculator of ``calculator``'s chain (:func:`calculator_chain`) whose class name or a
-    part of whose module name is one of ``names``; None where none is."""
-    for inner in calculator_chain(calculator):
+    """The calculator among ``calculator``'s parts (:func:`calculator_parts`) whose class
+    name or a part of whose module name is one of ``names``; None where none is."""
+    for inner in calculator_parts(calculator):
         kind = type(inner)
         where = f"{kind.__module__}.{kind.__name__}".lower().split(".")
         if any(name in where for name in names):
@@ -177,15 +197,16 @@ def wrapped_by(calculator, names):
 
 
 def is_electronic_structure(calculator):
-    """Whether ``calculator`` (or one it wraps) is an electronic-structure code: one of
-    ASE's calculators that run a program through files or a socket, or a class whose
-    module or name holds a name of :data:`ELECTRONIC_STRUCTURE`."""
+    """Whether ``calculator`` (or one of its parts, :func:`calculator_parts`) is an
+    electronic-structure code: one of ASE's calculators that run a program through files
+    or a socket, or a class whose module or name holds a name of
+    :data:`ELECTRONIC_STRUCTURE`."""
     from ase.calculators.calculator import FileIOCalculator
     from ase.calculators.genericfileio import GenericFileIOCalculator
     from ase.calculators.socketio import SocketIOCalculator
 
     programs = (FileIOCalculator, GenericFileIOCalculator, SocketIOCalculator)
-    for inner in calculator_chain(calculator):
+    for inner in calculator_parts(calculator):
         kind = type(inner)
         where = f"{kind.__module__}.{kind.__name__}".lower()
         if isinstance(inner, programs) or any(name in where for name in ELECTRONIC_STRUCTURE):
