@@ -408,18 +408,27 @@ def test_centred_ranking_is_invariant_to_shifts_of_the_features():
     assert not np.allclose(scores(shift_x, 0, False), scores(0, 0, False), atol=1e-3)
 
 
-@pytest.mark.parametrize("known", [False, True])
-def test_precomputed_mp_iokr_equals_kernel_objects(known):
+@pytest.mark.parametrize(
+    "known, centre, score",
+    [
+        (False, True, "distance"),
+        (True, True, "distance"),
+        (False, False, "distance"),
+        (True, False, "inner"),
+    ],
+)
+def test_precomputed_mp_iokr_equals_kernel_objects(known, centre, score):
     X, Y, X_pool, Y_pool, sets, X_test, C, X_C = problem()
     kx, ky = GaussianKernel(0.2), GaussianKernel(0.4)
     XB, YB = np.vstack([X, X_pool]), np.vstack([Y, Y_pool])  # the basis [S, P]
+    options = {"lam": LAM, "gamma": GAMMA, "centre": centre, "score": score}
     by_data = (
-        MPIOKR(kx, ky, lam=LAM, gamma=GAMMA)
+        MPIOKR(kx, ky, **options)
         .fit(X, Y, Y_pool, sets, candidate_inputs=X_pool if known else None)
         .decision_function(X_test, C, candidate_inputs=X_C if known else None)
     )
     by_matrix = (
-        MPIOKR(PRECOMPUTED, PRECOMPUTED, lam=LAM, gamma=GAMMA)
+        MPIOKR(PRECOMPUTED, PRECOMPUTED, **options)
         .fit(kx(X), ky(Y), ky(Y_pool, YB), sets, candidate_inputs=kx(X_pool, XB) if known else None)
         .decision_function(
             kx(X_test, XB if known else X),

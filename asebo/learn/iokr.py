@@ -258,7 +258,8 @@ class _OutputKernel:
                 )
             n = len(candidates)
             gram = _matrix(candidate_gram, "candidate_gram", n_rows=n, n_cols=n)
-            return np.diag(gram).copy(), gram.mean(axis=1)
+            diag = np.diag(gram).copy() if need_diag else None
+            return diag, gram.mean(axis=1) if need_mean else None
         C = _data(candidates, "candidates")
         diag = np.asarray(self.kernel.diag(C), dtype=np.float64) if need_diag else None
         mean = None
