@@ -632,3 +632,16 @@ def test_inputs_or_candidates_of_another_width_are_refused_in_one_line():
     with pytest.raises(ValueError, match=r"candidates has rows of shape \(2,\), the training"):
         model.decision_function(X[:2], rng.normal(size=(4, 2)))
     assert model.decision_function(X[:2], Y[:4]).shape == (2, 4)
+
+
+@pytest.mark.parametrize("search", [IOKRCV, MPIOKRCV])
+def test_sets_that_hold_the_right_output_count_it_once(search):
+    # the convention of the IOKR page: the pool's first rows are the training outputs and
+    # each set holds its example's own row; the output equals the input, a ranking any
+    # fit gets right, so every held-out example ranks first, not tied with its copy
+    rng = np.random.default_rng(0)
+    pool = rng.normal(size=(60, 5))
+    Y = pool[:30]
+    sets = [np.append(i, rng.choice(np.arange(30, 60), 7, replace=False)) for i in range(30)]
+    cv = search(LinearKernel(), LinearKernel(), lams=[1e-4, 1e-2, 1.0], cv=3, random_state=0)
+    np.testing.assert_allclose(cv.fit(Y.copy(), Y, pool, sets).cv_scores_, 1.0)

@@ -510,6 +510,15 @@ def _reciprocal_rank(scores):
     return 1.0 / (1 + np.sum(scores[1:] >= scores[0]))
 
 
+def _other_than_the_truth(k_tt, k_cc, k_tc):
+    r"""Which candidates (n,) differ from the right output in the output feature space:
+    :math:`\lVert \psi(y) - \psi(c) \rVert^2 = k_y(y, y) + k_y(c, c) - 2 k_y(y, c)`
+    above rounding. A set that holds the right output holds it once more, as a
+    candidate that would tie with it."""
+    squared = k_tt + k_cc - 2.0 * k_tc  # (n,)
+    return squared > 1e-10 * (abs(k_tt) + np.abs(k_cc))
+
+
 def _iokr_fold_reciprocal_ranks(
     K, KY_S, KY_PS, diag_S, diag_P, sets, train, test, lams, centre, score
 ):
@@ -526,6 +535,7 @@ def _iokr_fold_reciprocal_ranks(
             projected -= projected.mean(axis=1, keepdims=True)  # ... H, as in _iokr_coef
         for row, i in enumerate(test):
             members = sets.sets[sets.set_of[i]]
+            members = members[_other_than_the_truth(diag_S[i], diag_P[members], KY_PS[members, i])]
             KY_c = np.vstack([KY_S[i, train], KY_PS[np.ix_(members, train)]])  # (n_c, l_tr)
             diag = np.concatenate([[diag_S[i]], diag_P[members]])
             s = _iokr_scores(projected[row : row + 1], KY_c, diag, centre, score)[0]
@@ -650,7 +660,8 @@ class IOKRCV(_RankingMixin, BaseEstimator):
     refits without each example, centring included. When :meth:`fit` is given the
     candidate sets of the training examples, the criterion is instead the one of
     :class:`MPIOKRCV`: the mean reciprocal rank of held-out examples among their
-    candidates, in K-fold cross-validation. The squared error does not see the
+    candidates, in K-fold cross-validation (a set's members equal to the example's own
+    output left out, as in :class:`MPIOKRCV`). The squared error does not see the
     ranking; on the QM9 benchmark it chooses a much larger :math:`\\lambda`.
 
     Parameters

@@ -22,6 +22,7 @@ from asebo.learn.iokr import (
     _folds,
     _InputKernels,
     _matrix,
+    _other_than_the_truth,
     _OutputKernel,
     _positive_float,
     _RankingMixin,
@@ -358,8 +359,9 @@ class MPIOKRCV(_RankingMixin, BaseEstimator):
     Gram as inputs), on the combined input kernel (``separate=False``, Prop. 4) or on
     each input kernel (``separate=True``, Prop. 5). :math:`\lambda` maximises the mean
     reciprocal rank of held-out training examples among their candidates in K-fold
-    cross-validation; the candidates of a held-out example are the pool rows of its set
-    and the example's own output.
+    cross-validation; the candidates of a held-out example are its own output and the
+    pool rows of its set, those equal to its own output in the output feature space left
+    out (a set that holds the right output would otherwise hold it twice, tied).
 
     Parameters
     ----------
@@ -460,7 +462,12 @@ class MPIOKRCV(_RankingMixin, BaseEstimator):
         centring_maps = None if grams.known else model.centring_maps
         KY, V, diag, mean = [], [], [], []
         for i in test:
-            cands = np.concatenate([[i], l + all_sets.sets[all_sets.set_of[i]]])
+            members = l + all_sets.sets[all_sets.set_of[i]]
+            own = grams.KY[i, i]
+            members = members[
+                _other_than_the_truth(own, grams.KY[members, members], grams.KY[members, i])
+            ]
+            cands = np.concatenate([[i], members])
             KY.append(grams.KY[np.ix_(cands, out_basis)])  # (n_c, l_train + pool)
             KX = [K[np.ix_([i], in_basis)] for K in grams.KX]
             KX_c = [K[np.ix_(cands, in_basis)] for K in grams.KX] if grams.known else None
