@@ -227,8 +227,37 @@ def test_convergence_warning(estimator):
 
 
 @pytest.mark.parametrize(
+    "estimator, words",
+    [
+        (MLKR(sigma=1e-3), "a delta"),  # far below the distances between points
+        (MLKRR(sigma=1e-3, random_state=0), "a delta"),
+        (MLKR(sigma=1e5), "flat"),  # the loss's gradient underflows at the start
+        (MLKR(sigma=100.0, learn_sigma=True), "a delta"),  # the first line search's end
+    ],
+)
+def test_a_degenerate_learned_kernel_is_said_with_a_width_to_start_from(estimator, words):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 3))
+    y = np.sin(X[:, 0]) + X[:, 1]
+    with pytest.warns(ConvergenceWarning, match=f"kernel is {words}") as caught:
+        estimator.fit(X, y)
+    nearest = np.sort(np.linalg.norm(X[:, None] - X[None], axis=2), axis=1)[:, 1]
+    assert f"({np.median(nearest):.3g} in the features given)" in str(caught[-1].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        MLKR(sigma=float(np.median(nearest))).fit(X, y)  # the width it names learns
+
+
+def test_a_target_of_strings_is_refused_in_one_line():
+    X = np.random.default_rng(0).normal(size=(10, 2))
+    with pytest.raises(ValueError, match="y must hold numbers"):
+        MLKR().fit(X, np.array(list("abcdefghij")))
+
+
+@pytest.mark.parametrize(
     "params, match",
     [
+        ({"learn_sigma": "yes"}, "learn_sigma"),
         ({"sigma": -1.0}, "sigma"),
         ({"krr_lambda": 0.0}, "krr_lambda"),
         ({"max_iter": 0}, "max_iter"),

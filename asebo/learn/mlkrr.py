@@ -192,6 +192,37 @@ def mlkrr_loss(A, X_A, y_A, X_alpha, y_alpha, sigma, krr_lambda):
     return float(residual @ residual), grad
 
 
+DEGENERATE = 1e-6
+"""A learned kernel is degenerate where, for most training points, its largest value at
+another training point is below this (a delta: each prediction falls back to the mean)
+or its smallest is above one less this (flat: every point alike)."""
+
+
+def _warn_if_degenerate(K, X, name):
+    """Warn where the Gram matrix ``K`` (n, n) of the learned metric on the training
+    points ``X`` (n, d) is a delta or flat (:data:`DEGENERATE`): the loss's gradient
+    vanishes there, so the optimiser stops where nothing was learned. The warning names
+    the median distance from a training point to its nearest other one, a width to start
+    from."""
+    off = K[~np.eye(len(K), dtype=bool)].reshape(len(K), -1)  # (n, n - 1)
+    if np.median(off.max(axis=1)) < DEGENERATE:
+        shape = "a delta: no training point sees another"
+    elif np.median(off.min(axis=1)) > 1.0 - DEGENERATE:
+        shape = "flat: every training point alike"
+    else:
+        return
+    squared = squared_distances(X, X) + np.diag(np.full(len(X), np.inf))  # (n, n)
+    nearest = float(np.median(np.sqrt(np.maximum(squared.min(axis=1), 0.0))))
+    warnings.warn(
+        f"{name}'s learned kernel is {shape}, and its predictions are about the mean of "
+        f"the targets: start from a sigma near the distance between neighbouring "
+        f"training points ({nearest:.3g} in the features given), with learn_sigma=False "
+        "to keep it",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
+
+
 def _cholesky(H):
     try:
         return cho_factor(H, lower=True, check_finite=False)
@@ -223,6 +254,10 @@ class _MetricLearningRegressor(
         self
         """
         X, y = validate_data(self, X, y, y_numeric=True, ensure_min_samples=2, dtype=np.float64)
+        try:
+            y = y.astype(np.float64)  # (n,) strings are not converted by y_numeric
+        except ValueError as error:
+            raise ValueError(f"y must hold numbers, a regression target: {error}") from error
         self._check_hyperparameters()
         self.y_offset_ = float(np.mean(y))
         y_centred = y - self.y_offset_  # (n,)
@@ -241,7 +276,9 @@ class _MetricLearningRegressor(
         self._n_features_out = A.shape[0]
         self.sigma_ = sigma
         self.n_iter_ = n_iter
-        H = self.kernel(X) + self.krr_lambda * np.eye(len(X))  # (n, n)
+        K = self.kernel(X)  # (n, n)
+        _warn_if_degenerate(K, X - X.mean(axis=0), type(self).__name__)
+        H = K + self.krr_lambda * np.eye(len(X))  # (n, n)
         self.dual_coef_ = cho_solve(_cholesky(H), y_centred)  # (n,)
         self.X_fit_ = X
         return self
@@ -287,6 +324,8 @@ class _MetricLearningRegressor(
         _check_positive(self.sigma, "sigma")
         _check_positive(self.krr_lambda, "krr_lambda")
         _check_positive(self.tol, "tol")
+        if not isinstance(self.learn_sigma, (bool, np.bool_)):
+            raise ValueError(f"learn_sigma must be True or False, got {self.learn_sigma!r}")
         if not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
             raise ValueError(f"max_iter must be a positive integer, got {self.max_iter!r}")
 
@@ -343,7 +382,8 @@ class MLKR(_MetricLearningRegressor):
         Ridge parameter of the kernel ridge regression used by :meth:`predict`.
     learn_sigma : bool, default=False
         Optimise ``log sigma`` together with ``A``. The kernel depends on ``A / sigma``
-        only, so this changes the path of the optimiser, not what it can reach.
+        only, so this changes the path of the optimiser, not what it can reach; a path
+        from a wide kernel can end at a delta, which :meth:`fit` warns of.
     max_iter : int, default=500
         Most L-BFGS iterations.
     tol : float, default=1e-6
