@@ -645,3 +645,18 @@ def test_sets_that_hold_the_right_output_count_it_once(search):
     sets = [np.append(i, rng.choice(np.arange(30, 60), 7, replace=False)) for i in range(30)]
     cv = search(LinearKernel(), LinearKernel(), lams=[1e-4, 1e-2, 1.0], cv=3, random_state=0)
     np.testing.assert_allclose(cv.fit(Y.copy(), Y, pool, sets).cv_scores_, 1.0)
+
+
+@pytest.mark.parametrize("estimator", [IOKR, IOKRCV, MPIOKR, MPIOKRCV])
+def test_each_estimator_has_default_kernels_of_its_own(estimator):
+    # a default built once in the signature is shared: a width set on one estimator's
+    # kernel changed every other's scores
+    X, Y, _, Y_pool, sets, X_test, C, _ = problem()
+    options = {"random_state": 0} if "random_state" in estimator().get_params() else {}
+    default = estimator(**options)
+    assert default.input_kernel is None and default.output_kernel is None
+    data = (X, Y) if estimator in (IOKR, IOKRCV) else (X, Y, Y_pool, sets)
+    explicit = estimator(GaussianKernel(), LinearKernel(), **options).fit(*data)
+    np.testing.assert_array_equal(
+        default.fit(*data).decision_function(X_test, C), explicit.decision_function(X_test, C)
+    )

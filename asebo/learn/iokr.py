@@ -164,6 +164,7 @@ class _InputKernels:
     """The input kernels of an estimator and their weights :math:`\\mu_k`."""
 
     def __init__(self, input_kernel, kernel_weights):
+        input_kernel = GaussianKernel() if input_kernel is None else input_kernel
         kernels = list(input_kernel) if isinstance(input_kernel, (list, tuple)) else [input_kernel]
         is_precomputed = [isinstance(k, str) and k == PRECOMPUTED for k in kernels]
         if not kernels or (any(is_precomputed) and not all(is_precomputed)):
@@ -232,6 +233,7 @@ class _OutputKernel:
     """The output kernel :math:`k_y`: an object or precomputed matrices."""
 
     def __init__(self, output_kernel):
+        output_kernel = LinearKernel() if output_kernel is None else output_kernel
         self.precomputed = isinstance(output_kernel, str) and output_kernel == PRECOMPUTED
         if not self.precomputed and not callable(output_kernel):
             raise ValueError("output_kernel must be a kernel or 'precomputed'")
@@ -379,10 +381,11 @@ class IOKR(_RankingMixin, BaseEstimator):
 
     Parameters
     ----------
-    input_kernel : kernel, "precomputed", or list of them
+    input_kernel : kernel, "precomputed", or list of them, optional
         Input kernel :math:`k_x`; a list is combined as :math:`\sum_k \mu_k k^k_x`.
-    output_kernel : kernel or "precomputed"
-        Output kernel :math:`k_y`.
+        None: a new ``GaussianKernel()`` at each fit.
+    output_kernel : kernel or "precomputed", optional
+        Output kernel :math:`k_y`; None: a new ``LinearKernel()`` at each fit.
     kernel_weights : array-like of shape (K,), optional
         The weights :math:`\mu_k` of several input kernels; uniform by default.
     lam : float
@@ -406,8 +409,8 @@ class IOKR(_RankingMixin, BaseEstimator):
 
     def __init__(
         self,
-        input_kernel=GaussianKernel(),
-        output_kernel=LinearKernel(),
+        input_kernel=None,
+        output_kernel=None,
         kernel_weights=None,
         lam=1.0,
         centre=True,
@@ -690,8 +693,8 @@ class IOKRCV(_RankingMixin, BaseEstimator):
 
     def __init__(
         self,
-        input_kernel=GaussianKernel(),
-        output_kernel=LinearKernel(),
+        input_kernel=None,
+        output_kernel=None,
         kernel_weights=None,
         lams=(1e-4, 1e-3, 1e-2, 1e-1, 1.0),
         cv=None,

@@ -13,7 +13,6 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, lu_factor, lu_solve
 
 from asebo.extras import missing_extra
-from asebo.kernels import GaussianKernel, LinearKernel
 from asebo.learn.iokr import (
     _CandidateSets,
     _check_score,
@@ -205,10 +204,11 @@ class MPIOKR(_RankingMixin, BaseEstimator):
 
     Parameters
     ----------
-    input_kernel : kernel, "precomputed", or list of them
-        Input kernel(s), combined as :math:`\sum_k \mu_k k^k_x`.
-    output_kernel : kernel or "precomputed"
-        Output kernel :math:`k_y`.
+    input_kernel : kernel, "precomputed", or list of them, optional
+        Input kernel(s), combined as :math:`\sum_k \mu_k k^k_x`; None: a new
+        ``GaussianKernel()`` at each fit.
+    output_kernel : kernel or "precomputed", optional
+        Output kernel :math:`k_y`; None: a new ``LinearKernel()`` at each fit.
     kernel_weights : array-like of shape (K,), optional
         The weights :math:`\mu_k`; uniform by default.
     lam : float
@@ -233,8 +233,8 @@ class MPIOKR(_RankingMixin, BaseEstimator):
 
     def __init__(
         self,
-        input_kernel=GaussianKernel(),
-        output_kernel=LinearKernel(),
+        input_kernel=None,
+        output_kernel=None,
         kernel_weights=None,
         lam=1.0,
         gamma=1.0,
@@ -392,8 +392,8 @@ class MPIOKRCV(_RankingMixin, BaseEstimator):
 
     def __init__(
         self,
-        input_kernel=GaussianKernel(),
-        output_kernel=LinearKernel(),
+        input_kernel=None,
+        output_kernel=None,
         kernel_weights=None,
         lams=(1e-4, 1e-3, 1e-2, 1e-1, 1.0),
         gammas=(1e-3, 1e-2, 1e-1, 1.0),
