@@ -12,7 +12,12 @@ from sklearn.neighbors import kneighbors_graph
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from asebo.kernels import CartesianKernel, GaussianKernel, TanimotoKernel
-from asebo.learn.diffusion import DiffusionMap, KernelPCAEmbedding, median_knn_epsilon
+from asebo.learn.diffusion import (
+    EPSILON_NEIGHBORS,
+    DiffusionMap,
+    KernelPCAEmbedding,
+    median_knn_epsilon,
+)
 
 
 def interval_sample(n, skew, seed):
@@ -289,6 +294,16 @@ def test_diffusion_map_unrolls_what_kernel_pca_folds():
 
 
 # bandwidth heuristic
+
+
+@pytest.mark.parametrize("width", [3, 20])  # a tree search, and the brute force above 15
+def test_median_knn_epsilon_does_not_depend_on_where_the_points_lie(width):
+    X = np.random.default_rng(0).normal(size=(40, width))
+    differences = X[:, None] - X[None]  # (n, n, d), no product of large numbers
+    squared = np.sort((differences**2).sum(axis=2), axis=1)  # (n, n), 0 first
+    expected = np.median(squared[:, min(EPSILON_NEIGHBORS, 39)])
+    for offset in (0.0, 1e8, 1e9):
+        assert median_knn_epsilon(X + offset) == pytest.approx(expected, rel=1e-6)
 
 
 def test_median_knn_epsilon_on_a_regular_grid():

@@ -112,6 +112,7 @@ def median_knn_epsilon(X, n_neighbors=EPSILON_NEIGHBORS):
     if X.ndim != 2 or len(X) < 2:
         raise ValueError(f"need a 2-D array of at least 2 samples, got shape {X.shape}")
     k = min(int(n_neighbors), len(X) - 1)
+    X = X - X.mean(axis=0)  # distances by |x|^2 + |y|^2 - 2 x.y keep their digits near 0
     distances, _ = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X)  # (n, k+1)
     epsilon = float(np.median(distances[:, k] ** 2))
     if not epsilon > 0:
