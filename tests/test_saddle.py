@@ -11,6 +11,7 @@ from ase.calculators.calculator import CalculationFailed, Calculator, all_change
 from ase.calculators.emt import EMT
 from ase.calculators.singlepoint import SinglePointCalculator
 from ase.constraints import FixAtoms, FixBondLength
+from ase.io import read
 
 from asebo.benchmarks._endpoint_audit import imaginary_modes
 from asebo.benchmarks.ts import guess
@@ -98,19 +99,28 @@ def test_a_search_stopped_and_resumed_repeats_no_call_and_ends_where_one_run_end
     monkeypatch.chdir(tmp_path)
     whole = counted("01_hcn")
     assert BOSaddle(whole, logfile=None).run(fmax=0.05)
+    files = {"restart": "saddle.json", "trajectory": "saddle.traj", "logfile": None}
     first = counted("01_hcn")
-    with BOSaddle(first, restart="saddle.json", logfile=None) as search:
+    with BOSaddle(first, **files) as search:
         assert not search.run(fmax=0.05, steps=3)
     second = counted("01_hcn")
-    with BOSaddle(second, restart="saddle.json", logfile=None) as search:
+    with BOSaddle(second, **files) as search:
         assert search.run(fmax=0.05)
+        record = search.observations
     assert first.calc.ncalls + second.calc.ncalls == whole.calc.ncalls
     np.testing.assert_allclose(second.positions, whole.positions, atol=1e-3)
     again = counted("01_hcn")
-    with BOSaddle(again, restart="saddle.json", logfile=None) as search:
+    with BOSaddle(again, **files) as search:
         assert search.run(fmax=0.05)
     assert again.calc.ncalls == 0
     np.testing.assert_allclose(again.positions, second.positions)
+    # the trajectory holds every call of the three runs once, in order: the first call
+    # of a resumed run, made at the end of a walk from the record, was left out, and a
+    # run resumed at its end emptied the file
+    frames = read("saddle.traj", ":")
+    assert len(frames) == whole.calc.ncalls
+    np.testing.assert_allclose([f.positions for f in frames], record.positions, atol=1e-12)
+    np.testing.assert_allclose([f.get_potential_energy() for f in frames], record.energies)
 
 
 def test_a_search_between_a_calls_record_and_its_walk_resumes_with_the_walk(tmp_path, monkeypatch):

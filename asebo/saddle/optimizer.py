@@ -46,7 +46,7 @@ from ase.optimize.optimize import DEFAULT_MAX_STEPS, Optimizer
 from ase.parallel import broadcast, world
 
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
-from asebo.optimize.observations import calculator_identity
+from asebo.optimize.observations import TrajectoryFrames, calculator_identity
 from asebo.optimize.observed_atoms import ComputedResults
 from asebo.optimize.resolve import positive_number, resolve_walk_settings
 from asebo.optimize.restart_lock import RestartLock
@@ -76,7 +76,8 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, SearchRe
         each call and read if it exists: a search stopped at any moment resumes without
         a repeated call.
     logfile, trajectory, append_trajectory
-        As for ASE's optimizers; the trajectory holds every configuration computed.
+        As ASE's: the trajectory holds each configuration of the record once, kept where
+        the record has some (:class:`asebo.optimize.observations.TrajectoryFrames`).
     prior, kernel : optional
         As for :class:`asebo.optimize.optimizer.BOOptimizer`; the default prior
         (:func:`asebo.model.default_prior.default_prior`: GFN2-xTB under an
@@ -120,7 +121,7 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, SearchRe
         restart=None,
         logfile="-",
         trajectory=None,
-        append_trajectory=False,
+        append_trajectory=None,
         prior=None,
         kernel=None,
         trust_radius=None,
@@ -163,16 +164,15 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, SearchRe
         lock = RestartLock.acquire(restart, comm)  # before ASE opens any file
         with lock.released_on_error():
             self._stored = stored_search(restart, atoms, self.identity, comm)
-            files = {"logfile": logfile, "trajectory": trajectory}
-            super().__init__(
-                atoms, restart, append_trajectory=append_trajectory, comm=comm, **files, **kwargs
+            super().__init__(atoms, restart, logfile, trajectory=None, comm=comm, **kwargs)
+            self.frames = TrajectoryFrames.of_run(  # each configuration computed written once
+                trajectory, append_trajectory, atoms, self.observations, comm=comm
             )
         self.closelater(lock)
         self.step_log = StepLog(self.logfile, type(self).__name__)
         self.prior_choice = why  # why the default prior, or None
         self.reason = ""  # how the walk to the configuration computed next ended
-        if why is not None:
-            self.step_log.notes([why])
+        self.step_log.notes([note for note in (why, getattr(self.frames, "note", None)) if note])
 
     @classmethod
     def from_band(cls, band, **kwargs):

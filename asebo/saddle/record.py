@@ -23,7 +23,7 @@ SADDLE = "saddle search"  # the kind of run its restart file names
 class SearchRecord:
     """The record of :class:`asebo.saddle.BOSaddle`: a mixin of a driver with ``atoms``,
     ``restart``, ``comm``, ``identity``, ``_given``, ``_stored``, ``_computed``,
-    ``_predicted``, ``trust_radius``, ``nsteps`` and ``_adapt_trust_radius``."""
+    ``_predicted``, ``trust_radius``, ``nsteps``, ``frames`` and ``_adapt_trust_radius``."""
 
     def initialize(self):
         """A new record of the configurations computed."""
@@ -59,6 +59,8 @@ class SearchRecord:
         self.observations.append(positions, energy, forces)
         self._adapt_trust_radius(positions, forces)
         self.observations.save(trust_radius=self.trust_radius, next=positions)
+        if self.frames is not None:
+            self.frames.sync(self.observations)
 
     def _save(self, following):
         """Write the restart file with ``following`` (n, 3) the next to compute and the
