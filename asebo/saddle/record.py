@@ -55,7 +55,9 @@ class SearchRecord:
             return
         energy, forces = self._computed.results(self.atoms)  # (), (n, 3)
         if not (np.isfinite(energy) and np.isfinite(forces).all()):
-            raise ValueError(not_finite_message(self.nsteps, self.observations, self.restart))
+            raise FloatingPointError(
+                not_finite_message(self.nsteps, self.observations, self.restart)
+            )
         self.observations.append(positions, energy, forces)
         self._adapt_trust_radius(positions, forces)
         self.observations.save(trust_radius=self.trust_radius, next=positions)
