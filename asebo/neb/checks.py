@@ -5,7 +5,12 @@ from ase.constraints import FixAtoms
 from ase.mep.neb import BaseNEB
 
 from asebo.optimize.subspace import free_atoms
-from asebo.optimize.system_checks import check_closest_approach, check_computes, check_finite
+from asebo.optimize.system_checks import (
+    check_closest_approach,
+    check_computes,
+    check_finite,
+    held_forces,
+)
 
 METHODS = ("aseneb", "eb", "improvedtangent", "spline", "string")
 """The NEB methods ASE knows (:class:`ase.mep.NEB`)."""
@@ -22,9 +27,16 @@ def check_band(neb):
     images of other atoms, boundary conditions or cells; an image without a
     calculator; a method ASE does not know, or one of :data:`REFUSED_METHODS` (the
     methods that take a preconditioner); constraints other than
-    ``FixAtoms``, or ``FixAtoms`` that differ between images; positions that are not
-    finite, or atoms closer than
+    ``FixAtoms``, or ``FixAtoms`` that differ between images; the rigid alignment of
+    images (``remove_rotation_and_translation``) with held atoms or a periodic cell;
+    positions that are not finite, or atoms closer than
     :data:`asebo.optimize.system_checks.CLOSEST_APPROACH` Å.
+
+    Returns
+    -------
+    list of array (n, 3)
+        What each image's constraints hold
+        (:func:`asebo.optimize.system_checks.held_forces`), checked at each run.
     """
     if not isinstance(neb, BaseNEB):
         raise TypeError(
@@ -51,6 +63,15 @@ def check_band(neb):
         _check_calculator(image, index, len(images))
         _check_constraints(first, image, index)
         _check_positions(image, index)
+    if getattr(neb, "remove_rotation_and_translation", False) and (
+        first.constraints or np.any(first.pbc)
+    ):
+        raise ValueError(
+            "remove_rotation_and_translation aligns every atom of the images rigidly, "
+            "which held atoms or a periodic cell do not allow: pass "
+            "remove_rotation_and_translation=False"
+        )
+    return [held_forces(image) for image in images]
 
 
 def _check_positions(image, index):

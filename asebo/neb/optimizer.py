@@ -47,7 +47,7 @@ from asebo.optimize.run_summary import BandSummary
 from asebo.optimize.settings import BandSettings
 from asebo.optimize.step_log import StepLog
 from asebo.optimize.subspace import free_atoms
-from asebo.optimize.system_checks import check_distinct_files
+from asebo.optimize.system_checks import check_constraints_unchanged, check_distinct_files
 from asebo.threads import optimizer_threads, with_optimizer_threads
 
 
@@ -150,7 +150,7 @@ class BONEB(BandSummary, BandState, ImageChoice, Optimizer):
         settings=None,
         **kwargs,
     ):
-        check_band(neb)
+        self._held = check_band(neb)  # what each image's constraints hold: checked at each run
         continuous_band(neb.images)  # wrapped images brought back onto one path
         check_distinct_files(
             restart=restart,
@@ -243,8 +243,11 @@ class BONEB(BandSummary, BandState, ImageChoice, Optimizer):
         return super().run(fmax=fmax, steps=steps)
 
     def _start(self, fmax):
-        """Check ``fmax``, write the prior's choice, compute the endpoints once."""
+        """Check ``fmax`` and the constraints, write the prior's choice, compute the
+        endpoints once."""
         self.fmax = positive_number("fmax", fmax, None)
+        for image, held in zip(self.images, self._held):
+            check_constraints_unchanged(held, image, type(self).__name__)
         if self.prior_choice is not None:
             self.step_log.notes([self.prior_choice])
             self.prior_choice = None

@@ -58,9 +58,11 @@ from asebo.optimize.stages import NoProgressError
 from asebo.optimize.step_log import LoggedSteps
 from asebo.optimize.subspace import held_coordinates
 from asebo.optimize.system_checks import (
+    check_constraints_unchanged,
     check_distinct_files,
     check_system,
     check_writable,
+    held_forces,
     periodic_note,
     resume_system,
 )
@@ -172,6 +174,7 @@ class BOOptimizer(MinimumSummary, ModelResults, RunViews, LoggedSteps, WarmStart
             restart=restart, logfile=logfile, trajectory=trajectory, observations=observations
         )
         self.coordinates = _checked_coordinates(atoms, restart, trajectory)
+        self._held = held_forces(atoms)  # what the constraints hold: checked at each run
         coordinates = engine_coordinates(self.coordinates)
         self.numbers, self.subspace = coordinates["numbers"], coordinates["allowed"]
         self.periodic = coordinates["periodic"]
@@ -222,13 +225,16 @@ class BOOptimizer(MinimumSummary, ModelResults, RunViews, LoggedSteps, WarmStart
         the bonding changed (:attr:`bonds_changed`)."""
         stepping = not isinstance(fmax, bool) and isinstance(fmax, (int, float)) and fmax == 0
         fmax = 0.0 if stepping else _number("fmax", fmax, None)
+        check_constraints_unchanged(self._held, self.atoms, type(self).__name__)
         return self._noting_end(super().irun(fmax, steps))
 
     def run(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
         """ASE's :meth:`ase.optimize.optimize.Optimizer.run`, with ``fmax`` refused
         before any call unless it is a finite number > 0, and a line in the log at
         the end where the bonding changed (:attr:`bonds_changed`)."""
-        converged = super().run(_number("fmax", fmax, None), steps)
+        fmax = _number("fmax", fmax, None)
+        check_constraints_unchanged(self._held, self.atoms, type(self).__name__)
+        converged = super().run(fmax, steps)
         self._note_end()
         return converged
 

@@ -169,6 +169,28 @@ def check_constraints(atoms, filtered):
             )
 
 
+def held_forces(atoms):
+    """What the constraints of ``atoms`` (a cell filter's: of its atoms) leave of fixed
+    random forces, (n, 3): the same array where they hold the same coordinates."""
+    inner = getattr(atoms, "atoms", atoms)
+    forces = np.random.default_rng(0).normal(size=inner.positions.shape)  # (n, 3)
+    for constraint in inner.constraints:
+        constraint.adjust_forces(inner, forces)
+    return forces
+
+
+def check_constraints_unchanged(built, atoms, who):
+    """Refuse to run where the constraints of ``atoms`` no longer hold what they held
+    when the driver ``who`` was built (``built``: :func:`held_forces` then): its
+    coordinates, model and checks were built on them."""
+    if not np.allclose(held_forces(atoms), built, rtol=0.0, atol=1e-12):
+        raise ValueError(
+            f"the atoms' constraints changed since this {who} was built on them: build a "
+            f"new {who} for the new constraints (given the same restart file, it takes "
+            "the calls made)"
+        )
+
+
 def check_finite(atoms, periodic):
     """Refuse a position that is NaN or inf, and such a cell where it counts (a cell
     filter, a periodic axis)."""

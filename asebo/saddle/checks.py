@@ -6,23 +6,29 @@ from ase import Atoms
 from ase.constraints import FixAtoms
 
 from asebo.optimize.observations import held_elsewhere
+from asebo.optimize.resolve import positive_number
 from asebo.optimize.subspace import free_atoms
 from asebo.optimize.system_checks import (
     check_cell,
     check_closest_approach,
     check_computes,
+    check_constraints_unchanged,
     check_distinct_files,
     check_finite,
+    held_forces,
 )
 
 
-def check_saddle_system(atoms, **files):
-    """Raise ValueError for what the saddle search cannot take, before any call: not an
-    ``ase.Atoms``, one atom, no calculator, a constraint but ``FixAtoms``, every atom
-    held, a position that is not finite, two atoms closer than
-    :data:`asebo.model.springs.CLOSEST_APPROACH` Å (across the cell's faces where it is
-    periodic), two of its ``files`` (``restart``, ``logfile``, ``trajectory``) that are
-    one file; ImportError without Sella."""
+def check_saddle_system(atoms, order=1, **files):
+    """Raise ValueError for what the saddle search cannot take, before any call: an
+    ``order`` but 1 (:func:`check_order`), not an ``ase.Atoms``, one atom, no
+    calculator, a constraint but ``FixAtoms``, every atom held, a position that is not
+    finite, two atoms closer than :data:`asebo.model.springs.CLOSEST_APPROACH` Å (across
+    the cell's faces where it is periodic), two of its ``files`` (``restart``,
+    ``logfile``, ``trajectory``) that are one file; ImportError without Sella. Return
+    what the constraints hold (:func:`asebo.optimize.system_checks.held_forces`), for
+    :func:`run_fmax`."""
+    check_order(order)
     check_distinct_files(**files)
     if not isinstance(atoms, Atoms):
         raise ValueError(
@@ -53,6 +59,14 @@ def check_saddle_system(atoms, **files):
         raise ImportError(
             "BOSaddle walks on its model with Sella: pip install 'asebo[sella]'"
         ) from error
+    return held_forces(atoms)
+
+
+def run_fmax(search, fmax):
+    """The ``fmax`` of a run of ``search`` (a BOSaddle), refused in one line unless a
+    number > 0, or where the atoms' constraints changed since the search was built."""
+    check_constraints_unchanged(search._held, search.atoms, type(search).__name__)
+    return positive_number("fmax", fmax, None)
 
 
 def check_order(order):

@@ -56,12 +56,12 @@ class SaddleEndpoint:
         ``order_steps`` of the settings times a search); else None, on every rank
         alike. Rank 0 decides, once per configuration and record."""
         positions = self.atoms.positions.copy()  # (n, 3)
+        index = self.observations.find(positions)
+        if index is None or largest_norm(self._free_forces(index)) >= self.fmax:
+            return None  # judged before the cache: a run may ask a smaller fmax
         key = (len(self.observations.energies), positions.tobytes())
         if self._order is not None and self._order[0] == key:
             return self._order[1]
-        index = self.observations.find(positions)
-        if index is None or largest_norm(self._free_forces(index)) >= self.fmax:
-            return None
         verdict = None
         if self.comm.rank == 0:
             taken = int(self.observations.state.get("order_steps", 0))

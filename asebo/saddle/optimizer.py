@@ -48,13 +48,13 @@ from ase.parallel import broadcast, world
 from asebo.optimize.model_hessian import internal_basis, posterior_hessian
 from asebo.optimize.observations import TrajectoryFrames, calculator_identity
 from asebo.optimize.observed_atoms import ComputedResults
-from asebo.optimize.resolve import positive_number, resolve_walk_settings
+from asebo.optimize.resolve import resolve_walk_settings
 from asebo.optimize.restart_lock import RestartLock
 from asebo.optimize.run_summary import SaddleSummary
 from asebo.optimize.settings import SaddleSettings
 from asebo.optimize.step_log import StepLog
 from asebo.optimize.subspace import free_atoms
-from asebo.saddle.checks import check_order, check_saddle_system, checked_observations
+from asebo.saddle.checks import check_saddle_system, checked_observations, run_fmax
 from asebo.saddle.endpoint import SaddleEndpoint
 from asebo.saddle.mode_probe import StartModeTest
 from asebo.saddle.prior import saddle_surrogate
@@ -100,8 +100,7 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, SearchRe
         Configurations already computed with the same calculator (a band's images:
         :meth:`from_band`), added to a new record; a restart file's record has them.
     comm : communicator
-        Ranks that search together (GPAW's): rank 0 walks on the model and broadcasts
-        where to compute next; rank 0 alone writes.
+        Ranks searching together (GPAW's): rank 0 walks the model, broadcasts, writes.
     order : int
         Sella's keyword: 1, the only order searched.
     threads : int, optional
@@ -137,9 +136,10 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, SearchRe
         settings=None,
         **kwargs,
     ):
-        check_order(order)
         self.threads = optimizer_threads(threads)
-        check_saddle_system(atoms, restart=restart, logfile=logfile, trajectory=trajectory)
+        self._held = check_saddle_system(
+            atoms, order, restart=restart, logfile=logfile, trajectory=trajectory
+        )
         self.rotations = not atoms.pbc.any()  # rigid motions of a molecule, walked internally
         self._given = checked_observations(observations, atoms)
         self.settings = resolve_walk_settings(
@@ -194,7 +194,7 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, SearchRe
 
     def irun(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):
         """Run as a generator; ``fmax`` (eV/Å) must be a positive number."""
-        ended = self._walk_from_record(positive_number("fmax", fmax, None))
+        ended = self._walk_from_record(run_fmax(self, fmax))
         if ended is not None:
             return iter([ended])
         return super().irun(fmax=fmax, steps=steps)
@@ -203,7 +203,7 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, SearchRe
         """Search until the largest force is below ``fmax`` (eV/Å) at a first-order
         saddle point by the model, a minimum or saddle point of higher order there, or
         ``steps`` steps; return whether it converged (:attr:`result` says why not)."""
-        ended = self._walk_from_record(positive_number("fmax", fmax, None))
+        ended = self._walk_from_record(run_fmax(self, fmax))
         if ended is not None:
             return ended
         return super().run(fmax=fmax, steps=steps)
