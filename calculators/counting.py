@@ -23,7 +23,7 @@ class CountingCalculator(Calculator):
     ncalls : int
         Configurations computed (energy, forces and stress together count once).
     wall_time : float
-        Seconds spent inside ``calc``.
+        Seconds spent inside ``calc``, failed calls included.
     cpu_time : float
         Processor seconds of this process spent inside ``calc``.
     """
@@ -41,18 +41,27 @@ class CountingCalculator(Calculator):
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
         super().calculate(atoms, properties, system_changes)
         start, start_cpu = time.perf_counter(), time.process_time()
-        if system_changes or self._work is None:
-            self._work = self.atoms.copy()
-            self._work.calc = self.calc
-            energy = self._work.get_potential_energy()
-            try:
-                free_energy = self._work.get_potential_energy(force_consistent=True)
-            except PropertyNotImplementedError:
-                free_energy = energy
-            forces = self._work.get_forces(apply_constraint=False)  # as calc gives them
-            self.ncalls += 1
-            self.results = {"energy": energy, "free_energy": free_energy, "forces": forces}
-        if "stress" in properties:
-            self.results["stress"] = self._work.get_stress(apply_constraint=False)
-        self.wall_time += time.perf_counter() - start
-        self.cpu_time += time.process_time() - start_cpu
+        try:
+            if system_changes or self._work is None:
+                self._work = None  # the atoms computed, once computed
+                self._compute()
+            if "stress" in properties:
+                self.results["stress"] = self._work.get_stress(apply_constraint=False)
+        finally:  # a failed call takes its time too
+            self.wall_time += time.perf_counter() - start
+            self.cpu_time += time.process_time() - start_cpu
+
+    def _compute(self):
+        """Energy, free energy and forces of ``calc`` at the atoms; where it raises,
+        nothing is kept, so that asking again calls it again."""
+        work = self.atoms.copy()
+        work.calc = self.calc
+        energy = work.get_potential_energy()
+        try:
+            free_energy = work.get_potential_energy(force_consistent=True)
+        except PropertyNotImplementedError:
+            free_energy = energy
+        forces = work.get_forces(apply_constraint=False)  # as calc gives them
+        self._work = work
+        self.ncalls += 1
+        self.results = {"energy": energy, "free_energy": free_energy, "forces": forces}

@@ -21,9 +21,11 @@ from ase.calculators.emt import EMT
 from ase.constraints import FixAtoms
 from ase.filters import FrechetCellFilter
 from ase.io import read
+from ase.optimize import BFGS
 from scipy.spatial.transform import Rotation
 
 import calculators
+from asebo import BOOptimizer
 from calculators import (
     CellAwareGPAW,
     CountingCalculator,
@@ -704,6 +706,101 @@ def test_failing_calculation_propagates_and_stores_nothing(tmp_path):
         energy_and_forces(perturbed_water(), recorder)
     assert recorder.ncalls == 1
     assert ase.db.connect(db).count() == 0
+
+
+def test_an_ion_or_another_spin_is_never_answered_with_the_neutral_row(tmp_path):
+    # tblite reads the total charge and spin from the initial charges and moments
+    recorder = RecordingCalculator(get_calculator("gfn2"), db=tmp_path / "calls.db")
+    ammonia = molecule("NH3")
+    neutral = energy_and_forces(ammonia, recorder)[0]
+    for charges, magmoms in (([1.0, 0, 0, 0], None), ([1.0, 0, 0, 0], [3.0, 0, 0, 0])):
+        ion = ammonia.copy()
+        ion.set_initial_charges(charges)
+        if magmoms is not None:
+            ion.set_initial_magnetic_moments(magmoms)
+        energy = energy_and_forces(ion, recorder)[0]
+        assert energy == pytest.approx(energy_and_forces(ion, get_calculator("gfn2"))[0], abs=1e-6)
+        assert abs(energy - neutral) > 1.0
+    assert (recorder.ncalls, recorder.nhits) == (3, 0)
+    again = RecordingCalculator(get_calculator("gfn2"), db=tmp_path / "calls.db")
+    ion.calc = again
+    assert ion.get_potential_energy() == energy and again.nhits == 1
+
+
+def test_the_key_follows_the_settings_the_calculator_has_at_each_call(tmp_path):
+    inner = get_calculator("gfn2")
+    recorder = RecordingCalculator(inner, db=tmp_path / "calls.db")
+    water = molecule("H2O")
+    gfn2 = energy_and_forces(water, recorder)[0]
+    inner.set(method="GFN1-xTB")
+    gfn1 = energy_and_forces(water, recorder)[0]
+    assert gfn1 == pytest.approx(energy_and_forces(water, get_calculator("gfn1"))[0], abs=1e-6)
+    assert abs(gfn1 - gfn2) > 1.0 and recorder.nhits == 0
+
+
+class Smeared(Calculator):
+    """A toy with a free energy below its energy and a stress, as GPAW's with smearing."""
+
+    implemented_properties = ("energy", "free_energy", "forces", "stress")
+
+    def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+        super().calculate(atoms, properties, system_changes)
+        self.results = {
+            "energy": 1.0 + float((self.atoms.positions**2).sum()),
+            "free_energy": float((self.atoms.positions**2).sum()),
+            "forces": -2.0 * self.atoms.positions,
+            "stress": np.arange(6.0) * 1e-3,
+        }
+
+
+def test_the_free_energy_and_stress_are_stored_and_replayed(tmp_path):
+    atoms = Atoms("Cu2", positions=[[0, 0, 0], [1.2, 0.3, 0.1]], cell=[3, 3, 3], pbc=True)
+    recorders = [RecordingCalculator(Smeared(), db=tmp_path / "calls.db") for _ in range(2)]
+    for recorder in recorders:  # the second answers from the first's row
+        probe = atoms.copy()
+        probe.calc = recorder
+        assert probe.get_potential_energy(force_consistent=True) == pytest.approx(1.54)
+        np.testing.assert_allclose(probe.get_stress(), np.arange(6.0) * 1e-3)
+        assert probe.get_potential_energy() == pytest.approx(2.54)
+    assert [(r.ncalls, r.nhits) for r in recorders] == [(1, 0), (0, 1)]
+
+
+def test_recorded_rows_of_another_method_are_refused_as_a_warm_start(tmp_path):
+    water = molecule("H2O")
+    water.calc = RecordingCalculator(get_calculator("gfn1"), db=tmp_path / "gfn1.db")
+    BFGS(water, logfile=None).run(fmax=0.05, steps=2)
+    target = molecule("H2O")
+    target.calc = get_calculator("gfn2")
+    with pytest.raises(ValueError, match="computed by tblite with method='GFN1-xTB'"):
+        BOOptimizer(target, observations=str(tmp_path / "gfn1.db"), logfile=None)
+    target.calc = get_calculator("gfn1")
+    same = BOOptimizer(target, observations=str(tmp_path / "gfn1.db"), logfile=None)
+    assert len(same.observations) == water.calc.ncalls
+
+
+def test_the_counter_calls_again_after_a_failed_call():
+    # the copy it computes on was kept before the call: asked again at the same
+    # positions, it gave no results (PropertyNotImplementedError)
+    class FailsOnce(EMT):
+        failed = True  # not yet: the start computes
+
+        def calculate(self, *args, **kwargs):
+            if not FailsOnce.failed:
+                FailsOnce.failed = True
+                raise CalculationFailed("SCF not converged")
+            super().calculate(*args, **kwargs)
+
+    atoms = molecule("H2O")
+    atoms.calc = CountingCalculator(FailsOnce())
+    atoms.get_forces()  # computed once at the start
+    atoms.positions[0, 0] += 0.1
+    FailsOnce.failed = False
+    with pytest.raises(CalculationFailed):
+        atoms.get_potential_energy()
+    expected = atoms.copy()
+    expected.calc = EMT()
+    assert atoms.get_potential_energy() == expected.get_potential_energy()
+    assert atoms.calc.ncalls == 2 and atoms.calc.wall_time > 0
 
 
 def test_a_torch_calculator_prior_gives_its_forces_where_gradients_are_off():
