@@ -267,8 +267,15 @@ def test_other_campaign_or_geometry_is_refused_and_nothing_lost(tmp_path):
         quick_campaign(db, starts=1, fmax=0.02)
     moved = molecule("H2O")
     moved.positions[0, 2] += 0.05
-    with pytest.raises(CampaignMismatchError, match="another reference geometry"):
-        quick_campaign(db, starts=1, molecules=[("H2O", moved)])
+    ion = molecule("H2O")  # the same positions, a cation or a triplet: another system
+    ion.set_initial_charges([1.0, 0.0, 0.0])
+    triplet = molecule("H2O")
+    triplet.set_initial_magnetic_moments([2.0, 0.0, 0.0])
+    boxed = molecule("H2O", cell=[8.0, 8.0, 8.0], pbc=True)
+    boxed.positions = molecule("H2O").positions
+    for other in (moved, ion, triplet, boxed):
+        with pytest.raises(CampaignMismatchError, match="another reference geometry"):
+            quick_campaign(db, starts=1, molecules=[("H2O", other)])
     assert [(row.id, row.calls) for row in ase.db.connect(db).select()] == before
 
     foreign = tmp_path / "calls.db"
@@ -413,6 +420,21 @@ def test_command_line_runs_bo_prints_table_and_refuses_bad_input(tmp_path, capsy
             ["--db", "nowhere/run.db", "--molecules", "H2O", "--calc", "emt"],
             None,
             "the folder .*nowhere does not exist",
+        ),
+        (  # the table written over the database: every run lost
+            ["--db", "bad.db", "--molecules", "H2O", "--calc", "emt", "--markdown", "bad.db"],
+            None,
+            "--markdown 'bad.db' and --db 'bad.db' are the same file",
+        ),
+        (
+            ["--db", "never.db", "--molecules", "bad.xyz", "--markdown", "bad.xyz"],
+            "bad.xyz",
+            "--markdown 'bad.xyz' and --molecules bad.xyz 'bad.xyz' are the same file",
+        ),
+        (
+            ["--db", "never.db", "--molecules", "H2O", "--markdown", "nowhere/table.md"],
+            None,
+            "--markdown nowhere/table.md: the folder .*nowhere does not exist",
         ),
     ],
 )

@@ -260,11 +260,19 @@ def perturbed_start(atoms, molecule, start, noise, seed):
 
 
 def geometry_fingerprint(atoms):
-    """16 hex digits of a SHA-256 of the atomic numbers and positions (to 1e-6 Å)."""
+    """16 hex digits of a SHA-256 of the atomic numbers and positions (to 1e-6 Å), and
+    of what else makes another system of them where it is set: initial charges and
+    magnetic moments (an ion, another spin state), a periodic cell."""
     numbers = np.asarray(atoms.numbers, dtype=np.int64)  # (n,)
     positions = np.round(np.asarray(atoms.positions, dtype=np.float64), 6) + 0.0  # (n, 3)
-    digest = hashlib.sha256(numbers.tobytes() + positions.tobytes())
-    return digest.hexdigest()[:16]
+    parts = [numbers.tobytes(), positions.tobytes()]
+    for values in (atoms.get_initial_charges(), atoms.get_initial_magnetic_moments()):
+        if np.any(values != 0):
+            parts.append(np.round(np.asarray(values, dtype=np.float64), 6).tobytes())
+    if np.any(atoms.pbc):
+        cell = np.round(np.asarray(atoms.cell, dtype=np.float64), 6) + 0.0  # (3, 3)
+        parts += [np.asarray(atoms.pbc, dtype=np.int8).tobytes(), cell.tobytes()]
+    return hashlib.sha256(b"".join(parts)).hexdigest()[:16]
 
 
 def plan_runs(molecules, optimizers, starts, campaign, prior=None):

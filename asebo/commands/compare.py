@@ -182,9 +182,25 @@ def _check_db(args):
             ) from error
 
 
+def _check_markdown(args):
+    """Refuse a ``--markdown`` file that cannot be written, or that is the ``--db`` or
+    a molecule file of the campaign, before any run."""
+    from asebo.commands.optimize import _why_unwritable
+    from asebo.optimize.system_checks import check_distinct_files
+
+    if args.markdown is None:
+        return
+    problem = _why_unwritable(Path(args.markdown))
+    if problem is not None:
+        raise ValueError(f"--markdown {args.markdown}: {problem}")
+    inputs = {f"--molecules {m}": m for m in args.molecules or () if Path(m).is_file()}
+    check_distinct_files(**{"--markdown": args.markdown, "--db": args.db, **inputs})
+
+
 def run(args):
     try:
         _check_db(args)
+        _check_markdown(args)
         records = _records(args)
     except ValueError as error:
         print(f"asebo compare: error: {error}", file=sys.stderr)
