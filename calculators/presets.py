@@ -220,9 +220,53 @@ def get_calculator(name, **kw):
     Raises
     ------
     ValueError
-        For an unknown name or a malformed option.
+        For an unknown name, a malformed option, or one the preset's calculator does
+        not have (tblite's, EMT's and Lennard-Jones's options are known; a word where
+        a number belongs is refused too).
     ImportError
         When the preset's package is missing; the message has the install line.
     """
     key, options = parse_preset(name)
-    return PRESETS[key](**{**options, **kw})
+    options = {**options, **kw}
+    _check_options(key, options)
+    return PRESETS[key](**options)
+
+
+def _known_options(key):
+    """The options of preset ``key`` and their defaults, where its calculator has a
+    fixed set (tblite's, ASE's EMT and Lennard-Jones); None otherwise (GPAW and
+    CHGNet check their own), or where its package is missing (the preset says so)."""
+    if key in ("gfn1", "gfn2"):
+        if importlib.util.find_spec("tblite") is None:
+            return None
+        from tblite.ase import TBLite
+
+        return {**TBLite.default_parameters, "threads": None}
+    if key in ("emt", "lj"):
+        from ase.calculators.emt import EMT
+        from ase.calculators.lj import LennardJones
+
+        return dict({"emt": EMT, "lj": LennardJones}[key].default_parameters)
+    return None
+
+
+def _check_options(key, options):
+    """Refuse an option preset ``key`` does not have (a misspelt one would be dropped
+    silently), the method of a GFN-xTB preset, and a word where a number belongs."""
+    known = _known_options(key)
+    if known is None:
+        return
+    for option, value in options.items():
+        if option == "method" and key in ("gfn1", "gfn2"):
+            raise ValueError(
+                f"the {key} preset sets the method: use 'gfn1' or 'gfn2' as the name instead"
+            )
+        if option not in known:
+            raise ValueError(
+                f"the {key} preset has no option {option!r}; its options: "
+                f"{', '.join(sorted(name for name in known if name != 'method'))}"
+            )
+        default = known[option]
+        number = isinstance(default, (int, float)) and not isinstance(default, bool)
+        if number and isinstance(value, str):
+            raise ValueError(f"option {option}={value!r} of the {key} preset is not a number")

@@ -186,6 +186,24 @@ def test_preset_options_in_the_name_reach_the_calculator():
             parse_preset(bad)
 
 
+@pytest.mark.parametrize(
+    "name, options, words",
+    [
+        ("gfn2", {"chrage": 1}, "the gfn2 preset has no option 'chrage'; its options: .*charge"),
+        ("gfn2:Charge=1", {}, "no option 'Charge'"),
+        ("gfn1", {"uhf": 2}, "no option 'uhf'.*multiplicity"),
+        ("gfn2", {"method": "GFN1-xTB"}, "sets the method: use 'gfn1' or 'gfn2'"),
+        ("lj:sigma=1.0,epsilon=abc", {}, "option epsilon='abc' of the lj preset is not a number"),
+        ("emt", {"cutoff": 3.0}, "the emt preset has no option 'cutoff'"),
+    ],
+)
+def test_an_option_the_preset_does_not_have_is_refused(name, options, words):
+    # tblite and ASE take unknown keywords silently: a misspelt charge ran the neutral
+    # molecule
+    with pytest.raises(ValueError, match=words):
+        get_calculator(name, **options)
+
+
 def test_commas_inside_brackets_belong_to_the_option():
     assert parse_preset("gpaw:kpts=(4, 4,1),mode=pw,basis=sz(dzp)") == (
         "gpaw",
