@@ -228,7 +228,7 @@ def get_calculator(name, **kw):
     """
     key, options = parse_preset(name)
     options = {**options, **kw}
-    _check_options(key, options)
+    check_options(key, options)
     return PRESETS[key](**options)
 
 
@@ -250,7 +250,7 @@ def _known_options(key):
     return None
 
 
-def _check_options(key, options):
+def check_options(key, options):
     """Refuse an option preset ``key`` does not have (a misspelt one would be dropped
     silently), the method of a GFN-xTB preset, and a word where a number belongs."""
     known = _known_options(key)

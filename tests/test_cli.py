@@ -64,7 +64,7 @@ def test_optimize_help_shows_the_defaults(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "--steps STEPS (default: 500)" in text
     assert "--fmax FMAX eV/Å (default: 0.05)" in text
-    assert "calculator preset (default: gfn2, GFN2-xTB)" in text  # stated once, not twice
+    assert "(gfn2:charge=1, gpaw:h=0.25) (default: gfn2, GFN2-xTB)" in text  # stated once
     assert "(default: None)" not in text
 
 

@@ -498,3 +498,18 @@ def test_ctrl_c_stops_the_command_with_one_line_and_status_130(tmp_path, keep):
             r"asebo optimize: interrupted at step \d+; pass --restart to keep observations\n",
             stderr,
         ), stderr
+
+
+def test_a_preset_with_its_options_is_taken_and_a_misspelt_one_refused(tmp_path, capsys):
+    # the commands took a bare name only, where asebo compare takes gpaw:h=0.25
+    path = argon_file(tmp_path)
+    assert main(["optimize", str(path), "--calc", "LJ:sigma=1.2", "--logfile", "-"]) == 0
+    relaxed = read(tmp_path / "argon_relaxed.xyz")
+    distances = relaxed.get_all_distances()[np.triu_indices(4, 1)]
+    assert distances.min() == pytest.approx(2 ** (1 / 6) * 1.2, abs=0.02)  # LJ's minimum
+    capsys.readouterr()
+    for command in (["optimize", str(path)], ["saddle", str(path)]):
+        with pytest.raises(SystemExit) as raised:
+            main([*command, "--calc", "lj:sigmma=1.2"])
+        assert raised.value.code == 2
+        assert "the lj preset has no option 'sigmma'" in capsys.readouterr().err

@@ -42,12 +42,14 @@ from asebo.commands._barrier_run import (
     where_kept,
 )
 from asebo.commands.optimize import (
+    PRESET_HELP,
     _check_output_format,
     _going_on,
     _one_line,
     _read_structure,
     _refuse,
     _write_result,
+    calculator_preset,
     check_trajectory_kept,
     write_structures,
 )
@@ -70,8 +72,8 @@ def add_arguments(parser):
     parser.add_argument(
         "--calc",
         default="gfn2",
-        choices=available(),
-        help="calculator preset of every image (default: gfn2, GFN2-xTB)",
+        type=calculator_preset,
+        help=f"{PRESET_HELP} of every image (default: gfn2, GFN2-xTB)",
     )
     parser.add_argument(
         "--prior",

@@ -25,6 +25,7 @@ a file it could not write (a full disk); 130 interrupted by Ctrl-C. Each stop pr
 one line, with the number of observations the restart file holds, read back from it.
 """
 
+import argparse
 import errno
 import math
 import os
@@ -42,13 +43,32 @@ HESSIAN_SUFFIXES = (".json", ".npy")
 """The files ``--hessian`` writes: ASE's vibrations, or the Hessian as an array."""
 
 
+def calculator_preset(spec):
+    """The type of ``--calc``: a preset's name with its options, ``gfn2`` or
+    ``gfn2:charge=1`` (:func:`calculators.parse_preset`, any case), refused by argparse
+    where the name or an option is unknown; the text as given."""
+    from calculators.presets import check_options, parse_preset
+
+    try:
+        check_options(*parse_preset(spec))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from error
+    return spec
+
+
+PRESET_HELP = (
+    f"calculator preset, one of {', '.join(available())}, with its options as "
+    "name:key=value,... (gfn2:charge=1, gpaw:h=0.25)"
+)
+
+
 def add_arguments(parser):
     parser.add_argument("file", type=Path, help="any structure file ASE reads")
     parser.add_argument(
         "--calc",
         default="gfn2",
-        choices=available(),
-        help="calculator preset (default: gfn2, GFN2-xTB)",
+        type=calculator_preset,
+        help=f"{PRESET_HELP} (default: gfn2, GFN2-xTB)",
     )
     parser.add_argument(
         "--prior",

@@ -37,12 +37,14 @@ from asebo.commands._barrier_run import (
     where_kept,
 )
 from asebo.commands.optimize import (
+    PRESET_HELP,
     _check_output_format,
     _going_on,
     _read_structure,
     _refuse,
     _write_result,
     _written_from_restart,
+    calculator_preset,
     check_trajectory_kept,
     write_structures,
 )
@@ -58,8 +60,8 @@ def add_arguments(parser):
     parser.add_argument(
         "--calc",
         default="gfn2",
-        choices=available(),
-        help="calculator preset (default: gfn2, GFN2-xTB)",
+        type=calculator_preset,
+        help=f"{PRESET_HELP} (default: gfn2, GFN2-xTB)",
     )
     parser.add_argument(
         "--prior",

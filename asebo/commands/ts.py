@@ -35,12 +35,14 @@ from pathlib import Path
 from asebo.commands import FAILED, CommandExit
 from asebo.commands._barrier_run import check_distinct, check_writable, driver, kept
 from asebo.commands.optimize import (
+    PRESET_HELP,
     _check_output_format,
     _one_line,
     _read_structure,
     _refuse,
     _write_result,
     _written_from_restart,
+    calculator_preset,
     failed_calculator,
     write_structures,
 )
@@ -60,8 +62,8 @@ def add_arguments(parser):
     parser.add_argument(
         "--calc",
         default="gfn2",
-        choices=available(),
-        help="calculator preset of every configuration (default: gfn2, GFN2-xTB)",
+        type=calculator_preset,
+        help=f"{PRESET_HELP} of every configuration (default: gfn2, GFN2-xTB)",
     )
     parser.add_argument(
         "--prior",
