@@ -129,6 +129,17 @@ def test_gfn2_forces_are_minus_the_finite_difference_gradient():
     np.testing.assert_allclose(forces, -gradient, atol=2e-4)
 
 
+def test_chgnet_refuses_atoms_without_a_cell_in_one_line():
+    # its graph of neighbours failed inside a matrix inversion: "Singular matrix"
+    pytest.importorskip("chgnet")
+    water = molecule("H2O")
+    with pytest.raises(CalculationFailed, match="CHGNet computes atoms in a cell"):
+        energy_and_forces(water, get_calculator("chgnet"))
+    water.center(vacuum=6.0)
+    water.pbc = True
+    assert np.isfinite(energy_and_forces(water, get_calculator("chgnet"))[0])
+
+
 def test_chgnet_forces_and_stress_are_derivatives_of_its_energy():
     pytest.importorskip("chgnet")
     calculator = get_calculator("chgnet")

@@ -88,9 +88,28 @@ def chgnet(device="cpu", **kw):
     dynamics = import_or_explain("chgnet.model.dynamics", "CHGNet", CHGNET_INSTALL)
     model = import_or_explain("chgnet.model", "CHGNet", CHGNET_INSTALL)
     with contextlib.redirect_stdout(io.StringIO()):  # it prints its version and device
-        calculator = dynamics.CHGNetCalculator(
+        calculator = in_a_cell(dynamics.CHGNetCalculator)(
             model.CHGNet.load(verbose=False), use_device=device, **kw
         )
     # it stores its energy as the free energy too without naming it
     calculator.implemented_properties = (*calculator.implemented_properties, "free_energy")
     return calculator
+
+
+@functools.cache
+def in_a_cell(calculator_class):
+    """``calculator_class`` (CHGNet's), refusing atoms without a cell of three
+    dimensions in one line where its graph of neighbours would fail inside a matrix
+    inversion ("Singular matrix")."""
+
+    class InACell(calculator_class):
+        def calculate(self, atoms=None, properties=None, system_changes=all_changes):
+            if atoms is not None and atoms.cell.rank < 3:
+                raise CalculationFailed(
+                    "CHGNet computes atoms in a cell: these have none (a molecule needs a "
+                    "box around it, atoms.center(vacuum=6.0) and pbc=True)"
+                )
+            super().calculate(atoms, properties, system_changes)
+
+    InACell.__name__ = InACell.__qualname__ = calculator_class.__name__
+    return InACell
