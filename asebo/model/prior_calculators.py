@@ -112,4 +112,5 @@ def in_a_cell(calculator_class):
             super().calculate(atoms, properties, system_changes)
 
     InACell.__name__ = InACell.__qualname__ = calculator_class.__name__
+    InACell.__module__ = calculator_class.__module__  # known by it (default_prior.wrapped_by)
     return InACell
