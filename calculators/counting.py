@@ -2,7 +2,9 @@
 
 import time
 
-from ase.calculators.calculator import Calculator, PropertyNotImplementedError, all_changes
+from ase.calculators.calculator import Calculator, all_changes
+
+from asebo.calls import computed
 
 
 class CountingCalculator(Calculator):
@@ -52,16 +54,8 @@ class CountingCalculator(Calculator):
             self.cpu_time += time.process_time() - start_cpu
 
     def _compute(self):
-        """Energy, free energy and forces of ``calc`` at the atoms; where it raises,
-        nothing is kept, so that asking again calls it again."""
-        work = self.atoms.copy()
-        work.calc = self.calc
-        energy = work.get_potential_energy()
-        try:
-            free_energy = work.get_potential_energy(force_consistent=True)
-        except PropertyNotImplementedError:
-            free_energy = energy
-        forces = work.get_forces(apply_constraint=False)  # as calc gives them
-        self._work = work
+        """Energy, free energy and forces of ``calc`` at the atoms
+        (:func:`asebo.calls.computed`); where it raises, nothing is kept, so
+        that asking again calls it again."""
+        self._work, self.results = computed(self.atoms, self.calc)
         self.ncalls += 1
-        self.results = {"energy": energy, "free_energy": free_energy, "forces": forces}

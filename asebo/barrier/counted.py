@@ -1,6 +1,8 @@
 """A calculator that counts the calls of the one it wraps."""
 
-from ase.calculators.calculator import Calculator, PropertyNotImplementedError, all_changes
+from ase.calculators.calculator import Calculator, all_changes
+
+from asebo.calls import computed
 
 
 class CountedCalls(Calculator):
@@ -25,11 +27,4 @@ class CountedCalls(Calculator):
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
         super().calculate(atoms, properties, system_changes)
         self.calls += 1
-        work = self.atoms.copy()
-        work.calc = self.calc
-        energy = work.get_potential_energy()
-        try:
-            free_energy = work.get_potential_energy(force_consistent=True)
-        except PropertyNotImplementedError:
-            free_energy = energy
-        self.results = {"energy": energy, "free_energy": free_energy, "forces": work.get_forces()}
+        _, self.results = computed(self.atoms, self.calc)
