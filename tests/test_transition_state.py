@@ -294,3 +294,27 @@ def test_the_command_finds_and_checks_the_transition_state_of_a_hop(
         main(["ts", str(tmp_path / "initial.traj"), str(tmp_path / "again.traj")])
     assert stop.value.code == 2
     assert "one configuration" in capsys.readouterr().err
+
+
+def test_a_workflow_cut_short_by_its_steps_goes_on_from_its_restart_files(tmp_path):
+    # the search stopped at its steps and the band's climbing image went on in the
+    # band's restart file: run again, the band's highest image was another and the
+    # search's restart file refused it as another start (RestartError)
+    pytest.importorskip("sella")
+    from asebo.benchmarks.hop_saddles import HOPS
+
+    initial, final = HOPS["pt_pt100"]()
+    stem = str(tmp_path / "ts")
+    short = [
+        transition_state(initial, final, EMT(), n_images=3, steps=4, restart=stem) for _ in range(2)
+    ]
+    assert short[0].route == "climbing image after the saddle search"
+    assert (
+        short[1].calls["endpoints"] == 0 and short[1].calls["band"] + short[1].calls["saddle"] > 0
+    )
+    whole = transition_state(initial, final, EMT(), n_images=3, restart=stem)
+    again = transition_state(initial, final, EMT(), n_images=3, restart=stem)
+    assert whole.verified and again.verified
+    assert again.calls["band"] == again.calls["saddle"] == 0
+    fresh = transition_state(initial, final, EMT(), n_images=3)
+    assert whole.forward_barrier == pytest.approx(fresh.forward_barrier, abs=0.01)

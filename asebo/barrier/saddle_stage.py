@@ -78,12 +78,14 @@ def computed(atoms, observations, index):
 
 def searched_saddle(band, fmax, steps, **options):
     """The :class:`SaddleStage` of :meth:`asebo.BOSaddle.from_band` run to ``fmax`` (eV/Å)
-    in at most ``steps`` calls; ``options`` for :class:`asebo.BOSaddle`."""
+    in at most ``steps`` calls, those of a search resumed from its restart file counted;
+    ``options`` for :class:`asebo.BOSaddle`."""
     from asebo.saddle import BOSaddle
 
     with BOSaddle.from_band(band, **options) as search:
         before = len(search.observations)  # the band's, and a restart file's calls
-        converged = bool(search.run(fmax=fmax, steps=steps))
+        made = before - search.observations.state.get("given", before)  # resumed: its calls
+        converged = bool(search.run(fmax=fmax, steps=max(steps - made, 0)))
         record = search.observations
         index = record.find(search.atoms.positions)
         index = len(record) - 1 if index is None else index  # a search cut short by steps

@@ -58,7 +58,7 @@ from asebo.saddle.checks import check_saddle_system, checked_observations, run_f
 from asebo.saddle.endpoint import SaddleEndpoint
 from asebo.saddle.mode_probe import StartModeTest
 from asebo.saddle.prior import saddle_surrogate
-from asebo.saddle.record import SearchRecord, stored_search
+from asebo.saddle.record import SearchRecord, recorded_start, stored_search
 from asebo.saddle.walk import ModelWalk
 from asebo.threads import optimizer_threads, with_optimizer_threads
 
@@ -178,18 +178,18 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, SearchRe
     def from_band(cls, band, **kwargs):
         """The saddle search from the highest moving image of a band optimized by
         :class:`asebo.neb.BONEB` (its climbing image once converged), every image
-        computed taken as an observation: that image is not computed again.
+        computed taken as an observation: that image is not computed again. Given an
+        existing ``restart`` file, the search resumes from the start it records.
 
         Parameters
         ----------
         band : asebo.neb.BONEB
             After its ``run``; its images' calculator computes the saddle search's calls.
         **kwargs
-            For :class:`BOSaddle`.
-        """
+            For :class:`BOSaddle`."""
         top = band.record.highest_computed(band.images)
         atoms = top.copy()
-        atoms.calc = top.calc
+        atoms.calc, atoms.positions = top.calc, recorded_start(kwargs.get("restart"), top.positions)
         return cls(atoms, observations=band.record.observations.arrays(), **kwargs)
 
     def irun(self, fmax=0.05, steps=DEFAULT_MAX_STEPS):

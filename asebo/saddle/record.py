@@ -5,6 +5,7 @@ writes after each call and checks on every read, as :class:`asebo.BOOptimizer`'s
 import os
 
 import numpy as np
+from ase.io.jsonio import decode
 
 from asebo.optimize.observations import (
     Observations,
@@ -30,7 +31,9 @@ class SearchRecord:
         self.observations = Observations(
             self.atoms.numbers, self.restart, self.comm, SADDLE, system_of(self.atoms)
         )
-        self.observations.state.update(calculator=self.identity, start=self.atoms.positions.copy())
+        self.observations.state.update(
+            calculator=self.identity, start=self.atoms.positions.copy(), given=len(self._given[1])
+        )
         for positions, energy, forces in zip(*self._given):
             self.observations.append(positions, energy, forces)
 
@@ -71,6 +74,21 @@ class SearchRecord:
         if self._predicted is not None and np.allclose(self._predicted[0], following):
             state.update(predicted=self._predicted[1], stopped=self._predicted[2])
         self.observations.save(**state)
+
+
+def recorded_start(restart, positions):
+    """The start (n, 3) the saddle search of the restart file ``restart`` was built at,
+    where the file is one; else ``positions``. A search built again from a band that
+    has moved on since (its climbing image went on) resumes where it began."""
+    if restart is None or not os.path.isfile(restart):
+        return positions
+    try:
+        with open(restart) as file:
+            start = decode(file.read()).get("start")
+    except (OSError, ValueError, AttributeError):  # the checks of the search say what
+        return positions
+    start = None if start is None else np.asarray(start, dtype=float)
+    return positions if start is None or start.shape != np.shape(positions) else start
 
 
 def stored_search(restart, atoms, identity, comm):
