@@ -17,6 +17,7 @@ from ase.build import molecule
 from ase.calculators.calculator import Calculator, all_changes
 from ase.calculators.emt import EMT
 from ase.io import read, write
+from ase.optimize import BFGS
 
 from asebo.barrier import transition_state
 from asebo.barrier.connection import rmsd
@@ -318,3 +319,24 @@ def test_a_workflow_cut_short_by_its_steps_goes_on_from_its_restart_files(tmp_pa
     assert again.calls["band"] == again.calls["saddle"] == 0
     fresh = transition_state(initial, final, EMT(), n_images=3)
     assert whole.forward_barrier == pytest.approx(fresh.forward_barrier, abs=0.01)
+
+
+def test_a_saddle_search_whose_prior_fails_on_the_band_leaves_it_to_the_climbing_image(
+    tmp_path,
+):
+    # linear HCN and HNC: the IDPP band drives H through the C-N bond, 13 eV up, where
+    # the search's GFN1-xTB prior has no SCF; the search raised the prior's error
+    from calculators import get_calculator
+
+    ends = [
+        Atoms("CNH", positions=[[0, 0, 0], [0, 0, 1.16], [0, 0.05, -1.07]]),
+        Atoms("CNH", positions=[[0, 0, 0], [0, 0, 1.17], [0, 0.05, 2.17]]),
+    ]
+    for end in ends:
+        end.calc = get_calculator("gfn2")
+        BFGS(end, logfile=None).run(fmax=0.01)
+    log = tmp_path / "ts.log"
+    result = transition_state(*ends, get_calculator("gfn2"), n_images=5, logfile=str(log))
+    assert result.route == "climbing image after the saddle search"
+    assert "saddle search: not converged after 0 calls (its prior has no value" in log.read_text()
+    assert result.calls["saddle"] > 0 and result.code != VERIFIED

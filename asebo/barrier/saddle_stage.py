@@ -79,13 +79,21 @@ def computed(atoms, observations, index):
 def searched_saddle(band, fmax, steps, **options):
     """The :class:`SaddleStage` of :meth:`asebo.BOSaddle.from_band` run to ``fmax`` (eV/Å)
     in at most ``steps`` calls, those of a search resumed from its restart file counted;
-    ``options`` for :class:`asebo.BOSaddle`."""
+    ``options`` for :class:`asebo.BOSaddle`. Where the search's prior calculator fails at
+    a configuration of its record, the stage ends there, not converged (no model)."""
+    from asebo.model.priors import PriorCalculationError
     from asebo.saddle import BOSaddle
 
     with BOSaddle.from_band(band, **options) as search:
         before = len(search.observations)  # the band's, and a restart file's calls
         made = before - search.observations.state.get("given", before)  # resumed: its calls
-        converged = bool(search.run(fmax=fmax, steps=max(steps - made, 0)))
+        try:
+            converged = bool(search.run(fmax=fmax, steps=max(steps - made, 0)))
+        except PriorCalculationError as error:  # at a band's image far up, say
+            record = search.observations
+            atoms = computed(search.atoms, record, len(record) - 1)
+            why = f"its prior has no value at a configuration it holds: {error}"
+            return SaddleStage(atoms, False, why, None, None, record, len(record) - before, SEARCH)
         record = search.observations
         index = record.find(search.atoms.positions)
         index = len(record) - 1 if index is None else index  # a search cut short by steps
