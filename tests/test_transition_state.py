@@ -271,6 +271,13 @@ def test_what_no_band_can_take_is_refused_before_any_call():
     assert "hessian" in _refused(a, b, hessian="exact")
     assert "calculator" in _refused(a, b, calculator=None)
     assert "initial" in _refused(a.positions, b)
+    # two like atoms exchanged meet halfway on the straight path: IDPP gave NaN
+    # positions, blamed on the user's image ("not a finite number")
+    first = Atoms("NH3", positions=[[0, 0, 0.4], [1, 0, 0], [-1, 0, 0], [0, 1, 0]])
+    exchanged = first[[0, 2, 1, 3]]
+    exchanged.symbols = first.symbols
+    words = _refused(first, exchanged, calculator=EMT())
+    assert "atoms 1 and 2 meet on the straight path between the endpoints (0.50" in words
 
 
 def test_the_command_finds_and_checks_the_transition_state_of_a_hop(

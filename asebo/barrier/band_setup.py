@@ -75,5 +75,32 @@ def interpolated_band(initial, final, calculator, n_images, climb):
     for image in images:
         image.calc = calculator
     neb = NEB(images, climb=climb, method="improvedtangent", allow_shared_calculator=True)
-    neb.interpolate(method="idpp", apply_constraint=False)
+    interpolate(neb, "idpp")
     return neb
+
+
+def interpolate(neb, method):
+    """ASE's ``neb.interpolate(method)`` (``'idpp'`` or ``'linear'``), constraints not
+    applied; ValueError where an image is left with positions that are not finite: two
+    atoms meet on the straight path between the endpoints (IDPP divides by their
+    distance), as where two like atoms are exchanged between them."""
+    neb.interpolate(method=method, apply_constraint=False)
+    images = neb.images
+    if all(np.isfinite(image.positions).all() for image in images):
+        return
+    start, end = images[0].positions, images[-1].positions  # (n, 3)
+    closest = (np.inf, 0, 0, 0.0)
+    for t in np.linspace(0.0, 1.0, 101)[1:-1]:
+        path = (1 - t) * start + t * end  # (n, 3)
+        distances = np.linalg.norm(path[:, None] - path[None], axis=2) + np.diag(
+            np.full(len(path), np.inf)
+        )
+        i, j = np.unravel_index(np.argmin(distances), distances.shape)
+        closest = min(closest, (float(distances[i, j]), int(i), int(j), float(t)))
+    _, i, j, t = closest
+    raise ValueError(
+        f"the {method} interpolation of the band fails: atoms {i} and {j} meet on the "
+        f"straight path between the endpoints ({t:.2f} of the way), as where two like "
+        "atoms are exchanged between them; give the endpoints with their atoms in one "
+        "order, or images of your own"
+    )

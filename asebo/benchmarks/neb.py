@@ -235,8 +235,10 @@ SYSTEMS = {
 def idpp_band(initial, final, moving):
     """The positions (moving + 2, n, 3) of the IDPP band between the endpoints."""
     images = [initial.copy() for _ in range(moving + 1)] + [final.copy()]
+    from asebo.barrier.band_setup import interpolate
+
     neb = NEB(images, method="improvedtangent")
-    neb.interpolate(method="idpp", apply_constraint=False)
+    interpolate(neb, "idpp")
     return np.array([image.positions for image in images])
 
 

@@ -231,12 +231,13 @@ def _band(args, initial, final):
     that puts it in a box: :func:`asebo.benchmarks.neb.one_box`)."""
     from ase.mep import NEB
 
+    from asebo.barrier.band_setup import interpolate
     from asebo.benchmarks.neb import one_box
 
     images = [initial] + [initial.copy() for _ in range(args.images)] + [final]
     neb = NEB(images, climb=args.climb, method="improvedtangent")
     try:
-        neb.interpolate(method=args.interpolate, apply_constraint=False)
+        interpolate(neb, args.interpolate)
     except Exception as error:  # IDPP's own failures, in one line
         raise _refuse(f"cannot interpolate the band: {_one_line(error)}") from error
     positions = np.array([image.positions for image in images])  # (i, n, 3)
