@@ -137,6 +137,18 @@ def test_two_minima_end_at_the_surfaces_saddle_point_first_order_and_connected(a
     assert sorted(result.ends) == ["final", "initial"]
 
 
+def test_an_endpoint_that_is_no_minimum_is_said_in_the_log(tmp_path):
+    pytest.importorskip("sella")
+    log = tmp_path / "ts.log"
+    off = np.asarray(MINIMUM_A) + [0.05, -0.05]
+    transition_state(at(off), at(MINIMUM_B), BentMullerBrown(), prior=Bend(), logfile=str(log))
+    lines = [line for line in log.read_text().splitlines() if "endpoint's largest force" in line]
+    expected = at(off)
+    expected.calc = BentMullerBrown()
+    largest = np.linalg.norm(expected.get_forces(), axis=1).max()
+    assert len(lines) == 1 and f"the initial endpoint's largest force is {largest:.3f}" in lines[0]
+
+
 def test_no_configuration_is_computed_twice_and_every_call_is_counted(a_to_b):
     result, calls = a_to_b
     assert result.total_calls == len(calls)

@@ -28,6 +28,7 @@ import math
 import numbers
 from dataclasses import replace
 
+import numpy as np
 from ase.parallel import world
 from ase.utils import IOContext
 
@@ -146,6 +147,7 @@ def transition_state(
             band_converged = bool(band.run(fmax=loose, steps=steps))
             endpoint_calls = len(band.record.observations) - before - band.calls
             ends = [_computed_image(band, index) for index in (0, len(neb.images) - 1)]
+            _note_unrelaxed(log, ends, fmax)
             _note(log, f"band: {band.calls} calls, {_converged(band_converged)} to {loose} eV/Å")
             band_calls = band.calls
             saddle_file = None if restart is None else f"{restart}-saddle.json"
@@ -284,6 +286,20 @@ def _record(stage, ends, modes, found):
 
 def _converged(converged):
     return "converged" if converged else "not converged"
+
+
+def _note_unrelaxed(log, ends, fmax):
+    """A line in the log for each endpoint whose largest force (of the atoms no
+    ``FixAtoms`` holds) is above ``fmax``: no minimum, the barrier measured from it."""
+    for name, end in zip(("initial", "final"), ends):
+        largest = float(np.linalg.norm(end.get_forces(), axis=1).max())  # constraints applied
+        if largest > fmax:
+            _note(
+                log,
+                f"the {name} endpoint's largest force is {largest:.3f} eV/Å, above fmax "
+                f"{fmax}: it is no minimum, and the barrier is measured from it; relax the "
+                "endpoints first (BOOptimizer)",
+            )
 
 
 def _note(log, line):

@@ -290,7 +290,8 @@ def _going_on(restart):
 
 
 def _read_structure(path):
-    """The one structure of the file ``path``, or a refusal in one line."""
+    """The structure of the file ``path`` (its last frame where it holds several, as
+    ASE reads it: a trajectory's last configuration), or a refusal in one line."""
     import ase.io
 
     try:
