@@ -329,6 +329,7 @@ def test_a_workflow_cut_short_by_its_steps_goes_on_from_its_restart_files(tmp_pa
         transition_state(initial, final, EMT(), n_images=3, steps=4, restart=stem) for _ in range(2)
     ]
     assert short[0].route == "climbing image after the saddle search"
+    assert short[0].summary().count("imaginary mode") == 1  # the verdict says it, once
     assert (
         short[1].calls["endpoints"] == 0 and short[1].calls["band"] + short[1].calls["saddle"] > 0
     )

@@ -95,10 +95,11 @@ class TransitionState:
         return sum(self.calls.values())
 
     def summary(self):
-        """One line: the verdict, the barriers, the imaginary frequency and the calls."""
+        """One line: the verdict, the barriers, the imaginary frequency (where the verdict
+        does not say it already) and the calls."""
         imaginary = "no imaginary mode" if self.imaginary is None else f"{self.imaginary:.0f}i cm⁻¹"
         calls = ", ".join(f"{stage} {count}" for stage, count in self.calls.items())
-        return (
-            f"{self.reason}; barrier {self.forward_barrier:.3f} eV forward, "
-            f"{self.backward_barrier:.3f} eV backward; {imaginary}; calls: {calls}"
-        )
+        barriers = f"barrier {self.forward_barrier:.3f} eV forward, "
+        barriers += f"{self.backward_barrier:.3f} eV backward"
+        said = "imaginary mode" in self.reason
+        return "; ".join([self.reason, barriers, *([] if said else [imaginary]), f"calls: {calls}"])
