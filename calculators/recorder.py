@@ -73,6 +73,22 @@ def _state(source):
     return [np.asarray(array, dtype=float) for array in arrays]
 
 
+def _connected(db):
+    """The ``ase.db`` database of the file or URL ``db``, read once: ValueError in one
+    line where it is no database (a file of something else, cut short), the file left
+    as it is."""
+    database = ase.db.connect(os.fspath(db))
+    try:
+        database.count()
+    except Exception as error:  # sqlite3's, JSON's and ASE's errors alike
+        what = "wait for the process that holds it" if "locked" in str(error) else "move it away"
+        raise ValueError(
+            f"{os.fspath(db)} cannot be read as an ase.db database ({type(error).__name__}: "
+            f"{error}): give another db, or {what}"
+        ) from error
+    return database
+
+
 class RecordingCalculator(Calculator):
     """Count the calls of a calculator, store each one, replay those already seen.
 
@@ -130,7 +146,7 @@ class RecordingCalculator(Calculator):
     def __init__(self, calc, db="calls.db", key=None):
         super().__init__()
         self.calc = calc
-        self.db = db if isinstance(db, Database) else ase.db.connect(os.fspath(db))
+        self.db = db if isinstance(db, Database) else _connected(db)
         self._key = None if key is None else str(key)
         self.ncalls = 0
         self.nhits = 0

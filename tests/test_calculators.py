@@ -757,6 +757,16 @@ def test_an_ion_or_another_spin_is_never_answered_with_the_neutral_row(tmp_path)
     assert ion.get_potential_energy() == energy and again.nhits == 1
 
 
+def test_a_database_that_cannot_be_read_is_refused_when_the_recorder_is_built(tmp_path):
+    # sqlite's own error came at the first call, deep inside ase.db
+    for name, content in (("corrupt.db", "this is not sqlite" * 100), ("text.json", "hello")):
+        path = tmp_path / name
+        path.write_text(content)
+        with pytest.raises(ValueError, match=f"{name} cannot be read as an ase.db database"):
+            RecordingCalculator(EMT(), db=path)
+        assert path.read_text() == content
+
+
 def test_the_key_follows_the_settings_the_calculator_has_at_each_call(tmp_path):
     inner = get_calculator("gfn2")
     recorder = RecordingCalculator(inner, db=tmp_path / "calls.db")
