@@ -186,6 +186,7 @@ def test_optimizer_labels_and_priors():
         ("newton", "unknown optimizer"),
         ("lbfgs+gfn1", "only bo"),
         ("bo+dftb", "unknown prior"),
+        ("bo+", "names no prior after '\\+'"),  # it ran a plain bo
     ]:
         with pytest.raises(ValueError, match=message):
             parse_optimizer(bad)

@@ -165,8 +165,10 @@ def parse_optimizer(label, prior=None):
         For an unknown optimizer or prior, a prior on another optimizer than ``bo``, or
         ``sella`` or ``geometric`` when its package is not installed.
     """
-    optimizer, _, named_prior = str(label).partition(PRIOR_SEPARATOR)
+    optimizer, separator, named_prior = str(label).partition(PRIOR_SEPARATOR)
     optimizer = optimizer.strip().lower()
+    if separator and not named_prior.strip():
+        raise ValueError(f"{label!r} names no prior after {PRIOR_SEPARATOR!r}: e.g. bo+gfn1")
     if optimizer not in OPTIMIZER_NAMES:
         raise ValueError(
             f"unknown optimizer {label!r}: choose among {', '.join(OPTIMIZER_NAMES)}"
