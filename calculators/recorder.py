@@ -216,7 +216,7 @@ class RecordingCalculator(Calculator):
     def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
         super().calculate(atoms, properties, system_changes)
         wanted = ["energy", "forces", *(p for p in properties if p not in ("energy", "forces"))]
-        self._results_key = self.key
+        key = self._results_key = self.key
         row = self.lookup(self.atoms, wanted)
         if row is not None:
             self.nhits += 1
@@ -226,7 +226,6 @@ class RecordingCalculator(Calculator):
                 if row.get(name) is not None
             }
             return
-        key = self.key
         results, wall_time = self._call(self.atoms, wanted)
         record = Atoms(
             numbers=self.atoms.numbers,
