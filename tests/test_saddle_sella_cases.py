@@ -52,3 +52,22 @@ def test_morse_cluster_first_order_saddle():
     assert search.run(fmax=1e-3, steps=400)
     assert np.linalg.norm(atoms.get_forces(), axis=1).max() < 1e-3
     assert (curvatures(atoms) < 0).sum() == 1
+
+
+def test_a_heavy_cluster_saddle_point_below_ten_wavenumbers_is_found():
+    # Sella finds the cluster's saddle point (imaginary mode near 7i cm⁻¹: xenon is
+    # heavy and its Morse bonds weak); from there rattled, BOSaddle ends on it, converged:
+    # a flat region is judged by the model's curvature, not by a frequency
+    rng = np.random.RandomState(4)
+    atoms = Atoms(["Xe"] * 4, rng.normal(size=(4, 3), scale=3.0))
+    atoms.calc = xenon_morse()
+    from sella import Sella
+
+    Sella(atoms, internal=True, order=1, logfile=None).run(fmax=1e-3, steps=300)
+    saddle = atoms.get_potential_energy()
+    atoms.rattle(0.05, seed=1)
+    search = BOSaddle(atoms, logfile=None)
+    assert search.run(fmax=1e-3, steps=30)
+    assert 0 < search.result.imaginary < 10
+    assert atoms.get_potential_energy() == pytest.approx(saddle, abs=1e-5)
+    assert (curvatures(atoms) < 0).sum() == 1

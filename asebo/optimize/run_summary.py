@@ -111,13 +111,13 @@ class SaddleSummary(RunSummary):
 def saddle_end(reason):
     """The words of a :attr:`asebo.saddle.result.SaddleResult.reason`."""
     from asebo.saddle import result  # the saddle search imports this package
-    from asebo.saddle.order import IMAGINARY_THRESHOLD
+    from asebo.saddle.order import FLAT_CURVATURE
 
     words = {
         result.FIRST_ORDER: "a first-order saddle point by the model",
         result.MINIMUM: "the forces converged at a minimum of the model",
-        result.FLAT: "the forces converged where the model is flat, its one imaginary "
-        f"frequency below {IMAGINARY_THRESHOLD:.0f}i cm⁻¹",
+        result.FLAT: "the forces converged where the model is flat, its one negative "
+        f"curvature softer than {FLAT_CURVATURE:.1e} eV/Å²",
         result.HIGHER_ORDER: "the forces converged at a saddle point of higher order of the model",
         result.STEPS: "its steps ran out",
         result.WALK_FAILED: "the walk on the model failed at its first step",

@@ -32,9 +32,17 @@ from asebo.optimize.model_hessian import (
 )
 
 IMAGINARY_THRESHOLD = 10.0
-"""cm⁻¹: an imaginary frequency above this is a mode, below it noise: a model whose one
-negative curvature is softer stands on a flat region (a free atom far away), not at a
-saddle point."""
+"""cm⁻¹: an imaginary frequency of a finite-difference Hessian above this is a mode,
+below it noise (:mod:`asebo.barrier.modes`)."""
+
+FLAT_CURVATURE = (IMAGINARY_THRESHOLD * units.invcm / (units._hbar * 1e10)) ** 2 * (
+    units._e * units._amu
+)
+"""eV/Å², the curvature of a mode of :data:`IMAGINARY_THRESHOLD` at one atomic mass unit
+(3.7e-4): a model whose one negative curvature is softer stands on a flat region (a free
+atom far away), not at a saddle point. A curvature, not a frequency: the model's doubt
+is in eV/Å² whatever the masses, and a cluster of heavy atoms held by weak bonds has
+saddle points below 10i cm⁻¹ (four xenon atoms under a Morse potential: 7i)."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +93,7 @@ class OrderVerdict:
     flat : float or None
         cm⁻¹, the model's one imaginary frequency where it is below
         :data:`IMAGINARY_THRESHOLD`: no negative curvature is counted (``order`` 0), a
-        flat region's; None elsewhere.
+        flat region's: its curvature above ``-FLAT_CURVATURE``; None elsewhere.
     """
 
     curvatures: np.ndarray
@@ -111,7 +119,7 @@ class OrderVerdict:
         if self.flat is not None:
             return (
                 f"the forces are converged where the model's one negative curvature is "
-                f"flat ({self.flat:.0f}i cm⁻¹, below {IMAGINARY_THRESHOLD:.0f}i): not a "
+                f"flat ({self.flat:.0f}i cm⁻¹, softer than {FLAT_CURVATURE:.1e} eV/Å²): not a "
                 "saddle point, not converged; start from a guess nearer the transition state"
             )
         if not self.order:
@@ -169,7 +177,7 @@ def judge_order(gp, observations, positions, free, masses, radius, steps_left, r
     imaginary = mode = None
     if len(downward) == 1:
         imaginary = -lowest_frequency(curvature.hessian, positions, masses, free, rotations)
-        if imaginary < IMAGINARY_THRESHOLD:
+        if -curvature.curvatures[downward[0]] < FLAT_CURVATURE:
             return OrderVerdict(np.zeros(0), 0, None, flat=imaginary)
         mode = np.reshape(curvature.modes[downward[0]], np.shape(positions))
     return OrderVerdict(curvature.curvatures[downward], len(supported), step, imaginary, mode)

@@ -4,7 +4,7 @@ A search converges where the largest computed force is below ``fmax`` and the mo
 puts the configuration at a first-order saddle point (one negative curvature:
 :class:`asebo.saddle.order.OrderVerdict`). Converged forces where the model has no
 negative curvature are a minimum, where its one negative curvature is softer than
-:data:`asebo.saddle.order.IMAGINARY_THRESHOLD` a flat region, where it has two or more
+:data:`asebo.saddle.order.FLAT_CURVATURE` a flat region, where it has two or more
 and no step off is left a saddle point of higher order: the search ends there, not
 converged. Otherwise it ended
 on its steps, or where the walk on the model ended on a configuration already computed
