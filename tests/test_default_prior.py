@@ -57,6 +57,25 @@ def test_the_xtb_prior_describes_the_ion_the_target_computes(driver):
     assert default_prior(neutral, "saddle").prior.parameters["charge"] == 0
 
 
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_the_gpaw_presets_charge_and_orcas_multiplicity_reach_the_xtb_prior(driver):
+    # the preset keeps GPAW's options as its own (todict), not as ASE's parameters;
+    # ORCA names the multiplicity 'mult', tblite 'multiplicity'
+    pytest.importorskip("gpaw")
+    from ase.calculators.orca import ORCA, OrcaProfile
+
+    ammonium = molecule("NH3")
+    ammonium.append("H")
+    ammonium.positions[-1] = [0.0, 0.0, -1.1]
+    ammonium.calc = CountingCalculator(get_calculator("gpaw", mode="lcao", charge=1))
+    assert default_prior(ammonium, driver).prior.parameters["charge"] == 1
+    methylene = molecule("CH2_s3B1d")
+    methylene.set_initial_magnetic_moments(None)  # the multiplicity is ORCA's alone
+    methylene.calc = ORCA(charge=0, mult=3, profile=OrcaProfile(command="orca"))  # never run
+    prior = default_prior(methylene, driver).prior
+    assert (prior.parameters["charge"], prior.parameters["multiplicity"]) == (0, 3)
+
+
 def test_a_cheap_target_takes_the_lindh_model_for_a_minimum_and_gfn2_across_a_barrier():
     for target in (EMT(), LennardJones(), None):
         choice = default_prior(_water(target), "minimum")

@@ -130,19 +130,37 @@ def default_prior(atoms, driver, periodic=None, any_target=False):
 
 
 def target_charge(target):
-    """``{"charge": q}`` where the target calculator (or one of its parts,
-    :func:`calculator_parts`) sets the system's total charge as a parameter (GPAW's,
-    ORCA's, tblite's ``charge``), for the GFN2-xTB prior to describe the same ion; else
-    empty (tblite then reads the atoms' initial charges, as the target does)."""
+    """The total charge and spin multiplicity the target calculator (or one of its
+    parts, :func:`calculator_parts`) sets as parameters, as tblite's ``charge`` and
+    ``multiplicity``, for the GFN2-xTB prior to describe the same ion or radical: GPAW's,
+    ORCA's and tblite's ``charge``; ORCA's and Gaussian's ``mult``, tblite's and Q-Chem's
+    ``multiplicity``. Each is read from the calculator's ``parameters``, else from its
+    ``todict()`` (a wrapper's own options: the ``gpaw`` preset's); where none sets it,
+    it is left out (tblite then reads the atoms' initial charges and magnetic moments,
+    as the target does)."""
+    given = {}
     for inner in calculator_parts(target):
-        parameters = getattr(inner, "parameters", None)
-        if hasattr(parameters, "get"):  # ASE's Parameters, a dict
-            charge = parameters.get("charge")
-        else:  # GPAW's own parameters object
-            charge = getattr(parameters, "charge", None)
-        if charge is not None:
-            return {"charge": charge}
-    return {}
+        for name, keys in (("charge", ("charge",)), ("multiplicity", ("multiplicity", "mult"))):
+            value = _parameter(inner, keys)
+            if value is not None and name not in given:
+                given[name] = value
+    return given
+
+
+def _parameter(calculator, keys):
+    """The first of ``keys`` that ``calculator`` sets (:func:`target_charge`), or None."""
+    sources = [getattr(calculator, "parameters", None)]
+    if callable(getattr(calculator, "todict", None)):
+        sources.append(calculator.todict())
+    for parameters in sources:
+        for key in keys:
+            if hasattr(parameters, "get"):  # ASE's Parameters, a dict
+                value = parameters.get(key)
+            else:  # GPAW's own parameters object
+                value = getattr(parameters, key, None)
+            if value is not None:
+                return value
+    return None
 
 
 def _choice(prior, rule, detail=""):
