@@ -359,3 +359,24 @@ def test_benchmark_writes_rmse_per_model(tmp_path):
     ]
     expected = np.mean([np.sqrt(np.mean(e**2)) for e in errors])
     assert rmse["mean"] == pytest.approx(expected)
+
+
+def test_the_shipped_sets_are_found_without_a_cache(tmp_path):
+    # the sets in asebo/data answer without any calculation; the GFN2-xTB one holds
+    # GFN2-xTB's energies at its positions
+    pytest.importorskip("tblite")
+    from ase import Atoms
+
+    from calculators import get_calculator
+
+    for molecule, calculator in (("water", "gpaw"), ("glycerol", "gpaw:mode=lcao")):
+        assert (
+            load_dataset(molecule, calculator, 100, cache_dir=tmp_path, generate=False).n_labelled
+            == 100
+        )
+    shipped = load_dataset("water", "gfn2", 3, cache_dir=tmp_path, generate=False)
+    assert not any(tmp_path.iterdir())  # nothing computed, nothing cached
+    for positions, energy in zip(shipped.positions, shipped.energies):
+        atoms = Atoms(shipped.numbers, positions)
+        atoms.calc = get_calculator("gfn2")
+        assert atoms.get_potential_energy() == pytest.approx(energy, abs=1e-6)

@@ -29,7 +29,7 @@ deviations (the mean predictor's RMSE) near the paper's: 2.4 eV for water and
 """
 
 DEFAULT_DISPLACEMENT = 0.05
-DATA_DIR = Path(__file__).parent.parent / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 
 
 def relax_molecule(atoms, calculator, fmax=0.02, steps=200, prerelax=None):
