@@ -1,4 +1,4 @@
-"""Relax water, ethanol and glycerol with GPAW: BOOptimizer with its three kinds of
+"""Relax water, ethanol and glycerol with GPAW: BOOptimizer with three kinds of
 prior mean against ASE's L-BFGS and Sella.
 
 Wong and Kolter's comparison (Figs. 2-3) on a real DFT calculator: each molecule is first
@@ -7,8 +7,11 @@ perturbed by Gaussian noise of sigma = 0.1 Å on every coordinate (seed 0) are r
 with GPAW (PBE; LCAO with the dzp basis and grid spacing ``--h`` by default, or
 the finite-difference grid with ``--mode fd``) to fmax = 0.05 eV/Å by
 
-- ``bo``: :class:`asebo.BOOptimizer` with its default prior mean, the Lindh model
-  (:mod:`asebo.model.lindh`),
+- ``bo``: :class:`asebo.BOOptimizer` with its default prior mean, GFN2-xTB under GPAW
+  (:func:`asebo.model.default_prior.default_prior`; for the radicals and cations from
+  the atoms' magnetic moments and GPAW's charge), the same as ``bo+gfn2`` here,
+- ``bo+lindh``: the same with the Lindh model as prior mean (:mod:`asebo.model.lindh`),
+  no second calculator,
 - ``bo+max``: the same with a constant prior mean (the highest energy seen),
 - ``bo+gfn2``: the same with GFN2-xTB as prior mean (the GP learns GPAW - GFN2),
 - ``lbfgs``: ASE's L-BFGS,
@@ -72,7 +75,7 @@ OPEN_SHELL_AND_IONS = {  # name: (G2 name or builder, charge)
     "sodium4": ("sodium4", 0),
 }
 ALL_MOLECULES = MOLECULES | CHECK_MOLECULES
-OPTIMIZERS = ("bo", "bo+max", "bo+gfn2", "lbfgs", "sella")
+OPTIMIZERS = ("bo", "bo+lindh", "bo+max", "bo+gfn2", "lbfgs", "sella")
 N_H = 1.03  # Å: N-H of the ammonium start
 NA_NA = 3.4  # Å: side of the Na4 rhombus start
 
