@@ -18,7 +18,7 @@ and Sella (internal coordinates, where installed):
 The starts are built by :mod:`asebo.benchmarks._symmetric_starts`. Each cell gives the
 force calls, the energy above the lowest of all the endpoints and of an L-BFGS run from
 the start rattled by 0.05 Å (eV), and ``saddle`` where the target's finite-difference
-Hessian at the endpoint has a mode above 50i cm⁻¹. About ten minutes on one core.
+Hessian at the endpoint has a mode above 50i cm⁻¹. About five minutes on one core.
 """
 
 from ase.build import molecule
