@@ -11,7 +11,7 @@ from sklearn.decomposition import KernelPCA
 from sklearn.neighbors import kneighbors_graph
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from asebo.kernels import CartesianKernel, GaussianKernel, TanimotoKernel
+from asebo.kernels import CartesianKernel, GaussianKernel, LinearKernel, SVDKernel, TanimotoKernel
 from asebo.learn.diffusion import (
     EPSILON_NEIGHBORS,
     DiffusionMap,
@@ -225,6 +225,31 @@ def test_kernel_object_on_geometry_arrays(params):
     np.testing.assert_allclose(dm.transform(geometries[:5]), dm.embedding_[:5], atol=1e-10)
 
 
+@pytest.mark.parametrize("queries", [slice(None), slice(15, 30)], ids=["all", "a few"])
+def test_knn_graph_of_an_asymmetric_kernel_gives_back_the_training_coordinates(queries):
+    """The SVD kernel's Gram matrix is symmetric only to ~4e-15, and its entries change
+    in the last bits with the block size: where a point is exactly the n-th neighbour of
+    another, the join rule must still agree at fit and at transform."""
+    geometries = np.random.default_rng(0).normal(size=(80, 5, 3))  # (m, n_atoms, 3)
+    dm = DiffusionMap(n_components=2, kernel=SVDKernel(), n_neighbors=10).fit(geometries)
+    np.testing.assert_allclose(
+        dm.transform(geometries[queries]), dm.embedding_[queries], atol=1e-10
+    )
+
+
+def test_knn_graph_takes_a_plain_kernel_function():
+    """A function kernel(X, Y) has no diag method: k(x, x) comes from its own blocks."""
+    X = np.random.default_rng(3).normal(size=(100, 3))
+
+    def gaussian(A, B):
+        return np.exp(-np.square(A[:, None] - B[None]).sum(axis=2) / 2.0)
+
+    dm = DiffusionMap(kernel=gaussian, n_neighbors=10).fit(X)
+    reference = DiffusionMap(epsilon=2.0, n_neighbors=10).fit(X)
+    np.testing.assert_allclose(dm.embedding_, reference.embedding_, atol=1e-10)
+    np.testing.assert_allclose(dm.transform(X), dm.embedding_, atol=1e-10)
+
+
 # signs and determinism
 
 
@@ -331,6 +356,7 @@ def test_median_knn_epsilon_on_a_regular_grid():
         ({"n_neighbors": 5, "n_landmarks": 10}, "alternatives"),
         ({"n_landmarks": 2}, "n_landmarks"),
         ({"epsilon": -1.0}, "epsilon"),
+        ({"epsilon": np.inf}, "finite"),
     ],
 )
 def test_bad_parameters_raise_clear_errors(params, message):
@@ -385,3 +411,95 @@ def test_a_narrow_kernel_keeps_every_component_asked_for(options):
     assert psi.shape == (40, 2) and np.isfinite(psi).all()
     assert np.all(embedding.eigenvalues_ <= 1.0 + 1e-12)
     np.testing.assert_allclose(embedding.transform(X), psi, atol=1e-8)
+
+
+def test_one_repeated_top_eigenvalue_still_gives_every_component():
+    """With epsilon = 1e-3 no two of these points see each other (affinities below
+    2e-17): the deflated Markov matrix has the eigenvalue 1 at its top, 49 times, where
+    LAPACK's subset drivers return no eigenpair at all."""
+    X = np.random.default_rng(0).normal(size=(50, 3))
+    dm = DiffusionMap(epsilon=1e-3).fit(X)
+    assert dm.embedding_.shape == (50, 2)
+    np.testing.assert_allclose(dm.eigenvalues_, 1.0, atol=1e-12)
+    np.testing.assert_allclose(dm.transform(X), dm.embedding_, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "X, params",
+    [
+        (np.ones((50, 3)), {"epsilon": 1.0}),
+        (np.ones((50, 3)), {"epsilon": 1.0, "n_neighbors": 5}),
+        (np.random.default_rng(0).normal(size=(50, 3)), {"epsilon": 1e300}),
+        (np.random.default_rng(0).normal(size=(60, 3)), {"epsilon": 1e3, "n_components": 20}),
+    ],
+    ids=["identical points", "identical points, knn", "epsilon 1e300", "too many components"],
+)
+def test_round_off_eigenvalues_are_refused(X, params):
+    """Transform divides by the eigenvalues: those below 1e-10 (of the leading 1) are
+    refused at fit, rather than giving NaN or noise."""
+    with pytest.raises(ValueError, match=r"below 1e-10 .* narrower kernel"):
+        DiffusionMap(**params).fit(X)
+
+
+def test_small_eigenvalues_keep_transform_exact_to_round_off_over_eigenvalue():
+    """A wide kernel: the 10th eigenvalue is 6e-9. The trivial eigenvector is deflated to
+    -1, away from these, so transform of a training point is off by ~1e-16 / lambda."""
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    dm = DiffusionMap(n_components=10, epsilon=1e3, t=0).fit(X)
+    assert dm.eigenvalues_[-1] < 1e-8
+    error = np.abs(dm.transform(X) - dm.embedding_).max(axis=0)  # (10,)
+    assert np.all(error * dm.eigenvalues_ < 1e-14)
+
+
+@pytest.mark.parametrize(
+    "kernel", [TanimotoKernel(), LinearKernel(offset=10.0)], ids=["tanimoto", "linear"]
+)
+@pytest.mark.parametrize("params", [{}, {"n_landmarks": 100}], ids=["dense", "landmarks"])
+def test_negative_affinities_are_refused(kernel, params):
+    X = np.random.default_rng(0).normal(size=(100, 5))  # real-valued: negative affinities
+    with pytest.raises(ValueError, match="non-negative affinities"):
+        DiffusionMap(kernel=kernel, **params).fit(X)
+
+
+def test_negative_affinities_of_new_points_are_refused():
+    rng = np.random.default_rng(1)
+    counts = rng.poisson(1.0, size=(50, 6)).astype(float)
+    dm = DiffusionMap(kernel=TanimotoKernel()).fit(counts)
+    with pytest.raises(ValueError, match="non-negative affinities"):
+        dm.transform(rng.normal(size=(3, 6)))
+
+
+def test_landmark_row_sum_error_names_the_outlying_points():
+    rng = np.random.default_rng(1)
+    X = np.vstack([rng.normal(size=(300, 2)), [[100.0, 0.0]]])
+    with pytest.raises(ValueError, match=r"points \[300\] \(1 in all\)"):
+        DiffusionMap(n_landmarks=50, epsilon=1.0, random_state=0).fit(X)
+
+
+@pytest.mark.parametrize("estimator", [DiffusionMap, KernelPCAEmbedding])
+def test_identical_landmarks_are_named_as_such(estimator):
+    with pytest.raises(ValueError, match="identical"):
+        estimator(epsilon=1.0, n_landmarks=10, random_state=0).fit(np.ones((30, 2)))
+
+
+@pytest.mark.parametrize("n_neighbors", [0, -1, 2.7])
+def test_median_knn_epsilon_refuses_a_bad_neighbour_rank(n_neighbors):
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    with pytest.raises(ValueError, match="an integer >= 1"):
+        median_knn_epsilon(X, n_neighbors)
+
+
+def test_a_graph_that_falls_apart_goes_to_lapack_or_is_refused_naming_the_points_cut_off():
+    """A narrow kernel (a tenth of the default width) on the 5-NN graph of Gaussian points
+    in 3-D: with the weights below 1e-10 dropped the graph falls into many pieces, so many
+    eigenvalues lie within about 1e-10 of 1, far more than the 2 eigenvectors asked for,
+    and ARPACK does not converge (it gave up after 25 000 restarts, 4 minutes, at 2500
+    points). At 2500 points the fit goes to LAPACK after 50 restarts; above 5000 it stops
+    there and names the points cut off."""
+    X = np.random.default_rng(0).normal(size=(2500, 3))
+    fitted = DiffusionMap(n_neighbors=5, epsilon=0.008, random_state=0).fit(X)
+    assert fitted.eigenvalues_ == pytest.approx(np.ones(2), abs=1e-9)
+    np.testing.assert_allclose(fitted.transform(X[:40]), fitted.embedding_[:40], atol=1e-8)
+    X = np.random.default_rng(0).normal(size=(5200, 3))
+    with pytest.raises(ValueError, match=r"ARPACK did not converge .* groups .*points \["):
+        DiffusionMap(n_neighbors=5, epsilon=0.008, random_state=0).fit(X)

@@ -29,7 +29,8 @@ the coordinates then do not scale with the number of samples.
 New points are placed by the Nyström extension
 ``psi_k(x) = (1 / lambda_k) sum_j p(x, x_j) psi_k(x_j)``, where ``p(x, .)`` is the
 transition probability from ``x`` built with the same ``alpha`` normalisation; on the
-training points it returns the fitted coordinates exactly.
+training points it returns the fitted coordinates, up to a round-off of about
+``1e-16 / lambda_k`` in ``psi_k``.
 
 References
 ----------
@@ -50,6 +51,7 @@ import numbers
 import numpy as np
 import scipy.linalg
 import scipy.sparse
+import scipy.sparse.csgraph
 import scipy.sparse.linalg
 from scipy.spatial.distance import cdist
 
@@ -85,9 +87,32 @@ leading eigenvalues crowd near 1 (a narrow kernel), as ARPACK in its plain mode 
 _SHIFT = 1.0 + 1e-6
 """Shift of ARPACK's shift-invert mode for a Markov matrix, whose eigenvalues are <= 1."""
 
-_LANDMARK_RTOL = 1e-10
-"""Eigenvalues of the landmark Gram matrix below this fraction of the largest are
-dropped from its pseudo-inverse (they only amplify round-off)."""
+_DENSE_FALLBACK_MAX = 5000
+"""Sparse graphs up to this size whose leading eigenvalues ARPACK does not resolve in
+``_ARPACK_MAXITER`` restarts are diagonalised densely instead (LAPACK, about 15 s and
+0.2 GB at 5000 points); larger ones are refused, naming the points that cut the graph."""
+
+_ARPACK_MAXITER = 50
+"""Restarts allowed to ARPACK. Connected graphs of 2100 to 20 000 points converge in 5.
+A graph that falls apart into more pieces than the eigenvectors asked for repeats the
+eigenvalue 1 to round-off, which shift-invert resolves slowly or not at all: no
+convergence in 25 000 restarts (4 minutes) for the 5-NN graph of 2500 Gaussian points in
+3-D at a tenth of the default width, nor in 1000 (5 minutes) for the 15-NN graph of
+20 000 in 2-D at the default width."""
+
+_EIGEN_RTOL = 1e-10
+"""Eigenvalues below this fraction of the largest are round-off. Those of the landmark
+Gram matrix are dropped from its pseudo-inverse; among the nontrivial eigenvalues of the
+Markov matrix (largest 1) they are refused, as ``transform`` divides by them."""
+
+_JOIN_RTOL = 1e-9
+"""Relative slack of the k-nearest-neighbour join rule, above the round-off of the
+distances: a kernel-induced distance ``k(x, x) + k(y, y) - 2 k(x, y)`` is off by a few
+ulps of ``|k(x, x)| + |k(y, y)|``, and ``d(x, y)`` may differ from ``d(y, x)``."""
+
+_DIAGONAL_ROWS = 64
+"""Rows of the diagonal blocks ``kernel(X[rows], X[rows])`` that give ``k(x, x)`` for a
+kernel without a ``diag`` method."""
 
 
 def median_knn_epsilon(X, n_neighbors=EPSILON_NEIGHBORS):
@@ -101,13 +126,18 @@ def median_knn_epsilon(X, n_neighbors=EPSILON_NEIGHBORS):
     Parameters
     ----------
     X : array of shape (n_samples, n_features)
-    n_neighbors : int
+    n_neighbors : int >= 1
         The neighbour rank k; clipped to ``n_samples - 1``.
 
     Returns
     -------
     float
     """
+    if not (isinstance(n_neighbors, numbers.Integral) and n_neighbors >= 1):
+        raise ValueError(
+            f"n_neighbors is the rank of the neighbour whose distance sets epsilon, "
+            f"an integer >= 1; got {n_neighbors!r}"
+        )
     X = np.asarray(X, dtype=np.float64)  # (n, d)
     if X.ndim != 2 or len(X) < 2:
         raise ValueError(f"need a 2-D array of at least 2 samples, got shape {X.shape}")
@@ -169,8 +199,12 @@ def _sign_flips(Z):
 def _top_eigenpairs(matrix, k, random_state, deflate=None):
     """The k largest eigenpairs of a symmetric matrix, in decreasing order.
 
-    Dense matrices and small sparse ones go to LAPACK. A large sparse matrix must be a
-    normalised Markov matrix ``P`` (spectrum in [-1, 1]): ARPACK then works in
+    Dense matrices and small sparse ones go to LAPACK: its subset driver, and the full
+    divide-and-conquer decomposition where that returns fewer than k pairs (it can return
+    none when the top of the spectrum is one repeated value). A large sparse matrix must be a
+    normalised Markov matrix ``P`` (spectrum in [-1, 1]); where ARPACK does not converge
+    in ``_ARPACK_MAXITER`` restarts, it goes to LAPACK up to ``_DENSE_FALLBACK_MAX`` rows
+    and is refused above. ARPACK works in
     shift-invert mode about ``_SHIFT``, just above the spectrum, where the leading
     eigenvalues, crowded near 1 for a narrow kernel, are well separated; ``deflate``
     is projected out of the ``k + 1`` leading eigenvectors, and the rest
@@ -183,32 +217,94 @@ def _top_eigenpairs(matrix, k, random_state, deflate=None):
     random_state : numpy.random.RandomState
         Start vector of ARPACK, for reproducibility.
     deflate : array of shape (n,), optional
-        A unit eigenvector to remove first (``matrix - deflate deflate^T``).
+        A unit eigenvector of eigenvalue 1 to remove first. LAPACK gets
+        ``matrix - 2 deflate deflate^T``, where its eigenvalue is -1, the bottom of a
+        Markov spectrum: moved to 0 instead, it would mix with the eigenvectors of
+        eigenvalues near 0 by round-off, which the Nyström extension divides by those
+        eigenvalues.
     """
     n = matrix.shape[0]
-    if not scipy.sparse.issparse(matrix) or n <= _DENSE_EIGEN_MAX:
-        dense = matrix.toarray() if scipy.sparse.issparse(matrix) else np.array(matrix)
-        if deflate is not None:
-            dense -= np.outer(deflate, deflate)
-        values, vectors = scipy.linalg.eigh(dense, subset_by_index=[n - k, n - 1])
-        if len(values) < k:  # LAPACK's evr can return none where the top ones crowd near 1
-            values, vectors = scipy.linalg.eigh(dense, subset_by_index=[n - k, n - 1], driver="evx")
+    if scipy.sparse.issparse(matrix) and n > _DENSE_EIGEN_MAX:
+        try:
+            values, vectors = _arpack_top_eigenpairs(matrix, k, random_state, deflate)
+        except scipy.sparse.linalg.ArpackNoConvergence as error:
+            if n > _DENSE_FALLBACK_MAX:
+                raise _crowded_top_error(matrix) from error
+            values, vectors = _dense_top_eigenpairs(matrix, k, deflate)
     else:
-        extra = 0 if deflate is None else 1
-        values, vectors = scipy.sparse.linalg.eigsh(
-            matrix.tocsc(),
-            k=k + extra,
-            sigma=_SHIFT,
-            which="LM",
-            v0=random_state.uniform(-1.0, 1.0, n),
-        )
-        if deflate is not None:
-            vectors -= np.outer(deflate, deflate @ vectors)  # (n, k+1), rank k
-            basis = np.linalg.svd(vectors, full_matrices=False)[0][:, :k]  # (n, k)
-            values, rotation = scipy.linalg.eigh(basis.T @ (matrix @ basis))
-            vectors = basis @ rotation
+        values, vectors = _dense_top_eigenpairs(matrix, k, deflate)
     order = np.argsort(values)[::-1]
     return values[order], vectors[:, order]
+
+
+def _arpack_top_eigenpairs(matrix, k, random_state, deflate):
+    """The k largest eigenpairs of a sparse Markov matrix by ARPACK in shift-invert mode
+    (see :func:`_top_eigenpairs`), in any order; raises ``ArpackNoConvergence`` after
+    ``_ARPACK_MAXITER`` restarts."""
+    n = matrix.shape[0]
+    extra = 0 if deflate is None else 1
+    values, vectors = scipy.sparse.linalg.eigsh(
+        matrix.tocsc(),
+        k=k + extra,
+        sigma=_SHIFT,
+        which="LM",
+        v0=random_state.uniform(-1.0, 1.0, n),
+        maxiter=_ARPACK_MAXITER,
+    )
+    if deflate is not None:
+        vectors -= np.outer(deflate, deflate @ vectors)  # (n, k+1), rank k
+        basis = np.linalg.svd(vectors, full_matrices=False)[0][:, :k]  # (n, k)
+        values, rotation = scipy.linalg.eigh(basis.T @ (matrix @ basis))
+        vectors = basis @ rotation
+    return values, vectors
+
+
+def _dense_top_eigenpairs(matrix, k, deflate):
+    """The k largest eigenpairs of a symmetric (n, n) matrix by LAPACK (see
+    :func:`_top_eigenpairs`), ascending."""
+    n = matrix.shape[0]
+    dense = matrix.toarray() if scipy.sparse.issparse(matrix) else np.array(matrix)
+    if deflate is not None:
+        dense -= 2.0 * np.outer(deflate, deflate)  # its eigenvalue 1 -> -1
+    values, vectors = scipy.linalg.eigh(dense, subset_by_index=[n - k, n - 1])
+    if len(values) < k:  # evr (and evx) can return none for a cluster of equal top values
+        values, vectors = scipy.linalg.eigh(dense, driver="evd")  # all n, divide and conquer
+        values, vectors = values[n - k :], vectors[:, n - k :]
+    return values, vectors
+
+
+def _diagonal(kernel, X):
+    """``k(x_i, x_i)`` for every row of X, shape (n,).
+
+    From ``kernel.diag`` where the kernel has one (the kernels of :mod:`asebo.kernels`),
+    else from the diagonals of small blocks ``kernel(X[rows], X[rows])``, so that a plain
+    function ``kernel(X, Y)`` serves as well.
+    """
+    if hasattr(kernel, "diag"):
+        return np.asarray(kernel.diag(X), dtype=np.float64)
+    diagonal = np.empty(len(X))
+    for rows in _row_slices(len(X), _DIAGONAL_ROWS):
+        diagonal[rows] = np.diagonal(np.asarray(kernel(X[rows], X[rows]), dtype=np.float64))
+    return diagonal
+
+
+def _crowded_top_error(P):
+    """The ValueError for a Markov matrix P whose leading eigenvalues ARPACK cannot resolve.
+
+    Names the points cut off from the largest group of the graph of P once its entries
+    below ``_EIGEN_RTOL`` are dropped: each such group adds an eigenvalue within about
+    that much of 1.
+    """
+    count, labels = scipy.sparse.csgraph.connected_components(P > _EIGEN_RTOL, directed=False)
+    cut_off = np.flatnonzero(labels != np.argmax(np.bincount(labels)))  # (n - size of largest,)
+    return ValueError(
+        f"ARPACK did not converge in {_ARPACK_MAXITER} restarts: the leading eigenvalues of "
+        f"the Markov matrix crowd within round-off of 1, its graph falling into {count} "
+        f"groups once the transition probabilities below {_EIGEN_RTOL:g} are dropped "
+        f"(points {cut_off[:5].tolist()}, {cut_off.size} in all, are cut off from the "
+        "largest). Widen the kernel (larger epsilon) or join more neighbours, so that no "
+        "point is left out of reach, or leave these outlying points out of the fit"
+    )
 
 
 class _NeighborGraph:
@@ -223,6 +319,12 @@ class _NeighborGraph:
     distance for ``kernel='gaussian'`` (``euclidean=True``; kernel values underflow
     far away, distances do not) and the kernel-induced distance
     ``k(x, x) + k(y, y) - 2 k(x, y)`` for a kernel object, found block by block.
+
+    Both comparisons allow a slack of ``_JOIN_RTOL`` times the size of the terms of the
+    distance (the distance itself, or ``|k(x, x)| + |k(y, y)|``), the same at fit and
+    at transform: a kernel need not give ``k(x, y)`` and ``k(y, x)``, or the same entry
+    in blocks of other sizes, to the last bit, and without the slack a point that is
+    exactly the n-th neighbour of another could be joined in one direction only.
     """
 
     def __init__(self, kernel, X, n_neighbors, euclidean):
@@ -230,9 +332,9 @@ class _NeighborGraph:
         self.X = X  # (n, ...)
         self.n_neighbors = n_neighbors
         self.euclidean = euclidean
-        self.self_similarity = None if euclidean else kernel.diag(X)  # (n,)
+        self.self_similarity = None if euclidean else _diagonal(kernel, X)  # (n,)
         self.radius = np.empty(len(X))  # (n,) distance to the n_neighbors-th neighbour
-        for rows, distance, _ in self._blocks(X):
+        for rows, distance, _, _ in self._blocks(X):
             self.radius[rows] = self._kth(distance)[:, 0]
 
     def _kth(self, distance):
@@ -241,23 +343,23 @@ class _NeighborGraph:
         ]
 
     def _blocks(self, Xq):
-        """Yield ``(rows, distance, affinity)`` blocks of shape (b, n)."""
+        """Yield ``(rows, distance, slack, affinity)`` blocks of shape (b, n)."""
         if self.euclidean:
             for rows in _row_slices(len(Xq), _chunk_rows(len(self.X))):
                 distance = cdist(Xq[rows], self.X, "sqeuclidean")  # (b, n)
-                yield rows, distance, np.exp(-self.kernel.gamma * distance)
+                yield rows, distance, _JOIN_RTOL * distance, np.exp(-self.kernel.gamma * distance)
         else:
             for rows, K in _kernel_blocks(self.kernel, Xq, self.X):
-                distance = (
-                    self.kernel.diag(Xq[rows])[:, None] + self.self_similarity[None, :] - 2.0 * K
-                )
-                yield rows, distance, K
+                diagonal = _diagonal(self.kernel, Xq[rows])  # (b,)
+                distance = diagonal[:, None] + self.self_similarity[None, :] - 2.0 * K
+                size = np.abs(diagonal)[:, None] + np.abs(self.self_similarity)[None, :]
+                yield rows, distance, _JOIN_RTOL * size, K
 
     def rows(self, Xq):
         """Sparse ``(len(Xq), n)`` matrix of the affinities of Xq to the fitted points."""
         row_index, column_index, values = [], [], []
-        for rows, distance, K in self._blocks(Xq):
-            joined = (distance <= self._kth(distance)) | (distance <= self.radius[None, :])
+        for rows, distance, slack, K in self._blocks(Xq):
+            joined = distance - slack <= np.maximum(self._kth(distance), self.radius[None, :])
             r, c = np.nonzero(joined)
             row_index.append(r + rows.start)
             column_index.append(c)
@@ -300,9 +402,11 @@ class _KernelEmbedding(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
                 "a kernel object on the object itself"
             )
         if self.epsilon is not None and not (
-            isinstance(self.epsilon, numbers.Real) and self.epsilon > 0
+            isinstance(self.epsilon, numbers.Real) and 0 < self.epsilon < np.inf
         ):
-            raise ValueError(f"epsilon must be a positive number or None, got {self.epsilon!r}")
+            raise ValueError(
+                f"epsilon must be a positive finite number or None, got {self.epsilon!r}"
+            )
         if not (isinstance(self.n_components, numbers.Integral) and self.n_components >= 1):
             raise ValueError(f"n_components must be a positive integer, got {self.n_components!r}")
         if self.n_components > n_samples - 2:
@@ -343,11 +447,14 @@ class _KernelEmbedding(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEs
         self.kernel_, self.epsilon_ = self._resolve_kernel(self.landmarks_, EPSILON_NEIGHBORS)
         W = _kernel_matrix(self.kernel_, self.landmarks_, self.landmarks_)  # (m, m)
         mu, U = scipy.linalg.eigh(0.5 * (W + W.T))
-        keep = mu > _LANDMARK_RTOL * mu[-1]
+        keep = mu > _EIGEN_RTOL * mu[-1]
         if keep.sum() < self.n_components + 1:
             raise ValueError(
-                f"the landmark Gram matrix has rank {keep.sum()}, too low "
-                f"for n_components={self.n_components}: use more landmarks"
+                f"the landmark Gram matrix has rank {keep.sum()} (eigenvalues above "
+                f"{_EIGEN_RTOL:g} of the largest), too low for n_components="
+                f"{self.n_components}: the kernel tells fewer than n_components + 1 of the "
+                "landmarks apart, they are (nearly) identical at its width. Use a narrower "
+                "kernel (smaller epsilon), or more landmarks if the data have more distinct points"
             )
         return U[:, keep] / np.sqrt(mu[keep])  # (m, r)
 
@@ -369,12 +476,15 @@ class DiffusionMap(_KernelEmbedding):
         ``'gaussian'``: ``k(x, y) = exp(-|x - y|^2 / epsilon)`` on 2-D float arrays.
         Otherwise a kernel object such as those of :mod:`asebo.kernels`
         (``kernel(X, Y)`` returns the Gram matrix; ``kernel.diag(X)`` its diagonal,
-        used by the k-nearest-neighbour graph): Tanimoto on fingerprints, the SVD kernel
-        on geometries of shape (n, n_atoms, 3).
+        used by the k-nearest-neighbour graph, which a plain function without it
+        replaces by small blocks): Tanimoto on fingerprints, the SVD kernel on
+        geometries of shape (n, n_atoms, 3). Its values must not be negative, as the
+        affinities are the weights of a random walk.
     epsilon : float, optional
-        Width of the Gaussian kernel. By default :func:`median_knn_epsilon` with
-        k = ``n_neighbors`` (k = ``EPSILON_NEIGHBORS`` without a graph), computed among the
-        landmarks in landmark mode so that the kernel is wide enough for them.
+        Width of the Gaussian kernel, positive and finite. By default
+        :func:`median_knn_epsilon` with k = ``n_neighbors`` (k = ``EPSILON_NEIGHBORS``
+        without a graph), computed among the landmarks in landmark mode so that the
+        kernel is wide enough for them.
     n_neighbors : int, optional
         Keep only the affinities to the ``n_neighbors`` nearest points (itself
         included) and symmetrise, ``A = max(W, W^T)``: a sparse graph. A new point is
@@ -385,14 +495,22 @@ class DiffusionMap(_KernelEmbedding):
         Landmark (Nyström) approximation with this many landmarks drawn uniformly:
         memory and time linear in ``n_samples`` (ref. [1], ``nystrom``).
     random_state : int, RandomState or None
-        Draws the landmarks and the ARPACK start vector.
+        Draws the landmarks and the ARPACK start vector. The start vector matters only
+        within a repeated eigenvalue (see ``embedding_``).
 
     Attributes
     ----------
     eigenvalues_ : array of shape (n_components,)
-        Leading nontrivial eigenvalues of the Markov matrix, decreasing.
+        Leading nontrivial eigenvalues of the Markov matrix, decreasing; none below
+        ``1e-10`` in magnitude (the fit refuses such round-off).
     embedding_ : array of shape (n_samples, n_components)
-        Diffusion coordinates ``eigenvalues_**t * psi`` of the training points.
+        Diffusion coordinates ``eigenvalues_**t * psi`` of the training points. The
+        entry of largest magnitude of each column is positive. For a simple eigenvalue
+        whose eigenvector has a unique entry of largest magnitude, the column is then
+        determined: permuting the samples permutes it. Where two entries of opposite
+        signs tie to round-off (data with a symmetry), the sign may follow the sample
+        order; for a repeated eigenvalue only the subspace of its columns is
+        determined, their basis depends on the sample order and the start vector.
     kernel_ : kernel object
         The kernel used (a :class:`asebo.kernels.GaussianKernel` for ``'gaussian'``).
     epsilon_ : float or None
@@ -516,6 +634,7 @@ class DiffusionMap(_KernelEmbedding):
             X, EPSILON_NEIGHBORS if self.n_neighbors is None else self.n_neighbors
         )
         A = self._affinity(X)  # (n, n)
+        _check_nonnegative(A)
         q = np.asarray(A.sum(axis=1)).ravel()  # (n,) step 1
         if not np.all(q > 0):
             raise ValueError("some points have no affinity to any point: widen the kernel")
@@ -546,18 +665,13 @@ class DiffusionMap(_KernelEmbedding):
         """
         R = self._landmark_basis(X, random_state)  # (m, r)
         C = _kernel_matrix(self.kernel_, X, self.landmarks_)  # (n, m)
+        _check_nonnegative(C)
         q = C @ (R @ (R.T @ C.sum(axis=0)))  # (n,) approximate row sums of the kernel
-        if not np.all(q > 0):
-            raise ValueError(
-                "the Nyström kernel has non-positive row sums: use more landmarks or a wider kernel"
-            )
+        _check_nystrom_positive(q, "row sums", C)
         weights = q**-self.alpha  # (n,)
         g = R.T @ (C.T @ weights)  # (r,) = Phi_alpha^T 1
         d = weights * (C @ (R @ g))  # (n,) degrees after the alpha normalisation
-        if not np.all(d > 0):
-            raise ValueError(
-                "the Nyström kernel has non-positive degrees: use more landmarks or a wider kernel"
-            )
+        _check_nystrom_positive(d, "degrees", C)
         root_f = weights / np.sqrt(d)  # (n,)
         G = np.zeros((C.shape[1], C.shape[1]))  # C^T diag(w^2 / d) C
         for rows in _row_slices(len(C), _chunk_rows(C.shape[1])):
@@ -569,11 +683,6 @@ class DiffusionMap(_KernelEmbedding):
             0.5 * (M + M.T), self.n_components, random_state, deflate=g / np.sqrt(total)
         )
         self._check_eigenvalues(values)
-        if not np.all(values > 0):
-            raise ValueError(
-                "the Nyström kernel has fewer positive eigenvalues than "
-                "n_components: use more landmarks"
-            )
         self.eigenvalues_ = values
         numerator = (R @ V) * (np.sqrt(total) / np.sqrt(values))  # (m, k)
         self._denominator = R @ g  # (m,)
@@ -583,6 +692,17 @@ class DiffusionMap(_KernelEmbedding):
         return psi * flips
 
     def _check_eigenvalues(self, values):
+        """Refuse eigenvalues at round-off level, and negative ones with a fractional t."""
+        small = np.flatnonzero(np.abs(values) < _EIGEN_RTOL)  # the ones before small[0] pass
+        if small.size:
+            fewer = f"Ask for n_components={small[0]} or fewer, or use" if small[0] else "Use"
+            raise ValueError(
+                f"{small.size} of the {len(values)} leading nontrivial eigenvalues of the "
+                f"Markov matrix are below {_EIGEN_RTOL:g} in magnitude (its largest is 1), "
+                "at round-off level: their eigenvectors are noise, and transform would divide "
+                f"by them. {fewer} a narrower kernel (smaller epsilon): this one is too wide "
+                "to tell the points apart, or they are (nearly) identical"
+            )
         if np.any(values < 0) and float(self.t) != int(self.t):
             raise ValueError(
                 "negative eigenvalues (a k-NN graph is not positive definite) need an integer t"
@@ -595,6 +715,7 @@ class DiffusionMap(_KernelEmbedding):
         else:
             blocks = [(slice(0, len(X)), self._graph.rows(X))]  # sparse (b, n)
         for rows, K in blocks:  # (b, n)
+            _check_nonnegative(K)
             denominator = np.asarray(K @ self._weights).ravel()  # (b,)
             _check_reachable(denominator, rows)
             Z[rows] = np.asarray(K @ weighted_psi) / denominator[:, None]
@@ -602,9 +723,40 @@ class DiffusionMap(_KernelEmbedding):
 
     def _extend_landmarks(self, X, Z):
         for rows, C in _kernel_blocks(self.kernel_, X, self.landmarks_):  # (b, m)
+            _check_nonnegative(C)
             denominator = C @ self._denominator  # (b,)
             _check_reachable(denominator, rows)
             Z[rows] = (C @ self._numerator) / denominator[:, None]
+
+
+def _check_nonnegative(affinities):
+    """Raise for negative affinities (dense or sparse): they are no random walk's weights."""
+    smallest = affinities.min()
+    if smallest < 0:
+        raise ValueError(
+            f"the kernel gives negative affinities (down to {smallest:.3g}): a diffusion map "
+            "needs non-negative affinities, the weights of a random walk. Use a kernel that "
+            "is non-negative on these data (TanimotoKernel is on bits and counts, not on "
+            "real-valued features), or KernelPCAEmbedding, which needs no such sign"
+        )
+
+
+def _check_nystrom_positive(sums, name, C):
+    """Raise for points whose Nyström row sums or degrees (sums, shape (n,)) are not positive.
+
+    ``C = k(X, L)`` of shape (n, m) tells how close the offending points come to a landmark.
+    """
+    bad = np.flatnonzero(~(sums > 0))
+    if bad.size:
+        raise ValueError(
+            f"the Nyström kernel gives points {bad[:5].tolist()} ({bad.size} in all) "
+            f"non-positive {name}: their largest affinities to a landmark, "
+            f"{np.array2string(C[bad[:5]].max(axis=1), precision=1)}, are too small for "
+            "k(x, L) W^+ k(L, .) to approximate their affinities. Widen the kernel (a larger "
+            "epsilon: the default, the median squared distance from a landmark to its "
+            f"{EPSILON_NEIGHBORS}th-nearest, narrows as landmarks are added), add landmarks "
+            "at a fixed width, or leave such outlying points out of the fit"
+        )
 
 
 def _check_reachable(denominator, rows):
