@@ -27,6 +27,14 @@ def _water(calculator):
     return atoms
 
 
+def _ammonium(calculator):
+    atoms = molecule("NH3")
+    atoms.append("H")
+    atoms.positions[-1] = [0.0, 0.0, -1.1]
+    atoms.calc = calculator
+    return atoms
+
+
 def _method(choice):
     return choice.prior.parameters["method"]
 
@@ -47,10 +55,7 @@ def test_the_xtb_prior_describes_the_ion_the_target_computes(driver):
     from gpaw import GPAW
     from tblite.ase import TBLite
 
-    ammonium = molecule("NH3")
-    ammonium.append("H")
-    ammonium.positions[-1] = [0.0, 0.0, -1.1]
-    ammonium.calc = GPAW(mode="lcao", basis="dzp", charge=1, txt=None)
+    ammonium = _ammonium(GPAW(mode="lcao", basis="dzp", charge=1, txt=None))
     assert default_prior(ammonium, driver).prior.parameters["charge"] == 1
     neutral = _water(TBLite(method="GFN2-xTB", charge=0, verbosity=0))
     neutral.set_initial_charges([1.0, 0.0, 0.0])  # the target's charge=0 wins, as in tblite
@@ -64,10 +69,7 @@ def test_the_gpaw_presets_charge_and_orcas_multiplicity_reach_the_xtb_prior(driv
     pytest.importorskip("gpaw")
     from ase.calculators.orca import ORCA, OrcaProfile
 
-    ammonium = molecule("NH3")
-    ammonium.append("H")
-    ammonium.positions[-1] = [0.0, 0.0, -1.1]
-    ammonium.calc = CountingCalculator(get_calculator("gpaw", mode="lcao", charge=1))
+    ammonium = _ammonium(CountingCalculator(get_calculator("gpaw", mode="lcao", charge=1)))
     assert default_prior(ammonium, driver).prior.parameters["charge"] == 1
     methylene = molecule("CH2_s3B1d")
     methylene.set_initial_magnetic_moments(None)  # the multiplicity is ORCA's alone
