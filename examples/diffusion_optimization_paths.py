@@ -4,8 +4,9 @@ Relaxes methanol with GFN2-xTB from 40 perturbed starts (sigma 0.1 Å, seeded) w
 each optimizer, collects every configuration they evaluate, and embeds them all
 with a diffusion map on the SVD kernel (rotation and translation invariant, so
 paths that differ by a rigid motion fall on each other). Writes
-``docs/figures/diffusion_optimization_paths.png`` and prints the embedding's
-eigenvalues and the spread of each optimizer's first configurations.
+``docs/figures/diffusion_optimization_paths.png`` and prints the
+number of configurations, the embedding's two leading eigenvalues and each optimizer's
+mean and median force calls per run.
 """
 
 from pathlib import Path
