@@ -161,13 +161,15 @@ def main():
         "--workers",
         type=int,
         default=None,
-        help="local Dask workers (default: one process, serial)",
+        help="local Dask workers, at least 1 (default: one process, serial)",
     )
     parser.add_argument("--output", type=Path, default=Path("."))
     parser.add_argument(
         "--report", action="store_true", help="run nothing: summarise and plot every run stored"
     )
     args = parser.parse_args()
+    if args.workers is not None and args.workers < 1:
+        parser.error(f"--workers must be at least 1, got {args.workers}")
 
     args.output.mkdir(parents=True, exist_ok=True)
     for name in args.molecules:
@@ -177,6 +179,9 @@ def main():
         if charge:
             calc += f",charge={charge}"
         if args.report:
+            if not Path(f"{prefix}.db").exists():
+                print(f"\n{name}: no runs stored in {prefix}.db; run without --report first")
+                continue
             records = CampaignStore(f"{prefix}.db").records()
         else:
             optimizers = args.optimizers
