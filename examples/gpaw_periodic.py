@@ -38,6 +38,7 @@ from ase.filters import FrechetCellFilter
 from ase.optimize import BFGS, GPMin
 
 from asebo import BOOptimizer
+from asebo.benchmarks._options import positive_float, positive_int
 from calculators import CountingCalculator, get_calculator
 
 OPTIMIZERS = {"bo": BOOptimizer, "bfgs": BFGS, "gpmin": GPMin}
@@ -108,8 +109,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("slab", "cell", "all"), default="all")
     parser.add_argument("--optimizers", nargs="+", choices=OPTIMIZERS, default=list(OPTIMIZERS))
-    parser.add_argument("--fmax", type=float, default=0.05, help="eV/Å")
-    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--fmax", type=positive_float, default=0.05, help="eV/Å")
+    parser.add_argument("--steps", type=positive_int, default=100)
     parser.add_argument("--basis", default="sz(dzp)", help="LCAO basis of the slab")
     parser.add_argument("--kpts", type=int, default=3, help="k-points along x and y (slab)")
     args = parser.parse_args()
