@@ -38,7 +38,6 @@ from ase.filters import FrechetCellFilter
 from ase.optimize import BFGS, GPMin
 
 from asebo import BOOptimizer
-from asebo.benchmarks._options import positive_float, positive_int
 from calculators import CountingCalculator, get_calculator
 
 OPTIMIZERS = {"bo": BOOptimizer, "bfgs": BFGS, "gpmin": GPMin}
@@ -105,12 +104,24 @@ def print_table(title, rows):
         print(line + lattice + f"{row['seconds']:>10.0f}", flush=True)
 
 
+def positive(convert):
+    """An argparse type: ``convert`` of the text, refused unless finite and above 0."""
+
+    def parse(text):
+        value = convert(text)
+        if not np.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"must be above 0, got {text!r}")
+        return value
+
+    return parse
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("slab", "cell", "all"), default="all")
     parser.add_argument("--optimizers", nargs="+", choices=OPTIMIZERS, default=list(OPTIMIZERS))
-    parser.add_argument("--fmax", type=positive_float, default=0.05, help="eV/Å")
-    parser.add_argument("--steps", type=positive_int, default=100)
+    parser.add_argument("--fmax", type=positive(float), default=0.05, help="eV/Å")
+    parser.add_argument("--steps", type=positive(int), default=100)
     parser.add_argument("--basis", default="sz(dzp)", help="LCAO basis of the slab")
     parser.add_argument("--kpts", type=int, default=3, help="k-points along x and y (slab)")
     args = parser.parse_args()
