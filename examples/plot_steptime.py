@@ -23,16 +23,31 @@ def _smoothed(values, width=5):
     )
 
 
+def _read(parser, record):
+    """``(label, data)`` of a ``LABEL=FILE`` argument; the parser's error where it names
+    no label, no readable file or no ``asebo bench steptime --json`` record."""
+    label, _, path = record.rpartition("=")
+    if not label:
+        parser.error(f"{record!r}: give each record as LABEL=FILE")
+    try:
+        with open(path) as fd:
+            data = json.load(fd)
+    except (OSError, ValueError) as error:
+        parser.error(f"{path}: {error}")
+    missing = {"observations", "seconds", "peak_gib"} - set(data)
+    if missing:
+        parser.error(f"{path} is no 'asebo bench steptime --json' record: no {sorted(missing)}")
+    return label, data
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("records", nargs="+", help="LABEL=FILE")
     parser.add_argument("--output", default="steptime.png")
     args = parser.parse_args()
+    records = [_read(parser, record) for record in args.records]
     figure, (time_axis, memory_axis) = plt.subplots(1, 2, figsize=(10, 4))
-    for record in args.records:
-        label, _, path = record.rpartition("=")
-        with open(path) as fd:
-            data = json.load(fd)
+    for label, data in records:
         style = "--" if label.endswith("(before)") else "-"
         (line,) = time_axis.plot(
             data["observations"], _smoothed(data["seconds"]), style, label=label
