@@ -63,7 +63,7 @@ def route_of(atoms):
     return SEARCH
 
 
-def computed(atoms, observations, index):
+def observation_atoms(atoms, observations, index):
     """A copy of ``atoms`` at observation ``index`` of ``observations`` with its energy and
     forces as a single-point calculator."""
     positions, energies, forces = observations.arrays()
@@ -91,7 +91,7 @@ def searched_saddle(band, fmax, steps, **options):
             converged = bool(search.run(fmax=fmax, steps=max(steps - made, 0)))
         except PriorCalculationError as error:  # at a band's image far up, say
             record = search.observations
-            atoms = computed(search.atoms, record, len(record) - 1)
+            atoms = observation_atoms(search.atoms, record, len(record) - 1)
             why = f"its prior has no value at a configuration it holds: {error}"
             return SaddleStage(atoms, False, why, None, None, record, len(record) - before, SEARCH)
         record = search.observations
@@ -99,7 +99,7 @@ def searched_saddle(band, fmax, steps, **options):
         index = len(record) - 1 if index is None else index  # a search cut short by steps
         gp, _ = search.surrogate.fitted(record)
         why = "" if converged else search.result.reason
-        atoms = computed(search.atoms, record, index)
+        atoms = observation_atoms(search.atoms, record, index)
     calls = len(record) - before
     return SaddleStage(atoms, converged, why, search.surrogate, gp, record, calls, SEARCH)
 
@@ -113,7 +113,7 @@ def climbed_saddle(band, fmax, steps):
     record = band.record.observations
     top = band.record.highest_computed(band.images)
     gp, _ = band.surrogate.fitted(record)
-    atoms = computed(top, record, band.record.find(top.positions))
+    atoms = observation_atoms(top, record, band.record.find(top.positions))
     why = "" if converged else "steps"
     calls = band.calls - before
     return SaddleStage(atoms, converged, why, band.surrogate, gp, record, calls, CLIMBING)

@@ -47,7 +47,7 @@ from asebo.barrier.saddle_stage import (
     AFTER_SEARCH,
     SEARCH,
     climbed_saddle,
-    computed,
+    observation_atoms,
     route_of,
     searched_saddle,
 )
@@ -208,7 +208,7 @@ def _saddle_stage(band, fmax, steps, log, **options):
 def _computed_image(band, index):
     """Image ``index`` of the band with its computed energy and forces."""
     image = band.images[index]
-    return computed(image, band.record.observations, band.record.find(image.positions))
+    return observation_atoms(image, band.record.observations, band.record.find(image.positions))
 
 
 def _check(stage, ends, calculator, hessian, descent, fmax, steps, tolerance):
