@@ -41,8 +41,8 @@ FLAT_CURVATURE = (IMAGINARY_THRESHOLD * units.invcm / (units._hbar * 1e10)) ** 2
 """eV/Å², the curvature of a mode of :data:`IMAGINARY_THRESHOLD` at one atomic mass unit
 (3.7e-4): a model whose one negative curvature is softer stands on a flat region (a free
 atom far away), not at a saddle point. A curvature, not a frequency: the model's doubt
-is in eV/Å² whatever the masses, and a cluster of heavy atoms held by weak bonds has
-saddle points below 10i cm⁻¹ (four xenon atoms under a Morse potential: 7i)."""
+is in eV/Å² whatever the masses, and a cluster of heavy atoms held by weak bonds can
+have saddle points below 10i cm⁻¹."""
 
 
 @dataclass(frozen=True)
@@ -91,9 +91,9 @@ class OrderVerdict:
     mode : array (n, 3) or None
         The unit mode of that negative curvature; None elsewhere.
     flat : float or None
-        cm⁻¹, the model's one imaginary frequency where it is below
-        :data:`IMAGINARY_THRESHOLD`: no negative curvature is counted (``order`` 0), a
-        flat region's: its curvature above ``-FLAT_CURVATURE``; None elsewhere.
+        cm⁻¹, the model's one imaginary frequency where its curvature is softer than
+        :data:`FLAT_CURVATURE`: no negative curvature is counted (``order`` 0), a flat
+        region's; None elsewhere.
     """
 
     curvatures: np.ndarray
