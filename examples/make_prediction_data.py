@@ -1,9 +1,11 @@
 """Make the configuration sets shipped in ``asebo/data`` for the prediction benchmark.
 
-Each set is a molecule relaxed with the calculator (after a GFN2-xTB pre-relaxation),
-displaced by seeded Gaussian noise and labelled with energies and forces
-(Wong and Kolter, "Application to Molecular Energy Prediction"). A run that is stopped
-resumes where it left off. Without arguments it makes the shipped sets:
+Each set is a molecule relaxed with the calculator (after a GFN2-xTB pre-relaxation
+for GPAW: the default of ``generate_dataset``, which ``load_dataset`` and
+``asebo bench prediction`` use as well), displaced by seeded Gaussian noise and
+labelled with energies and forces (Wong and Kolter, "Application to Molecular Energy
+Prediction"). A run that is stopped resumes where it left off. Without arguments it
+makes the shipped sets:
 
     OMP_NUM_THREADS=1 python examples/make_prediction_data.py
 
@@ -30,10 +32,9 @@ SHIPPED = [
 
 def make(molecule, calculator, count, out, seed):
     path = Path(out) / dataset_filename(molecule, calculator, random_state=seed)
-    prerelax = None if calculator.startswith("gfn2") else "gfn2"
     start = time.perf_counter()
     data = generate_dataset(
-        molecule, calculator, count, random_state=seed, path=path, prerelax=prerelax, progress=True
+        molecule, calculator, count, random_state=seed, path=path, progress=True
     )
     print(
         f"{path}: {len(data)} configurations of {len(data.numbers)} atoms, "

@@ -1,15 +1,19 @@
 """Energy prediction with the SVD kernel (Wong and Kolter, "Application to Molecular ...")."""
 
+import importlib.util
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 from scipy.stats import multivariate_normal
+from sklearn.exceptions import ConvergenceWarning
 
 from asebo.cli import main
 from asebo.kernels import svd_kernel_blocks
 from asebo.learn.prediction import (
+    DATA_DIR,
     ConfigurationSet,
     EigenspectrumKRR,
     MeanPredictor,
@@ -109,6 +113,79 @@ def test_cache_round_trip_and_resume(tmp_path):
     np.testing.assert_allclose(resumed.forces, reference.forces, rtol=0, atol=1e-10)
 
 
+def test_non_positive_counts_are_refused(tmp_path, capsys):
+    # count=-3 returned 97 of the 100 shipped configurations, count=0 an empty set
+    for count in (0, -3):
+        with pytest.raises(ValueError, match="count must be 1 or more"):
+            load_dataset("water", "gpaw", count, cache_dir=tmp_path, generate=False)
+    with pytest.raises(SystemExit):
+        main(["bench", "prediction", "--configs", "-3", "--cache-dir", str(tmp_path)])
+    assert "--configs: must be a whole number of 1 or more" in capsys.readouterr().err
+
+
+def test_the_example_and_load_dataset_make_one_set(tmp_path):
+    # examples/make_prediction_data.py pre-relaxed with GFN2-xTB before EMT, the
+    # benchmark's load_dataset did not: two sets under one file name
+    path = Path(__file__).resolve().parents[1] / "examples" / "make_prediction_data.py"
+    spec = importlib.util.spec_from_file_location("make_prediction_data", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    example.make("water", "emt", 2, tmp_path / "example", 0)
+    made = ConfigurationSet.load(tmp_path / "example" / dataset_filename("water", "emt"))
+    loaded = load_dataset("water", "emt", 2, cache_dir=tmp_path / "cache")
+    assert np.array_equal(made.equilibrium, loaded.equilibrium)
+    assert np.array_equal(made.energies, loaded.energies)
+    assert made.metadata == loaded.metadata and loaded.metadata["prerelax"] is None
+
+
+def test_a_set_made_with_other_settings_is_not_resumed(tmp_path):
+    path = tmp_path / "water.npz"
+    generate_dataset("water", "emt", count=2, path=path)
+    for option in ({"prerelax": "emt"}, {"fmax": 0.05}):
+        with pytest.raises(ValueError, match=f"{next(iter(option))}="):
+            generate_dataset("water", "emt", count=3, path=path, **option)
+    assert ConfigurationSet.load(path).n_labelled == 2  # untouched
+    # another pre-relaxation is another file of the cache
+    other = load_dataset("water", "emt", 1, cache_dir=tmp_path, prerelax="emt")
+    assert other.metadata["prerelax"] == "emt"
+    assert (tmp_path / "water_emt_d0.12_s0_pre-emt.npz").exists()
+
+
+def test_the_shipped_sets_record_their_pre_relaxation(tmp_path):
+    # made by examples/make_prediction_data.py: GFN2-xTB before GPAW, none before GFN2-xTB
+    for molecule, calculator, prerelax in (
+        ("water", "gpaw", "gfn2"),
+        ("glycerol", "gpaw:mode=lcao", "gfn2"),
+        ("water", "gfn2", None),
+    ):
+        data = load_dataset(molecule, calculator, 2, cache_dir=tmp_path, generate=False)
+        assert data.metadata["prerelax"] == prerelax
+    # a GPAW set cached before the metadata held prerelax was made by load_dataset,
+    # without one: not the default set, but found under the name of prerelax=None
+    legacy = ConfigurationSet.load(DATA_DIR / "water_gpaw_d0.12_s0.npz").subset(slice(0, 3))
+    legacy.save(tmp_path / "water_gpaw_d0.12_s0.npz")
+    with pytest.raises(ValueError, match="prerelax=None, not prerelax='gfn2'"):
+        load_dataset("water", "gpaw", 2, cache_dir=tmp_path, generate=False)
+    (tmp_path / "water_gpaw_d0.12_s0.npz").rename(
+        tmp_path / dataset_filename("water", "gpaw", prerelax=None)
+    )
+    found = load_dataset("water", "gpaw", 2, cache_dir=tmp_path, generate=False, prerelax=None)
+    assert np.array_equal(found.energies, legacy.energies[:2])
+
+
+def test_file_names_are_flat_distinct_and_keep_the_shipped_names(tmp_path):
+    for path in DATA_DIR.glob("*.npz"):
+        metadata = ConfigurationSet.load(path).metadata
+        keys = ("molecule", "calculator", "displacement", "random_state")
+        assert dataset_filename(*(metadata[key] for key in keys)) == path.name
+    smiles = ("C/C=C/C", "C/C=C\\C", "CC=CC", "C_C", "C%5FC", "[O-]C")
+    names = {dataset_filename(text, "gfn2") for text in smiles}
+    assert len(names) == len(smiles)
+    assert not any("/" in name or "\\" in name for name in names)
+    load_dataset("C/C=C/C", "emt", 1, cache_dir=tmp_path)  # trans-2-butene
+    assert [p.name for p in tmp_path.iterdir()] == ["C%2FC=C%2FC_emt_d0.05_s0.npz"]
+
+
 # ---- Coulomb eigenspectrum -------------------------------------------------------
 def test_coulomb_eigenspectrum_closed_form_for_two_protons():
     from ase.units import Bohr
@@ -177,9 +254,25 @@ def test_cg_and_cholesky_agree():
     assert cg.solve_info_.residual < 1e-9
     np.testing.assert_allclose(cg.predict(test), dense.predict(test), rtol=0, atol=1e-8)
     capped = SVDDerivativeKRR(solver="cg", cg_tolerance=1e-10, cg_max_iter=20, **params)
-    capped.fit(train, energies, forces)
-    assert capped.solve_info_.iterations < cg.solve_info_.iterations
-    assert capped.solve_info_.residual > 1e-6
+    with pytest.warns(ConvergenceWarning, match="20 iterations"):
+        capped.fit(train, energies, forces)
+    assert capped.solve_info_.iterations == 20 < cg.solve_info_.iterations
+    assert 1e-6 < capped.solve_info_.residual < 1e-2
+    np.testing.assert_allclose(capped.predict(test), dense.predict(test), rtol=0, atol=1e-2)
+
+
+def test_cg_that_diverges_on_an_indefinite_matrix_is_refused():
+    # K + Lambda is indefinite at gamma = 0.3 (see the dense reference test): CG's
+    # residual grows and its weights would predict energies off by tens of eV
+    train, energies, forces = synthetic(6, 0)
+    params = dict(gamma=0.3, lam=1e-5, lam_deriv=1e-3)
+    model = SVDDerivativeKRR(**params).fit(train, energies, forces)
+    before = model.predict(train)
+    model.set_params(solver="cg", cg_tolerance=1e-10, cg_max_iter=50)
+    with pytest.raises(np.linalg.LinAlgError, match="too far from a solution"):
+        model.fit(train, energies, forces)
+    assert model.solve_info_.residual > 1e-2
+    np.testing.assert_array_equal(model.predict(train), before)  # the last fit stands
 
 
 def test_energy_only_model_interpolates_its_training_data():
@@ -202,6 +295,37 @@ def test_derivatives_beat_energies_only_on_a_smooth_function():
         errors[model.name] = np.sqrt(np.mean((model.predict(test) - test_energies) ** 2))
     assert errors["svd_deriv"] < 0.5 * errors["svd"]
     assert errors["svd"] < test_energies.std()
+
+
+@pytest.mark.parametrize(
+    "model, message",
+    [
+        (SVDKernelKRR(gamma=-1.0), "gamma must be a positive"),
+        (SVDKernelKRR(gamma=0.0), "gamma must be a positive"),
+        (EigenspectrumKRR([6, 1, 1, 8], gamma=np.inf), "gamma must be a positive"),
+        (SVDKernelKRR(lam=-0.5), "lam must be a finite number of 0 or more"),
+        (SVDKernelKRR(lam=np.nan), "lam must be a finite"),
+        (SVDDerivativeKRR(lam_deriv=np.nan), "lam_deriv must be a finite"),
+        (SVDDerivativeKRR(lam_deriv=-1e-3), "lam_deriv must be a finite"),
+        (SVDDerivativeKRR(solver="cg", cg_tolerance=0.0), "cg_tolerance"),
+        (SVDDerivativeKRR(solver="cg", cg_max_iter=0), "cg_max_iter"),
+    ],
+)
+def test_bad_hyperparameters_are_refused(model, message):
+    train, energies, forces = synthetic(4, 0)
+    with pytest.raises(ValueError, match=message):
+        model.fit(train, energies, forces)
+
+
+def test_training_without_configurations_or_with_identical_ones_is_refused():
+    train, energies, forces = synthetic(4, 0)
+    for model in (MeanPredictor(), SVDKernelKRR(), SVDDerivativeKRR()):
+        with pytest.raises(ValueError, match="no training configurations"):
+            model.fit(train[:0], energies[:0], forces[:0])
+    same = np.repeat(train[:1], 6, axis=0)  # no data scale for gamma
+    for model in (SVDKernelKRR(), EigenspectrumKRR([6, 1, 1, 8])):
+        with pytest.raises(ValueError, match="coincide"):
+            select_hyperparameters(model, same, energies[[0] * 6])
 
 
 def test_bad_input_is_refused():
@@ -255,6 +379,36 @@ def test_evidence_is_the_profiled_gaussian_likelihood():
     outputscale = y @ np.linalg.solve(A, y) / len(y)
     log_likelihood = multivariate_normal(np.zeros(len(y)), outputscale * A).logpdf(y)
     assert score == pytest.approx(-log_likelihood / len(y) - 0.5 * (np.log(2 * np.pi) + 1))
+
+
+@pytest.mark.parametrize(
+    "grid, message",
+    [
+        ({"gamma_factor": [1.0], "lam": [1e-6]}, "no lam_deriv"),
+        ({"gamma_factor": [1.0], "lam_deriv": [1e-3]}, "no lam$"),
+        ({"lam": [1e-6], "lam_deriv": [1e-3]}, "no gamma_factor"),
+        (
+            {"gamma_factor": [1.0], "lam": [1e-6], "lam_deriv": [1e-3], "lamda": [1.0]},
+            "unknown 'lamda'",
+        ),
+        ({"gamma_factor": [1.0], "lam": [], "lam_deriv": [1e-3]}, "lam has no values"),
+        ({"gamma_factor": [-1.0], "lam": [1e-6], "lam_deriv": [1e-3]}, "gamma_factor must be"),
+        ({"gamma_factor": [1.0], "lam": [1e-6], "lam_deriv": [np.nan]}, "lam_deriv must be"),
+    ],
+)
+def test_incomplete_or_bad_grids_are_refused(grid, message):
+    train, energies, forces = synthetic(6, 3)
+    with pytest.raises(ValueError, match=message):
+        select_hyperparameters(SVDDerivativeKRR(lam_deriv=0.5), train, energies, forces, grid)
+
+
+def test_selection_refuses_models_without_hyperparameters_and_bad_screens():
+    train, energies, _ = synthetic(6, 3)
+    with pytest.raises(ValueError, match="MeanPredictor has no hyperparameters"):
+        select_hyperparameters(MeanPredictor(), train, energies)
+    for screen in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="screen must be"):
+            select_hyperparameters(SVDKernelKRR(), train, energies, screen=screen)
 
 
 def test_cross_validated_selection_refits_what_a_naive_search_finds():
@@ -314,6 +468,26 @@ def test_outer_cross_validation_of_the_mean_predictor():
         expected = np.sqrt(np.mean((energies[test] - energies[train].mean()) ** 2))
         assert result.rmse == pytest.approx(expected)
         assert result.training_size == 10
+
+
+def test_zero_training_or_search_sizes_are_refused(tmp_path, capsys):
+    # 0 meant "all" and --sizes 1 failed after the table, before --json was written
+    positions, energies, forces = synthetic(12, 11)
+    data = ConfigurationSet(np.array([6, 1, 1, 8]), BASE, positions, energies, forces)
+    for option in ("training_size", "search_configs"):
+        with pytest.raises(ValueError, match=f"{option} must be 1 or more"):
+            evaluate_model(data, "svd", n_folds=3, **{option: 0})
+    for option, value, needs in (
+        ("--sizes", "1", "2 or more"),
+        ("--search-configs", "0", "1 or more"),
+        ("--screen", "0", "1 or more"),
+    ):
+        argv = ["bench", "prediction", "--molecule", "water", "--calc", "emt", "--configs"]
+        argv += ["12", "--folds", "3", "--models", "mean", "svd", "--selection", "cv"]
+        with pytest.raises(SystemExit):
+            main([*argv, option, value, "--cache-dir", str(tmp_path)])
+        assert f"{option}: must be a whole number of {needs}" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # refused before any set was made
 
 
 def test_benchmark_writes_rmse_per_model(tmp_path):

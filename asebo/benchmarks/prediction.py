@@ -18,7 +18,11 @@ import time
 
 import numpy as np
 
+from asebo.benchmarks._options import _argument_type, positive_int
+
 MODEL_NAMES = ("mean", "eigenspectrum", "svd", "svd_deriv")  # the keys of MODELS
+_training_size = _argument_type(int, lambda value: value >= 2, "a whole number of 2 or more")
+"""A learning-curve size (``--sizes``): the inner cross-validation needs 2 configurations."""
 
 
 def add_arguments(parser):
@@ -28,7 +32,7 @@ def add_arguments(parser):
     parser.add_argument(
         "--calc", default="gfn2", help="calculator preset: gfn2, gpaw, gpaw:mode=lcao, emt ..."
     )
-    parser.add_argument("--configs", type=int, default=100)
+    parser.add_argument("--configs", type=positive_int, default=100)
     parser.add_argument(
         "--displacement",
         type=float,
@@ -48,11 +52,11 @@ def add_arguments(parser):
     parser.add_argument("--inner-folds", type=int, default=4)
     parser.add_argument(
         "--sizes",
-        type=int,
+        type=_training_size,
         nargs="*",
         default=[5, 10, 20, 40],
-        help="training sizes of the learning curves (the full training "
-        "size is added); none: no curves",
+        help="training sizes of the learning curves, 2 or more (the full training "
+        "size is added, larger ones are dropped); none: no curves",
     )
     parser.add_argument(
         "--curve-models",
@@ -72,16 +76,17 @@ def add_arguments(parser):
     parser.add_argument("--cg-max-iter", type=int, default=5000, help="most CG iterations of a fit")
     parser.add_argument(
         "--search-configs",
-        type=int,
+        type=positive_int,
         default=None,
-        help="choose hyperparameters on at most this many training configurations",
+        help="choose hyperparameters on at most this many training configurations (default: all)",
     )
     parser.add_argument(
         "--screen",
-        type=int,
+        type=positive_int,
         default=None,
         help="cross-validate only this many grid points (without lam) on "
-        "all inner folds: the best on the first inner fold",
+        "all inner folds: the best on the first inner fold (default: all; "
+        "--selection ml ignores it)",
     )
     parser.add_argument(
         "--deriv-grid",

@@ -4,8 +4,9 @@ Three parts, as in the paper's section "Application to Molecular Energy Predicti
 
 * **Data.** :func:`generate_dataset` relaxes a molecule (built from SMILES by RDKit),
   displaces its atoms by seeded Gaussian noise and labels every configuration with
-  the energy and forces of an ASE calculator; :func:`load_dataset` returns a cached or
-  shipped set (``asebo/data``) and only computes what is missing.
+  the energy and forces of an ASE calculator (after a GFN2-xTB pre-relaxation for
+  GPAW, :func:`default_prerelax`); :func:`load_dataset` returns a cached or shipped
+  set (``asebo/data``) made with the same settings and only computes what is missing.
 * **Models.** The mean predictor; kernel ridge regression (KRR) on the sorted
   eigenvalues of the Coulomb matrix with a Gaussian kernel (Rupp et al. 2012); KRR
   with the SVD kernel on energies; and the SVD kernel with derivatives, trained on
@@ -37,11 +38,13 @@ References
 from asebo.learn.prediction.data import (
     DATA_DIR,
     DEFAULT_DISPLACEMENT,
+    DEFAULT_FMAX,
     DISPLACEMENTS,
     MOLECULES,
     ConfigurationSet,
     dataset_filename,
     default_cache_dir,
+    default_prerelax,
     displaced_positions,
     generate_dataset,
     load_dataset,
@@ -49,6 +52,7 @@ from asebo.learn.prediction.data import (
 )
 from asebo.learn.prediction.evaluate import FoldResult, evaluate_model
 from asebo.learn.prediction.models import (
+    CG_RESIDUAL_LIMIT,
     MODELS,
     EigenspectrumKRR,
     MeanPredictor,
@@ -65,8 +69,10 @@ from asebo.learn.prediction.selection import (
 )
 
 __all__ = [
+    "CG_RESIDUAL_LIMIT",
     "DATA_DIR",
     "DEFAULT_DISPLACEMENT",
+    "DEFAULT_FMAX",
     "DEFAULT_GRIDS",
     "DISPLACEMENTS",
     "MODELS",
@@ -82,6 +88,7 @@ __all__ = [
     "coulomb_eigenspectrum",
     "dataset_filename",
     "default_cache_dir",
+    "default_prerelax",
     "displaced_positions",
     "evaluate_model",
     "generate_dataset",

@@ -7,6 +7,7 @@ ASE calculator. Energies are in eV, positions in Å, forces in eV/Å.
 
 import json
 import os
+import string
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import numpy as np
 from ase import Atoms
 from ase.optimize import BFGS
 
+from asebo.learn.prediction._checks import check_count
 from asebo.smiles import molecule_from_smiles
 from calculators import get_calculator
 
@@ -23,13 +25,45 @@ MOLECULES = {"water": "O", "glycerol": "OCC(O)CO", "nonanol": "CCCCCCCCCO"}
 DISPLACEMENTS = {"water": 0.12, "glycerol": 0.06, "nonanol": 0.05}
 """Default standard deviation (Å) of the noise added to each coordinate.
 
-Wong and Kolter do not state it; these values give, with GFN2-xTB, energy standard
-deviations (the mean predictor's RMSE) near the paper's: 2.4 eV for water and
-0.74 eV for glycerol.
+Wong and Kolter do not state it; these values give energy standard deviations (the
+mean predictor's RMSE) of the order of the paper's 2.4 eV for water and 0.74 eV for
+glycerol. The shipped 100-configuration sets have 3.27 eV (GPAW) and 3.88 eV
+(GFN2-xTB) for water, 0.80 eV (GPAW LCAO) and 0.81 eV (GFN2-xTB) for glycerol.
 """
 
 DEFAULT_DISPLACEMENT = 0.05
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+DEFAULT_FMAX = 0.02
+"""Force threshold (eV/Å) of the relaxation of :func:`generate_dataset`."""
+
+_SETTINGS = ("smiles", "calculator", "displacement", "random_state", "fmax", "prerelax")
+"""Metadata that define a set: a stored set is used only where they all agree."""
+
+_FILE_SAFE = frozenset(string.ascii_letters + string.digits + "=()[]@+-#.,")
+
+
+def default_prerelax(calculator):
+    """The pre-relaxation :func:`generate_dataset` uses by default: ``"gfn2"`` before GPAW.
+
+    A GPAW relaxation from the force-field geometry takes many expensive steps; a
+    GFN2-xTB relaxation first leaves it few. Other calculators relax alone.
+
+    Parameters
+    ----------
+    calculator : str
+        A preset of :func:`calculators.get_calculator`, with options after a colon.
+
+    Returns
+    -------
+    str or None
+    """
+    name = str(calculator).partition(":")[0].strip().lower()
+    return "gfn2" if name == "gpaw" else None
+
+
+def _resolve_prerelax(calculator, prerelax):
+    """``prerelax`` with ``"auto"`` replaced by :func:`default_prerelax`."""
+    return default_prerelax(calculator) if prerelax == "auto" else prerelax
 
 
 def relax_molecule(atoms, calculator, fmax=0.02, steps=200, prerelax=None):
@@ -158,23 +192,67 @@ class ConfigurationSet:
             )
 
 
-def dataset_filename(molecule, calculator, displacement=None, random_state=0):
+def _file_part(text, colon="%3A"):
+    """``text`` with every character outside letters, digits and ``=()[]@+-#.,``
+    percent-encoded (``/`` gives ``%2F``, ``_`` gives ``%5F``, ``%`` gives ``%25``),
+    except ``:``, which becomes ``colon``; where that is ``-``, a ``-`` of ``text`` is
+    encoded (``%2D``).
+
+    Encoded parts hold no ``/`` (no subfolders) and no ``_`` (the separator of the
+    file name's fields), and distinct texts give distinct parts.
+    """
+    safe = _FILE_SAFE - {colon}
+    return "".join(
+        character
+        if character in safe
+        else colon
+        if character == ":"
+        else "".join(f"%{byte:02X}" for byte in character.encode())
+        for character in str(text)
+    )
+
+
+def dataset_filename(molecule, calculator, displacement=None, random_state=0, prerelax="auto"):
     """File name of a cached or shipped set, e.g. ``water_gpaw_d0.12_s0.npz``.
 
     The calculator spec's colon becomes a hyphen: ``gpaw:mode=lcao`` gives
-    ``glycerol_gpaw-mode=lcao_d0.06_s0.npz``.
+    ``glycerol_gpaw-mode=lcao_d0.06_s0.npz``. Other characters that are unsafe in a
+    file name, or that would make two sets share a name, are percent-encoded: the
+    stereo SMILES ``C/C=C/C`` gives ``C%2FC=C%2FC_gfn2_d0.05_s0.npz``. A
+    pre-relaxation other than :func:`default_prerelax` is added:
+    ``water_gpaw_d0.12_s0_pre-none.npz``.
     """
     displacement = (
         DISPLACEMENTS.get(molecule, DEFAULT_DISPLACEMENT) if displacement is None else displacement
     )
-    tag = str(calculator).replace(":", "-")
-    return f"{molecule}_{tag}_d{displacement:g}_s{random_state}.npz"
+    name = f"{_file_part(molecule)}_{_file_part(calculator, '-')}_d{displacement:g}_s{random_state}"
+    prerelax = _resolve_prerelax(calculator, prerelax)
+    if prerelax != default_prerelax(calculator):
+        name += f"_pre-{_file_part(prerelax, '-') if prerelax else 'none'}"
+    return f"{name}.npz"
 
 
 def default_cache_dir():
     """``$ASEBO_CACHE`` or ``~/.cache/asebo``, with a ``prediction`` subfolder."""
     root = os.environ.get("ASEBO_CACHE", Path.home() / ".cache" / "asebo")
     return Path(root) / "prediction"
+
+
+def _settings(molecule, calculator, displacement, random_state, fmax, prerelax):
+    """The metadata of a set: what :func:`generate_dataset` records and compares."""
+    return {
+        "molecule": molecule,
+        "smiles": MOLECULES.get(molecule, molecule),
+        "calculator": calculator,
+        "displacement": (
+            DISPLACEMENTS.get(molecule, DEFAULT_DISPLACEMENT)
+            if displacement is None
+            else float(displacement)
+        ),
+        "random_state": int(random_state),
+        "fmax": fmax,
+        "prerelax": _resolve_prerelax(calculator, prerelax),
+    }
 
 
 def generate_dataset(
@@ -184,8 +262,8 @@ def generate_dataset(
     displacement=None,
     random_state=0,
     path=None,
-    fmax=0.02,
-    prerelax=None,
+    fmax=DEFAULT_FMAX,
+    prerelax="auto",
     progress=False,
 ):
     """Relax a molecule, displace it and label the configurations (Wong and Kolter, Tables 1-2).
@@ -198,18 +276,22 @@ def generate_dataset(
         A preset of :func:`calculators.get_calculator`, with options after a colon:
         ``gfn2``, ``gpaw``, ``gpaw:mode=lcao``, ``emt``...
     count : int
-        Number of configurations.
+        Number of configurations, 1 or more.
     displacement : float, optional
         Noise standard deviation (Å); default from :data:`DISPLACEMENTS`.
     random_state : int
         Seed of the embedding and of the noise.
     path : path, optional
         Where the set is written after every configuration. An existing file there
-        with the same molecule, calculator, displacement and seed is resumed.
+        made with the same settings (the metadata ``smiles``, ``calculator``,
+        ``displacement``, ``random_state``, ``fmax`` and ``prerelax``) is resumed;
+        one made with other settings is refused.
     fmax : float
         Force threshold of the relaxation (eV/Å).
-    prerelax : str, optional
-        Cheap calculator spec that relaxes before ``calculator``.
+    prerelax : str or None
+        Cheap calculator spec that relaxes before ``calculator``; ``"auto"``:
+        :func:`default_prerelax` (GFN2-xTB before GPAW, nothing before others);
+        None: none. Recorded in the metadata.
     progress : bool
         Show a progress bar.
 
@@ -217,25 +299,12 @@ def generate_dataset(
     -------
     ConfigurationSet
     """
-    if count < 1:
-        raise ValueError(f"count must be positive, got {count}")
-    displacement = (
-        DISPLACEMENTS.get(molecule, DEFAULT_DISPLACEMENT)
-        if displacement is None
-        else float(displacement)
-    )
-    metadata = {
-        "molecule": molecule,
-        "smiles": MOLECULES.get(molecule, molecule),
-        "calculator": calculator,
-        "displacement": displacement,
-        "random_state": int(random_state),
-        "fmax": fmax,
-    }
+    count = check_count(count, "count")
+    metadata = _settings(molecule, calculator, displacement, random_state, fmax, prerelax)
     data = _resumable(path, metadata)
     if data is None:
-        start = molecule_from_smiles(MOLECULES.get(molecule, molecule), random_state)
-        atoms = relax_molecule(start, calculator, fmax=fmax, prerelax=prerelax)
+        start = molecule_from_smiles(metadata["smiles"], random_state)
+        atoms = relax_molecule(start, calculator, fmax=fmax, prerelax=metadata["prerelax"])
         data = ConfigurationSet(
             atoms.numbers,
             atoms.positions,
@@ -246,7 +315,7 @@ def generate_dataset(
         )
     done = data.n_labelled
     positions = displaced_positions(
-        data.equilibrium, max(count, done), displacement, random_state
+        data.equilibrium, max(count, done), metadata["displacement"], random_state
     )  # (count, n, 3)
     energies = np.full(len(positions), np.nan)
     forces = np.full(positions.shape, np.nan)
@@ -269,15 +338,42 @@ def generate_dataset(
     return data.subset(slice(0, count))
 
 
+def _recorded(data, path):
+    """The metadata of the set ``data`` stored at ``path``, with ``prerelax``.
+
+    Sets written before ``prerelax`` was recorded (the shipped ones) were made by
+    ``examples/make_prediction_data.py`` in :data:`DATA_DIR`, with a GFN2-xTB
+    pre-relaxation for every calculator but GFN2-xTB, and by :func:`load_dataset`
+    elsewhere, without one.
+    """
+    metadata = dict(data.metadata)
+    if "prerelax" not in metadata:
+        shipped = Path(path).resolve().parent == DATA_DIR.resolve()
+        calculator = str(metadata.get("calculator", ""))
+        metadata["prerelax"] = None if not shipped or calculator.startswith("gfn2") else "gfn2"
+    return metadata
+
+
+def _check_settings(data, path, metadata):
+    """``data`` (stored at ``path``) with its recorded metadata; ValueError where its
+    settings are not those of ``metadata``."""
+    recorded = _recorded(data, path)
+    differ = [key for key in _SETTINGS if recorded.get(key) != metadata[key]]
+    if differ:
+        found = ", ".join(f"{key}={recorded.get(key)!r}" for key in differ)
+        wanted = ", ".join(f"{key}={metadata[key]!r}" for key in differ)
+        raise ValueError(
+            f"{path} holds a set made with {found}, not {wanted}: move it away or "
+            "choose another path or cache_dir"
+        )
+    data.metadata = recorded
+    return data
+
+
 def _resumable(path, metadata):
     if path is None or not Path(path).exists():
         return None
-    data = ConfigurationSet.load(path)
-    same = all(
-        data.metadata.get(key) == metadata[key]
-        for key in ("smiles", "calculator", "displacement", "random_state")
-    )
-    return data if same else None
+    return _check_settings(ConfigurationSet.load(path), path, metadata)
 
 
 def load_dataset(
@@ -288,32 +384,40 @@ def load_dataset(
     random_state=0,
     cache_dir=None,
     generate=True,
-    **generate_options,
+    fmax=DEFAULT_FMAX,
+    prerelax="auto",
+    progress=False,
 ):
     """A labelled set from the cache or the shipped files, computing what is missing.
 
     The cache (``cache_dir``, default :func:`default_cache_dir`) is looked at first,
     then ``asebo/data``; a set with at least ``count`` configurations is cut to
     ``count``. Otherwise the set is computed (resuming the larger of the two files)
-    into the cache.
+    into the cache. A stored set under the name of :func:`dataset_filename` but made
+    with other settings (see :func:`generate_dataset`) is refused.
 
     Parameters
     ----------
-    molecule, calculator, count, displacement, random_state
-        As in :func:`generate_dataset`.
+    molecule, calculator, count, displacement, random_state, fmax, prerelax, progress
+        As in :func:`generate_dataset`; ``count`` is 1 or more.
     cache_dir : path, optional
     generate : bool
         Compute missing configurations; if False, raise instead.
-    **generate_options
-        Passed to :func:`generate_dataset` (``prerelax``, ``fmax``, ``progress``).
 
     Returns
     -------
     ConfigurationSet
+        Its metadata holds the settings, ``prerelax`` included.
     """
-    name = dataset_filename(molecule, calculator, displacement, random_state)
+    count = check_count(count, "count")
+    metadata = _settings(molecule, calculator, displacement, random_state, fmax, prerelax)
+    name = dataset_filename(molecule, calculator, displacement, random_state, prerelax)
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    found = [ConfigurationSet.load(p) for p in (cache / name, DATA_DIR / name) if p.exists()]
+    found = [
+        _check_settings(ConfigurationSet.load(p), p, metadata)
+        for p in (cache / name, DATA_DIR / name)
+        if p.exists()
+    ]
     best = max(found, key=lambda d: d.n_labelled, default=None)
     if best is not None and best.n_labelled >= count:
         return best.subset(slice(0, count))
@@ -332,5 +436,7 @@ def load_dataset(
         displacement,
         random_state,
         path=cache / name,
-        **generate_options,
+        fmax=fmax,
+        prerelax=prerelax,
+        progress=progress,
     )

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from asebo.learn.prediction._checks import check_optional_count
 from asebo.learn.prediction.models import make_model
 from asebo.learn.prediction.selection import configuration_folds, select_hyperparameters
 
@@ -64,16 +65,17 @@ def evaluate_model(
     folds : list of (train, test), optional
         Outer folds; default :func:`configuration_folds` with ``n_folds``.
     training_size : int, optional
-        Use only the first ``training_size`` configurations of each (shuffled) training
-        part: a point of a learning curve.
+        Use only the first ``training_size`` configurations (1 or more) of each
+        (shuffled) training part: a point of a learning curve. None: all.
     inner_folds : int
     grid : dict, optional
     search_configs : int, optional
-        Choose hyperparameters on at most this many training configurations (a seeded
-        subset) and fit on all: what makes 500 configurations affordable.
+        Choose hyperparameters on at most this many training configurations (1 or
+        more; a seeded subset) and fit on all: what makes 500 configurations
+        affordable. None: all.
     screen : int, optional
         Cross-validate only this many grid points on all inner folds, the best on the
-        first (see :func:`select_hyperparameters`).
+        first (see :func:`select_hyperparameters`; ignored by ``selection='ml'``).
     random_state : int
     **model_params
         Fixed model parameters (``solver='cg'``, ``proper=False``).
@@ -82,6 +84,8 @@ def evaluate_model(
     -------
     list of FoldResult
     """
+    training_size = check_optional_count(training_size, "training_size")
+    search_configs = check_optional_count(search_configs, "search_configs")
     labelled = data.n_labelled
     if labelled < len(data):
         raise ValueError(f"only {labelled} of {len(data)} configurations are labelled")
@@ -90,12 +94,12 @@ def evaluate_model(
     results = []
     for index, (train, test) in enumerate(folds):
         train = np.random.default_rng([random_state, index]).permutation(train)
-        train = train[:training_size] if training_size else train
+        train = train[:training_size]
         model = make_model(name, data.numbers, **model_params)
         start = _clock()
         params = {}
         if name != "mean":
-            search = train[:search_configs] if search_configs else train
+            search = train[:search_configs]
             forces = data.forces[search] if model.uses_forces else None
             params = select_hyperparameters(
                 model,

@@ -3,6 +3,8 @@
 Gradients are ``-forces``; energies in eV, positions in Å, forces in eV/Å.
 """
 
+import warnings
+
 import numpy as np
 import torch
 from ase.units import Bohr
@@ -11,13 +13,27 @@ from asebo.extras import missing_extra
 from asebo.kernels import GaussianKernel, SVDKernel, joint_covariance, solve_joint
 from asebo.kernels.joint import energy_rows
 from asebo.kernels.svd import svd_distance
+from asebo.learn.prediction._checks import check_count, check_number
 from asebo.model.regression import SymmetricFactor, noise_vector, observation_vector
 
 try:
     from sklearn.base import BaseEstimator
+    from sklearn.exceptions import ConvergenceWarning
     from sklearn.utils.validation import check_is_fitted
 except ImportError as error:
     raise missing_extra(error, "learn", "asebo.learn.prediction") from error
+
+CG_RESIDUAL_LIMIT = 1e-2
+"""Relative residual ``|(K + Lambda) alpha - y| / |y|`` above which a CG fit is refused.
+
+On water with GPAW (80 training configurations, hyperparameters of the inner CV),
+CG fits that stop at residuals of 2e-3 to 4e-3 predict within 0.05 eV of the dense
+fit, while residuals of 1e-2 to 6e-2 leave errors of 0.4 to 0.9 eV, more than the
+model's RMSE (0.23 eV); on an indefinite ``K + Lambda``, which the SVD kernel's joint
+covariance can be, CG diverges (residuals of 10 to 1e6, energies off by as much).
+Between ``cg_tolerance`` and this limit the fit warns
+(:class:`sklearn.exceptions.ConvergenceWarning`).
+"""
 
 
 def coulomb_eigenspectrum(numbers, positions):
@@ -78,10 +94,32 @@ def _check_labels(positions, energies, forces):
     return energies, forces
 
 
-def _median_scale(distances):
-    """Median of the off-diagonal squared distances, a data scale for ``gamma``."""
+def _check_training(positions, energies, forces):
+    """Checked training data: positions (m, n, 3), energies (m,), forces (m, n, 3) or
+    None, with ``m >= 1``."""
+    positions = _check_positions(positions)
+    if len(positions) == 0:
+        raise ValueError("no training configurations: pass 1 or more")
+    return (positions, *_check_labels(positions, energies, forces))
+
+
+def _median_scale(distances, size):
+    """Median of the off-diagonal squared distances (m, m), a data scale for ``gamma``.
+
+    ValueError where it is round-off, at most ``1e-12 size``, with ``size`` the mean
+    squared norm of the configurations the distances are between: half or more of
+    the pairs coincide.
+    """
     off = distances[~np.eye(len(distances), dtype=bool)]
-    return float(np.median(off)) if off.size else 1.0
+    if not off.size:
+        return 1.0
+    median = float(np.median(off))
+    if not median > 1e-12 * size:
+        raise ValueError(
+            f"half or more of the pairs of configurations coincide (median squared "
+            f"distance {median:.3g}, round-off): no gamma scale; pass distinct configurations"
+        )
+    return median
 
 
 # ---------------------------------------------------------------------------------
@@ -94,9 +132,8 @@ class MeanPredictor(BaseEstimator):
     uses_forces = False
 
     def fit(self, positions, energies, forces=None):
-        """Store the mean of ``energies`` (m,); returns self."""
-        positions = _check_positions(positions)
-        energies, _ = _check_labels(positions, energies, None)
+        """Store the mean of ``energies`` (m,), ``m >= 1``; returns self."""
+        _, energies, _ = _check_training(positions, energies, None)
         self.mean_ = float(np.mean(energies))
         return self
 
@@ -114,10 +151,21 @@ class _KernelRidge(BaseEstimator):
     (the improper SVD kernel need not be; the predictor only needs it invertible).
     Subclasses give the covariance of the observations (one block of ``block_size``
     rows per configuration, the energy first), the covariance of new energies with
-    them, and the regularisation of each row.
+    them, and the regularisation of each row; ``regularisations`` names the
+    parameters of that regularisation, which :func:`select_hyperparameters` searches
+    with ``gamma``.
     """
 
     uses_forces = False
+    regularisations = ("lam",)
+
+    def _check_hyperparameters(self):
+        """Refuse a ``gamma`` that is not positive and finite, and a regularisation
+        that is negative or not finite (ValueError)."""
+        name = type(self).__name__
+        check_number(self.gamma, f"{name} gamma", positive=True)
+        for key in self.regularisations:
+            check_number(getattr(self, key), f"{name} {key}")
 
     def block_size(self, n_atoms):
         """Observations per configuration."""
@@ -144,15 +192,15 @@ class _KernelRidge(BaseEstimator):
         return np.asarray(energies, dtype=np.float64) - offset
 
     def fit(self, positions, energies, forces=None):
-        """Solve ``(K + Lambda) alpha = y`` on the training observations; returns self."""
-        positions = _check_positions(positions)
-        energies, forces = _check_labels(positions, energies, forces)
+        """Solve ``(K + Lambda) alpha = y`` on the training observations (m >= 1
+        configurations); returns self."""
+        self._check_hyperparameters()
+        positions, energies, forces = _check_training(positions, energies, forces)
         if self.uses_forces and forces is None:
             raise ValueError(f"{type(self).__name__} learns from forces: pass forces (m, n, 3)")
-        self.offset_ = float(np.mean(energies))
-        y = self.observations(energies, forces, self.offset_)  # (m b,)
-        self.training_ = positions
-        self.alpha_ = self._solve(positions, y)  # (m b,)
+        offset = float(np.mean(energies))
+        alpha = self._solve(positions, self.observations(energies, forces, offset))  # (m b,)
+        self.offset_, self.training_, self.alpha_ = offset, positions, alpha
         return self
 
     def _solve(self, positions, y):
@@ -207,7 +255,8 @@ class EigenspectrumKRR(_KernelRidge):
 
     def gamma_scale(self, positions):
         features = self._features(positions)  # (m, n)
-        return 1.0 / _median_scale(((features[:, None] - features[None]) ** 2).sum(-1))
+        distances = ((features[:, None] - features[None]) ** 2).sum(-1)  # (m, m)
+        return 1.0 / _median_scale(distances, np.mean((features**2).sum(-1)))
 
 
 class SVDKernelKRR(_KernelRidge):
@@ -241,9 +290,10 @@ class SVDKernelKRR(_KernelRidge):
         return self._kernel()(positions, training)
 
     def gamma_scale(self, positions):
-        return 2.0 / _median_scale(
-            svd_distance(positions[:, None], positions[None], proper=self.proper)
-        )
+        positions = _check_positions(positions)
+        distances = svd_distance(positions[:, None], positions[None], proper=self.proper)
+        centred = positions - positions.mean(axis=1, keepdims=True)  # (m, n, 3)
+        return 2.0 / _median_scale(np.asarray(distances), np.mean((centred**2).sum((1, 2))))
 
 
 class SVDDerivativeKRR(SVDKernelKRR):
@@ -273,18 +323,21 @@ class SVDDerivativeKRR(SVDKernelKRR):
     cg_tolerance : float
         Relative residual at which CG stops.
     cg_max_iter : int
-        At most this many CG iterations; ``solve_info_`` tells the residual reached.
+        At most this many CG iterations. A fit that ends above ``cg_tolerance``
+        warns (:class:`sklearn.exceptions.ConvergenceWarning`), and one that ends
+        above :data:`CG_RESIDUAL_LIMIT` raises :class:`numpy.linalg.LinAlgError`.
 
     Attributes
     ----------
     solve_info_ : asebo.kernels.operators.SolveInfo
-        How the last CG fit solved (iterations and residual).
+        How the last CG fit solved (iterations and residual), also where it raised.
     positive_definite_ : bool
         Whether ``K + Lambda`` of the last dense fit was positive definite.
     """
 
     name = "svd_deriv"
     uses_forces = True
+    regularisations = ("lam", "lam_deriv")
 
     def __init__(
         self,
@@ -303,6 +356,13 @@ class SVDDerivativeKRR(SVDKernelKRR):
         self.solver = solver
         self.cg_tolerance = cg_tolerance
         self.cg_max_iter = cg_max_iter
+
+    def _check_hyperparameters(self):
+        super()._check_hyperparameters()
+        if self.solver not in ("cholesky", "cg"):
+            raise ValueError(f"solver must be 'cholesky' or 'cg', got {self.solver!r}")
+        check_number(self.cg_tolerance, "SVDDerivativeKRR cg_tolerance", positive=True)
+        check_count(self.cg_max_iter, "SVDDerivativeKRR cg_max_iter")
 
     def block_size(self, n_atoms):
         return 3 * n_atoms + 1
@@ -325,8 +385,6 @@ class SVDDerivativeKRR(SVDKernelKRR):
     def _solve(self, positions, y):
         if self.solver == "cholesky":
             return super()._solve(positions, y)
-        if self.solver != "cg":
-            raise ValueError(f"solver must be 'cholesky' or 'cg', got {self.solver!r}")
         operator = joint_covariance(positions, self.gamma, self._kernel())
         noise = torch.as_tensor(self.regularisation(*positions.shape[:2]))
         alpha, self.solve_info_ = solve_joint(
@@ -337,6 +395,22 @@ class SVDDerivativeKRR(SVDKernelKRR):
             tolerance=self.cg_tolerance,
             max_iter=self.cg_max_iter,
         )
+        residual, iterations = self.solve_info_.residual, self.solve_info_.iterations
+        if not residual <= self.cg_tolerance:
+            state = (
+                f"CG stopped after {iterations} iterations at relative residual "
+                f"{residual:.3g}, above cg_tolerance={self.cg_tolerance:g}"
+            )
+            if not residual <= CG_RESIDUAL_LIMIT:
+                raise np.linalg.LinAlgError(
+                    f"{state} and above {CG_RESIDUAL_LIMIT:g}: the weights are too far from "
+                    "a solution to predict with (K + Lambda may be indefinite: see "
+                    "positive_definite_ of solver='cholesky'); raise cg_max_iter or "
+                    "lam_deriv, or use solver='cholesky'"
+                )
+            warnings.warn(
+                f"{state}: raise cg_max_iter or lam_deriv", ConvergenceWarning, stacklevel=3
+            )
         return alpha.numpy()
 
 

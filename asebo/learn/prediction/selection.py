@@ -5,7 +5,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from asebo.extras import missing_extra
-from asebo.learn.prediction.models import _check_labels, _check_positions
+from asebo.learn.prediction._checks import check_number, check_optional_count
+from asebo.learn.prediction.models import _check_training, _KernelRidge
 from asebo.model.regression import SymmetricFactor, observation_rows, profiled_nll
 
 try:
@@ -142,6 +143,29 @@ class Selection:
     screening: list = field(default_factory=list)
 
 
+def _check_grid(model, grid):
+    """``grid`` with float values, refused (ValueError) unless its keys are exactly
+    ``gamma_factor`` and ``model.regularisations``, each with one or more values,
+    ``gamma_factor`` positive and the regularisations 0 or more, all finite."""
+    needed = ("gamma_factor", *model.regularisations)
+    missing = [key for key in needed if key not in grid]
+    unknown = [key for key in grid if key not in needed]
+    if missing or unknown:
+        problems = [f"no {', '.join(missing)}"] if missing else []
+        problems += [f"unknown {', '.join(map(repr, unknown))}"] if unknown else []
+        raise ValueError(
+            f"the grid of {type(model).__name__} needs values for exactly "
+            f"{', '.join(needed)}: {'; '.join(problems)}"
+        )
+    checked = {}
+    for key in needed:
+        values = np.atleast_1d(np.asarray(grid[key], dtype=object)).tolist()
+        if not values:
+            raise ValueError(f"the grid's {key} has no values")
+        checked[key] = [check_number(v, f"grid {key}", key == "gamma_factor") for v in values]
+    return checked
+
+
 def _grid_points(grid):
     """Grid points without ``lam``: dicts of ``gamma_factor`` and the other regularisations."""
     names = [key for key in grid if key != "lam"]
@@ -191,7 +215,7 @@ def _cv_rmse(model, positions, energies, forces, points, lams, scale, folds, scr
             candidate, K, energies, forces, noise, lams, subset, block
         )
 
-    if not screen or screen >= len(points):
+    if screen is None or screen >= len(points):
         total = _score_points(model, positions, points, lams, scale, squared(folds))
         return np.arange(len(points)), _finite(np.sqrt(total / len(energies))), None
     first = _score_points(model, positions, points, lams, scale, squared(folds[:1]))
@@ -236,8 +260,9 @@ def select_hyperparameters(
     forces : array (m, n, 3), optional
         Needed by models that learn from forces.
     grid : dict, optional
-        ``gamma_factor`` (multiples of ``model.gamma_scale``), ``lam`` and the
-        model's other regularisations; default :data:`DEFAULT_GRIDS` for the model.
+        Values of ``gamma_factor`` (multiples of ``model.gamma_scale``), ``lam`` and
+        the model's other regularisations (``lam_deriv``), all of them and no other
+        key; default :data:`DEFAULT_GRIDS` for the model.
     method : {'cv', 'ml'}
     n_folds : int
     random_state : int
@@ -245,8 +270,9 @@ def select_hyperparameters(
     screen : int, optional
         Successive halving for ``method='cv'``: score every grid point (every ``lam``
         at once) on the first inner fold and cross-validate only the ``screen`` best
-        on all folds. It cuts the factorisations from ``points x n_folds`` to
-        ``points + screen x (n_folds - 1)``.
+        (1 or more) on all folds. It cuts the factorisations from
+        ``points x n_folds`` to ``points + screen x (n_folds - 1)``. None: no
+        screening. ``method='ml'`` has no folds and ignores it.
 
     Returns
     -------
@@ -254,12 +280,18 @@ def select_hyperparameters(
     """
     if method not in ("cv", "ml"):
         raise ValueError(f"method must be 'cv' or 'ml', got {method!r}")
-    positions = _check_positions(positions)
-    energies, forces = _check_labels(positions, energies, forces)
+    if not isinstance(model, _KernelRidge):
+        raise ValueError(
+            f"{type(model).__name__} has no hyperparameters to select: pass a kernel model"
+        )
+    screen = check_optional_count(screen, "screen")
+    positions, energies, forces = _check_training(positions, energies, forces)
     if model.uses_forces and forces is None:
         raise ValueError(f"{type(model).__name__} learns from forces: pass forces (m, n, 3)")
-    grid = DEFAULT_GRIDS[model.name] if grid is None else grid
-    lams = sorted(float(lam) for lam in grid["lam"])
+    if method == "cv" and len(positions) < 2:
+        raise ValueError("inner cross-validation needs 2 or more configurations, got 1")
+    grid = _check_grid(model, DEFAULT_GRIDS[model.name] if grid is None else grid)
+    lams = sorted(grid["lam"])
     points = _grid_points(grid)
     scale = model.gamma_scale(positions)
     first = None
