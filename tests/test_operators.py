@@ -152,6 +152,19 @@ def test_conjugate_gradients_run_and_agree_with_cholesky():
     assert (iterative - direct).norm() <= 1e-9 * direct.norm()
 
 
+def test_a_few_cg_iterations_stop_there_and_report_their_residual():
+    # fewer iterations than linear_operator's tridiagonalisation cap (20)
+    op = joint_covariance(configurations("CH3CH2OH", 6), gamma=0.8)
+    size = op.shape[0]
+    noise = torch.full((size,), 1e-3, dtype=torch.float64)
+    rhs = torch.randn(size, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    x, info = solve_joint(op, rhs, noise, method="cg", tolerance=1e-12, max_iter=5)
+    assert info.iterations == 5
+    dense = op.to_dense() + torch.diag(noise)
+    assert info.residual == pytest.approx(float((dense @ x - rhs).norm() / rhs.norm()), rel=1e-8)
+    assert info.residual > 1e-6  # not converged, and said so
+
+
 def test_a_better_preconditioner_and_a_warm_start_save_iterations():
     op = joint_covariance(configurations("CH3CH2OH", 6), gamma=0.8)
     size = op.shape[0]

@@ -386,6 +386,7 @@ def _conjugate_gradients(operator, column, noise, tolerance, max_iter, precondit
             column,
             tolerance=tolerance,
             max_iter=max_iter,
+            max_tridiag_iter=max_iter,  # no tridiagonalisation (n_tridiag=0); its cap <= max_iter
             eps=1e-300,
             stop_updating_after=0.0,
             preconditioner=preconditioner,
