@@ -7,10 +7,13 @@ and plotted to ``compare_molecules_best.png`` and ``compare_molecules_runs.png``
 One to two minutes on two cores.
 """
 
+import argparse
+
 from asebo.campaign import format_summary, plot_best_energy, plot_runs, run_campaign, summarize
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     records = run_campaign(
         ["water", "smiles:CCO"],
         ["bo", "lbfgs", "fire"],

@@ -8,6 +8,8 @@ Interrupt it and start it again: the stored runs are skipped. Needs
 ``queue``, ``account`` and ``walltime`` to your site.
 """
 
+import argparse
+
 from dask.distributed import Client
 from dask_jobqueue import SLURMCluster
 
@@ -15,6 +17,7 @@ from asebo.campaign import format_summary, plot_best_energy, plot_runs, run_camp
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     cluster = SLURMCluster(
         queue="compute",
         account="my_account",

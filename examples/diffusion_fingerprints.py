@@ -17,6 +17,7 @@ Run: ``python examples/diffusion_fingerprints.py`` (a few minutes; most of it re
 QM9 and computing fingerprints).
 """
 
+import argparse
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -46,6 +47,7 @@ def classifier_auc(Z_train, y_train, Z_test, y_test):
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     bits, gap = qm9_fingerprints(N_MOLECULES, random_state=SEED)
     n_test = int(TEST_FRACTION * N_MOLECULES)
     train, test = slice(n_test, None), slice(None, n_test)

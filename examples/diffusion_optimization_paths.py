@@ -9,6 +9,7 @@ number of configurations, the embedding's two leading eigenvalues and each optim
 mean and median force calls per run.
 """
 
+import argparse
 from pathlib import Path
 
 import matplotlib
@@ -44,6 +45,7 @@ def paths(optimizer, starts):
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     rng = np.random.default_rng(SEED)
     reference = molecule("CH3OH").positions
     starts = [reference + NOISE * rng.normal(size=reference.shape) for _ in range(STARTS)]

@@ -13,6 +13,7 @@ Writes ``docs/figures/diffusion_swiss_roll.png`` and
 Run: ``python examples/diffusion_swiss_roll.py`` (about a minute).
 """
 
+import argparse
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -47,6 +48,7 @@ def first_coordinate_rho(estimator, X, t):
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     X, t = biased_roll()
     seed_epsilon = float(np.median(pdist(X, "sqeuclidean")))
     default_epsilon = median_knn_epsilon(X)

@@ -11,6 +11,8 @@ endpoint, with its standard deviation, against the target's by central differenc
 A few seconds.
 """
 
+import argparse
+
 import numpy as np
 from ase.build import molecule
 from ase.optimize import LBFGS
@@ -59,6 +61,7 @@ def dihedral(atoms):
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     staggered = molecule("C2H6")
     staggered.calc = get_calculator("gfn2")
     LBFGS(staggered, logfile=None).run(fmax=0.005)

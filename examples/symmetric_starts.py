@@ -21,6 +21,8 @@ the start rattled by 0.05 Å (eV), and ``saddle`` where the target's finite-diff
 Hessian at the endpoint has a mode above 50i cm⁻¹. About five minutes on one core.
 """
 
+import argparse
+
 from ase.build import molecule
 from ase.optimize import LBFGS
 
@@ -79,6 +81,7 @@ def relax_all(start, makers):
 
 
 def main():
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     makers = optimizers()
     groups = {
         "symmetric rotor saddles": {
