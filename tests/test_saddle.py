@@ -12,6 +12,7 @@ from ase.calculators.emt import EMT
 from ase.calculators.singlepoint import SinglePointCalculator
 from ase.constraints import FixAtoms, FixBondLength
 from ase.io import read
+from ase.io.trajectory import Trajectory
 
 from asebo.benchmarks._endpoint_audit import imaginary_modes
 from asebo.benchmarks.ts import guess
@@ -121,6 +122,9 @@ def test_a_search_stopped_and_resumed_repeats_no_call_and_ends_where_one_run_end
     assert len(frames) == whole.calc.ncalls
     np.testing.assert_allclose([f.positions for f in frames], record.positions, atol=1e-12)
     np.testing.assert_allclose([f.get_potential_energy() for f in frames], record.energies)
+    with Trajectory("saddle.traj") as trajectory:  # its header describes the optimizer
+        assert trajectory.description["optimizer"] == "BOSaddle"
+        assert trajectory.description["trust_radius"] == SaddleSettings().trust_radius
 
 
 def test_a_search_between_a_calls_record_and_its_walk_resumes_with_the_walk(tmp_path, monkeypatch):

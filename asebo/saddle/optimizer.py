@@ -165,9 +165,8 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, SearchRe
         with lock.released_on_error():
             self._stored = stored_search(restart, atoms, self.identity, comm)
             super().__init__(atoms, restart, logfile, trajectory=None, comm=comm, **kwargs)
-            self.frames = TrajectoryFrames.of_run(  # each configuration computed written once
-                trajectory, append_trajectory, atoms, self.observations, comm=comm
-            )
+            run = (trajectory, append_trajectory, atoms, self.observations)  # each call once
+            self.frames = TrajectoryFrames.of_run(*run, comm=comm, description=self.todict())
         self.closelater(lock)
         self.step_log = StepLog(self.logfile, type(self).__name__)
         self.prior_choice = why  # why the default prior, or None
