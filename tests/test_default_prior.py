@@ -152,3 +152,18 @@ def test_each_driver_builds_its_default_and_says_why(tmp_path):
     band = NEB([_water(get_calculator("gfn2")) for _ in range(3)], method="improvedtangent")
     assert isinstance(BONEB(band, logfile=None).prior, HighestEnergyPrior)
     assert isinstance(BOOptimizer(_water(EMT()), logfile=None, prior="lindh").prior, RecentredLindh)
+
+
+@pytest.mark.parametrize("threads, environment, chosen", [(3, "1", 3), (None, "2", 2)])
+def test_a_default_xtb_prior_computes_on_the_drivers_threads(
+    monkeypatch, threads, environment, chosen
+):
+    from asebo import BOSaddle
+
+    monkeypatch.setenv("OMP_NUM_THREADS", environment)
+    minimum = BOOptimizer(_water(EMT()), logfile=None, prior="auto", threads=threads)
+    band = NEB([_water(LennardJones()) for _ in range(3)], method="improvedtangent")
+    saddle = BOSaddle(_water(get_calculator("gfn2")), logfile=None, threads=threads)
+    for driver in (minimum, BONEB(band, logfile=None, threads=threads), saddle):
+        assert isinstance(driver.prior, CalculatorPrior)
+        assert driver.prior.calculator.threads == chosen

@@ -76,7 +76,7 @@ class PriorChoice:
     reason: str
 
 
-def default_prior(atoms, driver, periodic=None, any_target=False):
+def default_prior(atoms, driver, periodic=None, any_target=False, threads=None):
     """The prior ``prior=None`` takes for ``atoms`` under ``driver``, by :data:`POLICY`
     (``prior='auto'`` with ``any_target``).
 
@@ -92,6 +92,9 @@ def default_prior(atoms, driver, periodic=None, any_target=False):
     any_target : bool
         A GFN2-xTB prior under any target but tblite, not only under an
         electronic-structure code (``prior='auto'``).
+    threads : int, optional
+        The OpenMP threads of a GFN-xTB prior's calls: the driver's own
+        (:func:`asebo.threads.optimizer_threads` where None).
 
     Returns
     -------
@@ -116,7 +119,7 @@ def default_prior(atoms, driver, periodic=None, any_target=False):
     if tblite is None:
         rule = "electronic-structure" if is_electronic_structure(target) else "auto"
         rule = "barrier" if rule == "auto" and driver != "minimum" else rule
-        return _choice(_gfn_xtb("gfn2", target_charge(target)), rule)
+        return _choice(_gfn_xtb("gfn2", target_charge(target), threads), rule)
     if driver != "saddle":
         return _choice(model, f"tblite-target-{driver}")
     parameters = getattr(tblite, "parameters", {})
@@ -126,7 +129,9 @@ def default_prior(atoms, driver, periodic=None, any_target=False):
         for key in ("charge", "multiplicity")
         if parameters.get(key) is not None
     }
-    return _choice(_gfn_xtb(other, given), "tblite-target-saddle", f" ({other.upper()}-xTB)")
+    return _choice(
+        _gfn_xtb(other, given, threads), "tblite-target-saddle", f" ({other.upper()}-xTB)"
+    )
 
 
 def target_charge(target):
@@ -167,10 +172,10 @@ def _choice(prior, rule, detail=""):
     return PriorChoice(prior, rule, RULES[rule] + detail)
 
 
-def _gfn_xtb(name, given):
+def _gfn_xtb(name, given, threads):
     from asebo.model.prior_calculators import XTB_METHODS, gfn_xtb
 
-    return gfn_xtb(XTB_METHODS[name], **given)
+    return gfn_xtb(XTB_METHODS[name], threads, **given)
 
 
 def calculator_chain(calculator):

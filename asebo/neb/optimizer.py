@@ -182,9 +182,8 @@ class BONEB(BandSummary, BandState, ImageChoice, Optimizer):
             **(gp_options or {}),
         }
         coordinates = {"numbers": moving.numbers, "periodic": periodic}
-        self.surrogate, _, self.prior_choice = build_surrogate(
-            moving, coordinates, 3 * len(moving), prior, kernel, {"gp_options": gp_options}, "band"
-        )
+        band = (coordinates, 3 * len(moving), prior, kernel, {"gp_options": gp_options}, "band")
+        self.surrogate, _, self.prior_choice = build_surrogate(moving, *band, self.threads)
         self.representation, self.prior = self.surrogate.representation, self.surrogate.prior
         self.models = ImageModels(self.surrogate.gp, len(self.images))
         self.band_optimizer = band_optimizer

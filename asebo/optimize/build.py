@@ -46,7 +46,9 @@ def engine_coordinates(coordinates):
     }
 
 
-def build_engine(system, coordinates, prior=None, kernel=None, shortcuts=None, **settings):
+def build_engine(
+    system, coordinates, prior=None, kernel=None, shortcuts=None, threads=None, **settings
+):
     """The :class:`asebo.optimize.engine.Engine` of ``system``, and notes for the log.
 
     Parameters
@@ -61,6 +63,8 @@ def build_engine(system, coordinates, prior=None, kernel=None, shortcuts=None, *
     shortcuts : dict, optional
         The optimizer's ``kappa``, ``maxstep``, ``trust_radius`` and ``recentre``
         (:data:`asebo.optimize.resolve.SHORTCUTS`).
+    threads : int, optional
+        The optimizer's threads, those of a default GFN-xTB prior's calls.
     **settings
         ``search``, ``trust_region``, ``model``, ``special_cases``, ``rules`` and the
         shortcut ``gp_options``: as :func:`asebo.optimize.resolve.resolve_settings`
@@ -79,7 +83,7 @@ def build_engine(system, coordinates, prior=None, kernel=None, shortcuts=None, *
     allowed = coordinates.pop("allowed")
     dimension = int(coordinates["free"].sum()) if allowed is None else allowed.dimension
     surrogate, resolved, reason = build_surrogate(
-        system, coordinates, dimension, prior, kernel, shortcuts, **settings
+        system, coordinates, dimension, prior, kernel, shortcuts, threads=threads, **settings
     )
     engine = Engine(surrogate, settings=resolved, **coordinates)
     notes = [] if reason is None else [reason]
@@ -96,6 +100,7 @@ def build_surrogate(
     kernel=None,
     shortcuts=None,
     driver="minimum",
+    threads=None,
     **settings,
 ):
     """The :class:`asebo.optimize.surrogate_model.Surrogate` of ``system`` and the
@@ -114,6 +119,8 @@ def build_surrogate(
     driver : str
         ``'minimum'``, ``'band'`` or ``'saddle'``: the default prior's
         (:func:`asebo.model.default_prior.default_prior`).
+    threads : int, optional
+        The driver's threads, those of a default GFN-xTB prior's calls.
 
     Returns
     -------
@@ -127,7 +134,7 @@ def build_surrogate(
     representation = make_representation(kernel, system)
     recentre = resolve_recentre(shortcuts.get("recentre"), model, representation)
     made, reason = system_prior(
-        prior, system, coordinates["periodic"], recentre, model, representation, driver
+        prior, system, coordinates["periodic"], recentre, model, representation, driver, threads
     )
     resolved = resolve_settings(
         representation,

@@ -182,7 +182,7 @@ class BOOptimizer(MinimumSummary, ModelResults, RunViews, LoggedSteps, WarmStart
         settings = dict(search=search, trust_region=trust_region, model=model)
         settings.update(special_cases=special_cases, rules=rules, gp_options=gp_options)
         self.engine, choices = build_engine(
-            atoms, coordinates, prior, kernel, shortcuts, **settings
+            atoms, coordinates, prior, kernel, shortcuts, self.threads, **settings
         )
         self._computed = ComputedResults()  # the calculator's energy and forces
         self._mismatch = MismatchNote()  # energy_force_mismatch, said once a run

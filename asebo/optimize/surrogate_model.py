@@ -22,7 +22,9 @@ from asebo.optimize.bonding import partial_bonds
 from asebo.optimize.crystal_symmetry import TOLERANCE, CrystalMap
 
 
-def system_prior(prior, system, periodic, recentre, model, representation, driver="minimum"):
+def system_prior(
+    prior, system, periodic, recentre, model, representation, driver="minimum", threads=None
+):
     """The prior of ``system`` and why it was chosen where ``prior`` was None or
     ``'auto'`` (else None).
 
@@ -45,13 +47,15 @@ def system_prior(prior, system, periodic, recentre, model, representation, drive
         ``'minimum'``, ``'band'`` or ``'saddle'`` (:data:`asebo.model.default_prior.DRIVERS`);
         a saddle search's Lindh model is reversed along the bonds being made or broken
         at ``system``, its guess (:func:`asebo.optimize.bonding.partial_bonds`).
+    threads : int, optional
+        The driver's threads, those of a default GFN-xTB prior's calls.
     """
     given = prior is not None
     reason = None
     automatic = isinstance(prior, str) and prior == AUTO
     if prior is None or (automatic and not periodic):
         atoms = GeneralizedCoordinates.from_optimizable(system).atoms if periodic else system
-        choice = default_prior(atoms, driver, periodic, any_target=automatic)
+        choice = default_prior(atoms, driver, periodic, any_target=automatic, threads=threads)
         label = f"prior={AUTO!r}" if automatic else "prior"
         prior, reason = choice.prior, f"{label}: {choice.reason}"
         reason = None if periodic else reason  # a periodic run's own note names its prior

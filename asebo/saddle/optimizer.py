@@ -153,7 +153,8 @@ class BOSaddle(SaddleSummary, SaddleEndpoint, StartModeTest, ModelWalk, SearchRe
         )
         self.trust_radius = self.settings.trust_radius
         self._computed = ComputedResults()  # the force-consistent energy where given
-        self.surrogate, why = saddle_surrogate(atoms, restart, prior, kernel, gp_options)
+        model = (atoms, restart, prior, kernel, gp_options, self.threads)
+        self.surrogate, why = saddle_surrogate(*model)
         self.representation, self.prior = self.surrogate.representation, self.surrogate.prior
         self.gp = self.surrogate.gp
         self.identity = calculator_identity(atoms.calc)

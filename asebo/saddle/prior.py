@@ -6,18 +6,26 @@ from asebo.optimize.build import build_surrogate
 from asebo.optimize.observations import check_restart
 
 
-def saddle_surrogate(atoms, restart, prior, kernel, gp_options):
+def saddle_surrogate(atoms, restart, prior, kernel, gp_options, threads=None):
     """The :class:`asebo.optimize.surrogate_model.Surrogate` of a saddle search from
     ``atoms`` (:func:`asebo.optimize.build.build_surrogate`, on the restart file's
     guess where it has one: :func:`search_start`), and the log's line on the prior
     chosen where ``prior`` was None or ``'auto'`` (else None): the saddle search's
     default of :func:`asebo.model.default_prior.default_prior`. A periodic system takes
-    :class:`asebo.BOOptimizer`'s periodic representation, as a periodic band does."""
+    :class:`asebo.BOOptimizer`'s periodic representation, as a periodic band does;
+    a default GFN-xTB prior computes on the search's ``threads``."""
     periodic = bool(atoms.pbc.any())
     start = search_start(atoms, check_restart(restart))
     coordinates = {"numbers": atoms.numbers, "periodic": periodic}
     surrogate, _, why = build_surrogate(
-        start, coordinates, 3 * len(atoms), prior, kernel, {"gp_options": gp_options}, "saddle"
+        start,
+        coordinates,
+        3 * len(atoms),
+        prior,
+        kernel,
+        {"gp_options": gp_options},
+        "saddle",
+        threads,
     )
     return surrogate, why
 
