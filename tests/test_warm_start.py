@@ -6,13 +6,14 @@ import pytest
 from ase.build import bulk, molecule
 from ase.calculators.emt import EMT
 from ase.calculators.singlepoint import SinglePointCalculator
-from ase.constraints import FixAtoms
+from ase.constraints import FixAtoms, FixedPlane
 from ase.db import connect
 from ase.filters import FrechetCellFilter
 from ase.io import read, write
 from ase.optimize import BFGS, LBFGS
 
 from asebo import BOOptimizer
+from asebo.optimize.observations import RestartError
 from calculators import CountingCalculator, get_calculator
 
 
@@ -269,6 +270,54 @@ def test_frames_that_moved_the_atoms_a_constraint_now_holds_are_refused(tmp_path
         len(BOOptimizer(kept, observations=str(tmp_path / "free.traj"), logfile=None).observations)
         == 5
     )
+
+
+def tilted_plane():
+    """A rattled Cu cluster; the constraint that holds atom 2 on a plane along no axis."""
+    start = bulk("Cu", cubic=True) * (2, 1, 1)
+    start.pbc, start.cell = False, None
+    start.rattle(0.1, seed=3)
+    return start, None, FixedPlane([2], (1.0, 1.0, 1.0))
+
+
+def held_in_a_cell():
+    """A rattled periodic Cu cell under a Fréchet filter; FixAtoms on atom 2."""
+    start = bulk("Cu", "fcc", a=3.7, cubic=True) * (2, 1, 1)
+    start.rattle(0.1, seed=3)
+    return start, FrechetCellFilter, FixAtoms([2])
+
+
+@pytest.mark.parametrize("case", [tilted_plane, held_in_a_cell])
+def test_calls_a_new_constraint_cannot_reach_are_refused_from_frames_and_restart_files(
+    case, tmp_path
+):
+    # calls of a free run cannot be reached once atom 2 is held (on a plane along no
+    # axis, or in place under a cell filter): a model whose lowest point is one of them
+    # proposes it again at every step, and such runs went on unconverged to their steps
+    start, cell_filter, constraint = case()
+    wrap = cell_filter or (lambda atoms: atoms)
+    free = start.copy()
+    free.calc = EMT()
+    BFGS(wrap(free), trajectory=str(tmp_path / "free.traj"), logfile=None).run(steps=3)
+    restart = str(tmp_path / "bo.json")
+    free = start.copy()
+    free.calc = EMT()
+    BOOptimizer(wrap(free), restart=restart, logfile=None).run(fmax=0.01, steps=3)
+    held = start.copy()
+    held.set_constraint(constraint)
+    held.calc = CountingCalculator(EMT())
+    with pytest.raises(ValueError, match=r"frame \d+ has atom 2 .* Å from where this run's"):
+        BOOptimizer(wrap(held), observations=str(tmp_path / "free.traj"), logfile=None)
+    with pytest.raises(RestartError, match=r"configuration \d+, atom 2 stands .* Å from where"):
+        BOOptimizer(wrap(held), restart=restart, logfile=None)
+    assert held.calc.ncalls == 0
+    # calls made under the constraint are taken and the run converges from them
+    again = str(tmp_path / "held.json")
+    BOOptimizer(wrap(held), restart=again, logfile=None).run(fmax=0.01, steps=3)
+    made = held.calc.ncalls
+    resumed = BOOptimizer(wrap(held), restart=again, logfile=None)
+    assert len(resumed.observations) == made
+    assert resumed.run(fmax=0.01, steps=100)
 
 
 def test_the_summary_counts_the_calls_of_the_run_not_the_frames_it_was_given(tmp_path):

@@ -584,46 +584,63 @@ def check_start(path, given, start, observations, system=None):
         )
 
 
-def held_elsewhere(configurations, positions, free, cell=None, pbc=None):
-    """The first of ``configurations`` (m, N, 3) whose coordinates that ``free`` (bool
-    (N, 3)) holds lie more than :data:`SAME_START` Å from those of ``positions``
-    (N, 3), by the minimum image where ``pbc`` is periodic: ``(index, atom, distance)``;
-    None where each holds them in place.
+def held_elsewhere(
+    configurations, positions, free, cell=None, pbc=None, subspace=None, atom_rows=None
+):
+    """The first of ``configurations`` (m, N, 3) that the constraints holding
+    ``positions`` (N, 3) cannot reach: a row more than :data:`SAME_START` Å off the
+    displacements they allow, ``(index, where, distance)`` with ``where`` the row's name
+    (``'atom 3'``, ``"the cell's row 1"``); None where each is reachable.
+
+    The constraints hold the coordinates that ``free`` (bool (N, 3)) does not and,
+    where ``subspace`` is given (:func:`asebo.optimize.subspace.free_subspace`: a plane or
+    line along no axis, FixSymmetry, a filter's strain), allow displacements within it
+    alone. Displacements of the first ``atom_rows`` rows (all by default; a cell
+    filter's atoms, whose rows are Cartesian in ``cell``) are taken by the minimum image
+    where ``pbc`` is periodic.
 
     Configurations computed without the constraints of this run: a search cannot reach
     them, and a model whose lowest point is one of them proposes it again at every step.
     """
     held = ~np.asarray(free, dtype=bool)  # (N, 3)
-    if not held.any():
+    if not held.any() and subspace is None:
         return None
+    positions = np.asarray(positions, dtype=float)
+    atom_rows = len(positions) if atom_rows is None else atom_rows
     periodic = pbc is not None and bool(np.any(pbc))
     for index, configuration in enumerate(configurations):
-        offset = np.where(held, np.asarray(configuration, dtype=float) - positions, 0.0)
+        offset = np.asarray(configuration, dtype=float) - positions  # (N, 3)
         if periodic:
-            offset = np.where(held, find_mic(offset, cell, pbc)[0], 0.0)
+            offset[:atom_rows] = find_mic(offset[:atom_rows], cell, pbc)[0]
+        if subspace is None:
+            offset = np.where(held, offset, 0.0)
+        else:
+            offset = offset - subspace.project(offset)
         distances = np.linalg.norm(offset, axis=1)  # (N,)
-        atom = int(distances.argmax())
-        if distances[atom] > SAME_START:
-            return index, atom, float(distances[atom])
+        row = int(distances.argmax())
+        if distances[row] > SAME_START:
+            where = f"atom {row}" if row < atom_rows else f"the cell's row {row - atom_rows}"
+            return index, where, float(distances[row])
     return None
 
 
-def check_held(path, configurations, positions, free, cell=None, pbc=None):
+def check_held(path, configurations, positions, free, cell=None, pbc=None, **allowed):
     """Raise :class:`RestartError` where one of the ``configurations`` (m, N, 3) of the
-    restart file ``path`` does not hold the coordinates ``free`` holds where
-    ``positions`` (N, 3) have them (:func:`held_elsewhere`): computed without this
+    restart file ``path`` is one the constraints holding ``positions`` (N, 3) cannot
+    reach (:func:`held_elsewhere`, which takes ``allowed``): computed without this
     run's constraints."""
-    found = held_elsewhere(configurations, positions, free, cell, pbc)
+    found = held_elsewhere(configurations, positions, free, cell, pbc, **allowed)
     if found is not None:
         raise held_error(path, *found)
 
 
-def held_error(path, index, atom, distance):
+def held_error(path, index, where, distance):
     """The :class:`RestartError` of :func:`check_held`: configuration ``index`` of the
-    restart file ``path`` has ``atom`` ``distance`` Å from where it is held."""
+    restart file ``path`` has an atom or cell row (``where``, of :func:`held_elsewhere`)
+    ``distance`` Å from where it is held."""
     return RestartError(
         f"restart file {path} holds configurations computed without this run's "
-        f"constraints (in configuration {index}, atom {atom} stands {distance:.3g} Å "
+        f"constraints (in configuration {index}, {where} stands {distance:.3g} Å "
         "from where they hold it): a search under them cannot reach those; give the "
         "constraints of its run to resume, or pass another restart file name to start "
         "afresh; this one was left untouched"

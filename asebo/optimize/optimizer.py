@@ -271,7 +271,7 @@ class BOOptimizer(MinimumSummary, ModelResults, RunViews, LoggedSteps, WarmStart
             "calculator": calculator_identity(self.coordinates.atoms.calc),
             "system": self._system(),
             "start": self.atoms.get_positions(),
-            "held": held_coordinates(self.coordinates),
+            "held": held_coordinates(self.coordinates, self.atoms.get_positions()),
             "choices": choices_of_run(self.representation, self.prior),
             "given": self._given,
         }

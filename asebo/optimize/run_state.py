@@ -65,9 +65,8 @@ def resume_run(numbers, restart, comm, run, trust_region):
     run : dict
         This run's ``calculator`` (:func:`asebo.optimize.observations.calculator_identity`),
         ``system`` (:func:`asebo.optimize.observations.system_of`), ``start`` positions
-        (N, 3), ``held`` (positions (N, 3), free (N, 3), cell and pbc: where the
-        constraints hold the atoms, :func:`asebo.optimize.observations.check_held`; None
-        under a cell filter), ``choices``
+        (N, 3), ``held`` (where the constraints hold the atoms,
+        :func:`asebo.optimize.subspace.held_coordinates`), ``choices``
         (:func:`asebo.optimize.observations.choices_of_run`) and ``given`` (whether the
         kernel and prior were arguments).
     trust_region : tuple
@@ -86,8 +85,7 @@ def resume_run(numbers, restart, comm, run, trust_region):
     state = observations.state
     check_calculator(restart, state.get("calculator"), run["calculator"])
     check_start(restart, run["start"], state.get("start"), observations, run["system"])
-    if run.get("held") is not None:
-        check_held(restart, observations.positions, *run["held"])
+    check_held(restart, observations.positions, **run["held"])
     notes = compare_choices(restart, state, run["choices"], run["given"])
     state["calculator"] = run["calculator"]
     pending = state.get("pending")

@@ -79,15 +79,21 @@ def free_coordinates(coordinates):
     return free
 
 
-def held_coordinates(coordinates):
-    """Where the constraints of ``coordinates`` hold the atoms: their positions (n, 3),
-    the free coordinates (n, 3) (:func:`free_coordinates`), cell and pbc, as
-    :func:`asebo.optimize.observations.held_elsewhere` takes them; None under a cell
-    filter, whose generalized positions move with the cell."""
-    if coordinates.has_cell:
-        return None
-    atoms = coordinates.atoms
-    return atoms.get_positions(), free_coordinates(coordinates), atoms.cell, atoms.pbc
+def held_coordinates(coordinates, positions):
+    """Where the constraints of ``coordinates`` hold a run at its generalized
+    ``positions`` (N, 3), as :func:`asebo.optimize.observations.held_elsewhere` takes
+    them (a dict): the free coordinates (:func:`free_coordinates`), the cell the atoms'
+    rows are Cartesian in, pbc, the subspace the other constraints allow
+    (:func:`free_subspace`) and the number of atom rows."""
+    free = free_coordinates(coordinates)
+    return {
+        "positions": np.asarray(positions, dtype=np.float64),
+        "free": free,
+        "cell": coordinates.frame,
+        "pbc": coordinates.pbc,
+        "subspace": free_subspace(coordinates, free),
+        "atom_rows": coordinates.n_atoms,
+    }
 
 
 def free_atoms(atoms):

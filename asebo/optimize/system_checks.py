@@ -186,8 +186,9 @@ def check_constraints_unchanged(built, atoms, who):
     if not np.allclose(held_forces(atoms), built, rtol=0.0, atol=1e-12):
         raise ValueError(
             f"the atoms' constraints changed since this {who} was built on them: build a "
-            f"new {who} for the new constraints (given the same restart file, it takes "
-            "the calls made)"
+            f"new {who} for the new constraints: given the same restart file, it takes "
+            "the calls made where the new constraints reach them, else it refuses the file "
+            "and another restart file name starts afresh"
         )
 
 

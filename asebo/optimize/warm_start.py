@@ -355,12 +355,13 @@ def take_frames(observations, source, coordinates):
     """
     frames = read_frames(source)
     observed = observed_frames(frames, coordinates)
-    held = held_coordinates(coordinates)
-    found = None if held is None else held_elsewhere([f.positions for f in observed], *held)
+    system = coordinates.filter_object if coordinates.has_cell else coordinates.atoms
+    held = held_coordinates(coordinates, system.get_positions())
+    found = held_elsewhere([f.positions for f in observed], **held)
     if found is not None:
-        index, atom, distance = found
+        index, where, distance = found
         raise ValueError(
-            f"observations: frame {index} has atom {atom} {distance:.3g} Å from where this "
+            f"observations: frame {index} has {where} {distance:.3g} Å from where this "
             "run's constraints hold it: frames computed without them cannot be reached; "
             "pass frames computed under the same constraints, or none"
         )

@@ -99,9 +99,9 @@ def checked_observations(observations, atoms):
         raise ValueError("observations hold values that are not finite: leave those out")
     found = held_elsewhere(positions, atoms.positions, free_atoms(atoms), atoms.cell, atoms.pbc)
     if found is not None:
-        index, atom, distance = found
+        index, where, distance = found
         raise ValueError(
-            f"observations: configuration {index} has atom {atom} {distance:.3g} Å from where "
+            f"observations: configuration {index} has {where} {distance:.3g} Å from where "
             "the constraints hold it: computed without them, it cannot be reached; leave it out"
         )
     return positions, energies, forces
