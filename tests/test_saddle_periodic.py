@@ -116,3 +116,26 @@ def test_the_trust_radius_judges_the_error_on_the_atoms_the_walk_moves():
     search._predicted = (guess.positions.copy(), predicted + np.where(free, 5.0, 0.0), True)
     search._adapt_trust_radius(guess.positions, forces)  # far off on the free atoms too
     assert search.trust_radius == pytest.approx(before)  # halved back
+
+
+def test_a_saddle_point_from_a_band_is_first_order_where_a_second_curvature_is_in_doubt():
+    # Au on Al(100), BONEB's climbing band, then the saddle search from it to a tighter
+    # fmax: the model there has a second negative curvature of -0.002 eV/Å², nothing
+    # along it computed and its posterior deviation 0.6 eV/Å²; the search ended False,
+    # "higher order", at EMT's first-order saddle point
+    from asebo import BONEB
+
+    initial, final = HOPS["au_al100"]()
+    images = [initial] + [initial.copy() for _ in range(3)] + [final]
+    for image in images[1:-1]:
+        image.calc = EMT()
+    band = NEB(images, climb=True, method="improvedtangent")
+    band.interpolate("idpp", apply_constraint=False)
+    optimizer = BONEB(band, logfile=None)
+    assert optimizer.run(fmax=0.05)
+    search = BOSaddle.from_band(optimizer, logfile=None)
+    assert search.run(fmax=0.01)
+    assert search.result.order == 1
+    saddle = search.atoms
+    assert np.linalg.norm(saddle.get_forces() * free_atoms(saddle), axis=1).max() < 0.01
+    assert (free_curvatures(saddle, EMT()) < FLAT).sum() == 1

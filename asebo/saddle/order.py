@@ -17,7 +17,9 @@ alone. The walk on the model from the configuration computed there minimises alo
 that mode. Where no step is left, the search ends there: converged where the model has
 one negative curvature (with its imaginary frequency, :func:`lowest_frequency`), not
 converged where it has none (a minimum) or more than one; the log says how many
-(:meth:`OrderVerdict.note`).
+(:meth:`OrderVerdict.note`). A negative curvature beyond the lowest that nothing
+supports and whose magnitude lies within the model's doubt (one posterior standard
+deviation) is not counted: the model cannot tell its sign.
 """
 
 from dataclasses import dataclass
@@ -94,6 +96,9 @@ class OrderVerdict:
         cm⁻¹, the model's one imaginary frequency where its curvature is softer than
         :data:`FLAT_CURVATURE`: no negative curvature is counted (``order`` 0), a flat
         region's; None elsewhere.
+    doubtful : int
+        Negative curvatures beyond the lowest not counted: without support and within
+        one standard deviation of zero.
     """
 
     curvatures: np.ndarray
@@ -102,6 +107,7 @@ class OrderVerdict:
     imaginary: float | None = None
     mode: np.ndarray | None = None
     flat: float | None = None
+    doubtful: int = 0
 
     @property
     def order(self):
@@ -112,9 +118,15 @@ class OrderVerdict:
         """The log's line where the search ends at the endpoint."""
         values = ", ".join(f"{value:.3g}" for value in self.curvatures)
         if self.order == 1:
+            doubtful = (
+                f"; {self.doubtful} more within the model's doubt of zero, not counted"
+                if self.doubtful
+                else ""
+            )
             return (
                 f"converged where the model has one negative curvature ({values} "
-                f"eV/Å², {self.imaginary:.0f}i cm⁻¹): a first-order saddle point by the model"
+                f"eV/Å², {self.imaginary:.0f}i cm⁻¹{doubtful}): a first-order saddle point "
+                "by the model"
             )
         if self.flat is not None:
             return (
@@ -167,20 +179,34 @@ def judge_order(gp, observations, positions, free, masses, radius, steps_left, r
     _, curvature = curvature_with_evidence(
         gp, observations, positions, free, rotations, gp.prior.is_calculator, False
     )
-    downward = curvature.downward  # ascending: the first is the mode maximised
-    supported = [index for index in downward[1:] if curvature.evidence[index]]
+    negative = curvature.downward  # ascending: the first is the mode maximised
+    supported = [index for index in negative[1:] if curvature.evidence[index]]
+    counted = [
+        index
+        for k, index in enumerate(negative)
+        if not k
+        or curvature.evidence[index]
+        or -curvature.curvatures[index] > curvature.uncertainties[index]
+    ]
     step = None
     if supported and steps_left > 0:
         index = supported[0]
         moved = descent_along(gp, positions, curvature.modes[index], radius)
-        step = OrderStep(moved, float(curvature.curvatures[index]), len(downward))
+        step = OrderStep(moved, float(curvature.curvatures[index]), len(counted))
     imaginary = mode = None
-    if len(downward) == 1:
+    if len(counted) == 1:
         imaginary = -lowest_frequency(curvature.hessian, positions, masses, free, rotations)
-        if -curvature.curvatures[downward[0]] < FLAT_CURVATURE:
+        if -curvature.curvatures[counted[0]] < FLAT_CURVATURE:
             return OrderVerdict(np.zeros(0), 0, None, flat=imaginary)
-        mode = np.reshape(curvature.modes[downward[0]], np.shape(positions))
-    return OrderVerdict(curvature.curvatures[downward], len(supported), step, imaginary, mode)
+        mode = np.reshape(curvature.modes[counted[0]], np.shape(positions))
+    return OrderVerdict(
+        curvature.curvatures[counted],
+        len(supported),
+        step,
+        imaginary,
+        mode,
+        doubtful=len(negative) - len(counted),
+    )
 
 
 def lowest_frequency(hessian, positions, masses, free, rotations=True):
