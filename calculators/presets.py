@@ -9,6 +9,7 @@ module of asebo this package imports: asebo's optimizers import nothing from her
 
 import ast
 import importlib.util
+import numbers
 
 from asebo.model import prior_calculators
 from asebo.model.prior_calculators import import_or_explain
@@ -250,9 +251,19 @@ def _known_options(key):
     return None
 
 
+WHOLE_NUMBERS = ("charge", "multiplicity", "max_iterations")
+"""Options of the GFN-xTB presets that take a whole number (tblite's default of the
+first two is None: their type is not read from it)."""
+
+
 def check_options(key, options):
     """Refuse an option preset ``key`` does not have (a misspelt one would be dropped
-    silently), the method of a GFN-xTB preset, and a word where a number belongs."""
+    silently), the method of a GFN-xTB preset, a word where a number belongs (a whole
+    number for :data:`WHOLE_NUMBERS`), and the ``gpaw`` preset's options its calculator
+    refuses (:class:`CellAwareGPAW` checks them when built, before any calculation)."""
+    if key == "gpaw":
+        CellAwareGPAW(**options)
+        return
     known = _known_options(key)
     if known is None:
         return
@@ -270,3 +281,6 @@ def check_options(key, options):
         number = isinstance(default, (int, float)) and not isinstance(default, bool)
         if number and isinstance(value, str):
             raise ValueError(f"option {option}={value!r} of the {key} preset is not a number")
+        whole = value is None or isinstance(value, numbers.Integral) and not isinstance(value, bool)
+        if key in ("gfn1", "gfn2") and option in WHOLE_NUMBERS and not whole:
+            raise ValueError(f"option {option}={value!r} of the {key} preset is not a whole number")

@@ -207,6 +207,8 @@ def test_preset_options_in_the_name_reach_the_calculator():
         ("gfn2", {"method": "GFN1-xTB"}, "sets the method: use 'gfn1' or 'gfn2'"),
         ("lj:sigma=1.0,epsilon=abc", {}, "option epsilon='abc' of the lj preset is not a number"),
         ("emt", {"cutoff": 3.0}, "the emt preset has no option 'cutoff'"),
+        ("gfn2:charge=+", {}, "option charge='\\+' of the gfn2 preset is not a whole number"),
+        ("gfn1", {"multiplicity": 1.5}, "multiplicity=1.5 of the gfn1 preset is not a whole"),
     ],
 )
 def test_an_option_the_preset_does_not_have_is_refused(name, options, words):

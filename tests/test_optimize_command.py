@@ -513,3 +513,14 @@ def test_a_preset_with_its_options_is_taken_and_a_misspelt_one_refused(tmp_path,
             main([*command, "--calc", "lj:sigmma=1.2"])
         assert raised.value.code == 2
         assert "the lj preset has no option 'sigmma'" in capsys.readouterr().err
+    # a value the calculator refuses only once built (GPAW's grid) or computing
+    # (tblite's charge) ended in a traceback or in exit 3 after the run had begun
+    for calc, words in (
+        ("gpaw:h=O.2", "h must be a grid spacing in Å, > 0, got 'O.2'"),
+        ("gpaw:mode=xyz", "mode must be one of fd, lcao, pw"),
+        ("gfn2:charge=x", "option charge='x' of the gfn2 preset is not a whole number"),
+    ):
+        with pytest.raises(SystemExit) as raised:
+            main(["optimize", str(path), "--calc", calc])
+        assert raised.value.code == 2
+        assert words in capsys.readouterr().err
