@@ -316,7 +316,7 @@ def test_a_prior_calculator_that_fails_is_named_as_the_prior_not_the_target(tmp_
 
 
 @pytest.mark.parametrize("kind", ["optimize", "saddle", "neb"])
-def test_an_existing_trajectory_is_kept_without_force_unless_the_run_resumes(
+def test_an_existing_trajectory_is_kept_without_force_unless_the_run_wrote_it(
     tmp_path, monkeypatch, kind
 ):
     from ase import Atoms
@@ -332,6 +332,7 @@ def test_an_existing_trajectory_is_kept_without_force_unless_the_run_resumes(
     }[kind] + ["--calc", "emt", "--trajectory", "mine.traj", "--steps", "0"]
     one_line_exit(command, "mine.traj exists: pass --force to overwrite it, or --trajectory")
     assert Path("mine.traj").read_text() == "the frames of another run"
-    Path("run.json").write_text("{}")  # a restart file the run would go on from
+    Path("run.json").write_text("{}")  # the trajectory is judged by the restart file
     with pytest.raises(SystemExit, match="run.json cannot be read"):
-        main([*command, "--restart", "run.json"])  # past the trajectory's check
+        main([*command, "--restart", "run.json"])  # which is refused with its reason
+    assert Path("mine.traj").read_text() == "the frames of another run"

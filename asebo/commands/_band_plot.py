@@ -70,9 +70,10 @@ def model_profile(optimizer, path, points=SEGMENT_POINTS):
     return s, np.asarray(energies, dtype=float).ravel()
 
 
-def write_band_plot(path, optimizer, frames, computed):
+def write_band_plot(path, optimizer, frames, computed, mark=None):
     """Write the picture of the band (module docstring) to ``path`` (PNG, PDF or SVG by
-    its suffix)."""
+    its suffix), with ``mark`` (:func:`asebo.commands._kept_files.run_mark`), where
+    given, as its metadata's keywords."""
     from ase.utils.forcecurve import fit_images
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -100,4 +101,4 @@ def write_band_plot(path, optimizer, frames, computed):
     axes.plot([], [], "g-", label="slope of its force")
     axes.plot([], [], "k-", label="spline through the images")
     axes.legend(fontsize="small")
-    figure.savefig(path, dpi=120)
+    figure.savefig(path, dpi=120, metadata=None if mark is None else {"Keywords": mark})

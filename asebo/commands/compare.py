@@ -12,6 +12,7 @@ example:
       --noise 0.1 --calc gfn2 --fmax 0.05 --seed 0 --db demo.db --plot demo
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -193,14 +194,59 @@ def _check_markdown(args):
     problem = _why_unwritable(Path(args.markdown))
     if problem is not None:
         raise ValueError(f"--markdown {args.markdown}: {problem}")
-    inputs = {f"--molecules {m}": m for m in args.molecules or () if Path(m).is_file()}
-    check_distinct_files(**{"--markdown": args.markdown, "--db": args.db, **inputs})
+    check_distinct_files(**{"--markdown": args.markdown, "--db": args.db, **_molecule_files(args)})
+
+
+def _molecule_files(args):
+    """The molecules of the campaign given as files: option -> path."""
+    return {f"--molecules {m}": m for m in args.molecules or () if Path(m).is_file()}
+
+
+def _check_plot(args):
+    """Refuse a ``--plot`` PREFIX whose pictures cannot be written (a folder that cannot
+    be made or written in, a picture that cannot be replaced) or are the ``--db``, the
+    ``--markdown`` file or a molecule file, before any run."""
+    from asebo.campaign.plots import FORMATS
+    from asebo.commands.optimize import _why_unwritable
+    from asebo.optimize.system_checks import check_distinct_files
+
+    if args.plot is None:
+        return
+    others = {"--db": args.db, "--markdown": args.markdown, **_molecule_files(args)}
+    for name in ("best", "runs"):
+        for extension in FORMATS:
+            path = Path(f"{args.plot}_{name}.{extension}")
+            folder = path.parent
+            problem = _why_unwritable(path) if folder.is_dir() else _why_not_made(folder)
+            if problem is not None:
+                raise ValueError(f"--plot {args.plot}: {problem}")
+            check_distinct_files(**{"--plot": path, **others})
+
+
+def _why_not_made(folder):
+    """Why the folder ``folder``, which is none, cannot be made as the plots make theirs
+    (with its parents), or None where it can."""
+    above = Path(os.path.abspath(folder))  # '..' taken as the name says, as mkdir does
+    while not above.exists():
+        above = above.parent
+    if not above.is_dir():
+        return (
+            f"the folder {folder} cannot be made: {above} is a file, not a folder; give "
+            "another PREFIX"
+        )
+    if not os.access(above, os.W_OK):
+        return (
+            f"the folder {folder} cannot be made: {above} cannot be written to; give a "
+            "PREFIX in a folder you can write to"
+        )
+    return None
 
 
 def run(args):
     try:
         _check_db(args)
         _check_markdown(args)
+        _check_plot(args)
         records = _records(args)
     except ValueError as error:
         print(f"asebo compare: error: {error}", file=sys.stderr)

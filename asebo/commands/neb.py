@@ -7,25 +7,31 @@ image takes its own calculator of the ``--calc`` preset, and BONEB
 (:class:`asebo.neb.BONEB`) relaxes the band with one call of one moving image per step,
 its log on the screen (``--logfile``). ``--climb`` turns on the climbing image, which
 converges on the saddle point. The band is written to ``--output`` (default: INITIAL's
-stem with ``_band.xyz``), every image with its energy and forces, and the picture of its
+stem with ``_band.xyz``, extended XYZ whatever the stem: ``POSCAR_band.xyz`` too; a
+suffix that names a format is written in it), every image with its energy and forces
+and, with ``--restart``, the run's mark (``info['asebo_run']``), and the picture of its
 energy profile to ``--plot`` (default: the output's name with ``.png``; ``--no-plot``
 for none): each image's energy along the path, ASE's spline through them, and the GP's
 energy between the images. The last line says how the band ended
 (:meth:`asebo.neb.BONEB.summary`): the calls of the moving images, the barrier (the
-highest image above INITIAL) and the largest NEB force. An existing output or picture is
-kept unless ``--force``, except the band an earlier run of the same ``--restart`` wrote,
-which the run that goes on replaces; an existing ``--trajectory`` likewise, except where
-the ``--restart`` file exists.
+highest image above INITIAL) and the largest NEB force. An existing output, picture or
+``--trajectory`` is kept unless ``--force``, except what an earlier run on the same
+``--restart`` file wrote, told by its content: a band that bears the run's mark, or
+that the restart file holds, or of which it computed an image at its place (the band
+where a run ended, which the run that goes on after Ctrl-C replaces); the picture that
+bears the mark in its metadata; a trajectory of bands between the restart file's
+endpoints, which the run continues.
 
 Exit status: 0 converged; 1 not converged (the same command with the same ``--restart``
 goes on); 2 the input refused before any calculator call (a file ASE cannot read, two
 endpoints of other atoms or cells, an unusable restart file, an ``--fmax``,
-``--steps``, ``--images`` or ``--threads`` that cannot be, an existing output or picture
-without ``--force``, an output name of a format that holds one structure or none ASE
-writes, a picture name matplotlib does not write or no matplotlib, a file that cannot be
-written there, two files that are one, INITIAL and FINAL among them); 3 a run stopped
-by its calculator or by a file it could not write; 130 interrupted by Ctrl-C. Each stop
-prints one line, with the number of images computed the restart file keeps.
+``--steps``, ``--images`` or ``--threads`` that cannot be, an existing file of another
+run without ``--force``, an output name of a format that holds one structure or none ASE
+writes, or whose format cannot hold the band, a picture name matplotlib does not write
+or no matplotlib, a file that cannot be written there (INITIAL and FINAL are only
+read), two files that are one, INITIAL and FINAL among them); 3 a run stopped by its
+calculator or by a file it could not write; 130 interrupted by Ctrl-C. Each stop prints
+one line, with the number of images computed the restart file keeps.
 """
 
 from pathlib import Path
@@ -41,6 +47,15 @@ from asebo.commands._barrier_run import (
     run_driver,
     where_kept,
 )
+from asebo.commands._formats import check_output_holds, output_format, write_structures
+from asebo.commands._kept_files import (
+    MARK,
+    check_kept,
+    holds_band,
+    holds_bands,
+    holds_mark,
+    run_mark,
+)
 from asebo.commands.optimize import (
     PRESET_HELP,
     _check_output_format,
@@ -50,8 +65,6 @@ from asebo.commands.optimize import (
     _refuse,
     _write_result,
     calculator_preset,
-    check_trajectory_kept,
-    write_structures,
 )
 from asebo.model.prior_names import AUTO, MODEL_PRIORS
 from calculators import available, get_calculator
@@ -103,8 +116,8 @@ def add_arguments(parser):
     parser.add_argument(
         "--force",
         action="store_true",
-        help="overwrite an existing output and picture (without it, only the band an earlier "
-        "run of the same --restart wrote is replaced)",
+        help="overwrite existing output, picture and trajectory files (without it, only those "
+        "an earlier run on the same --restart wrote are taken over)",
     )
 
 
@@ -115,6 +128,7 @@ def run(args):
     _check_options(args, output, picture)
     initial, final = _read_structure(args.initial), _read_structure(args.final)
     _check_endpoints(args, initial, final)
+    check_output_holds(output, [initial, final])
     neb = _band(args, initial, final)
     opt = _optimizer(args, neb)
     converged = run_driver(
@@ -127,29 +141,40 @@ def run(args):
 
 def _check_options(args, output, picture):
     """Refuse a number, output or file the run could not use, before any call."""
-    files = {
-        "INITIAL": args.initial,
-        "FINAL": args.final,
+    written = {
         "--output": output,
         "--plot": picture,
         "--restart": args.restart,
         "--trajectory": args.trajectory,
         "--logfile": args.logfile,
     }
-    check_distinct(files)
+    check_distinct({"INITIAL": args.initial, "FINAL": args.final, **written})
     check_numbers(args)
     if args.images < 1:
         raise _refuse(f"--images must be 1 or more (the moving images), got {args.images}")
     if picture is not None:
         _check_picture(picture)
-    ours = _written_from_restart(output, args.restart)
-    for option, path in (("--output", output), ("--plot", picture)):
-        if path is not None and path.exists() and not (args.force or ours):
-            raise _refuse(f"{path} exists: pass --force to overwrite it, or {option} another name")
-    check_trajectory_kept(args)
-    check_writable(files)
+    _check_kept(args, output, picture)
+    check_writable(written)
     _check_output_format(output)
     _check_several_structures(output)
+
+
+def _check_kept(args, output, picture):
+    """Refuse an existing output, picture or trajectory without ``--force``, except what
+    an earlier run on the same ``--restart`` file wrote (:mod:`asebo.commands._kept_files`):
+    a band it held or that bears its mark, the picture that bears it, a trajectory of
+    its bands."""
+
+    def mark(stored):
+        return run_mark(args.restart, stored)
+
+    kept = {
+        "--output": (output, lambda path, stored: holds_band(path, stored, mark(stored))),
+        "--plot": (picture, lambda path, stored: holds_mark(path, mark(stored))),
+        "--trajectory": (args.trajectory, holds_bands),
+    }
+    check_kept(kept, args.force, args.restart)
 
 
 def _check_picture(picture):
@@ -168,37 +193,13 @@ def _check_picture(picture):
 
 def _check_several_structures(output):
     """Refuse an ``--output`` name whose format holds one structure: the band is several."""
-    from ase.io.formats import filetype, get_ioformat
+    from ase.io.formats import get_ioformat
 
-    if get_ioformat(filetype(output, read=False)).single:
+    if get_ioformat(output_format(output)).single:
         raise _refuse(
             f"--output {output}: its format holds one structure, and the band is several; "
             "name it .xyz, .traj or another format of several"
         )
-
-
-def _written_from_restart(output, restart):
-    """Whether ``output`` holds the band of the restart file ``restart``: what an earlier
-    run of the same command wrote, which the run that goes on from that file replaces
-    with its picture. An unreadable restart file is refused later, with its reason."""
-    import ase.io
-
-    from asebo.optimize.observations import check_restart
-
-    if restart is None or not output.is_file():
-        return False
-    try:
-        stored = check_restart(str(restart))
-        written = ase.io.read(output, index=":")
-    except Exception:  # a restart file refused later, any reader's error: not the band
-        return False
-    if stored is None or "band" not in stored or "endpoints" not in stored:
-        return False
-    band = np.concatenate([stored["endpoints"][:1], stored["band"], stored["endpoints"][1:]])
-    if len(written) != len(band) or any(len(frame) != band.shape[1] for frame in written):
-        return False
-    positions = np.array([frame.positions for frame in written])  # (i, n, 3)
-    return bool(np.all(np.abs(positions - band) < 1e-6))
 
 
 def _check_endpoints(args, initial, final):
@@ -266,14 +267,33 @@ def _optimizer(args, neb):
 
 
 def _write_band(opt, output, picture, args):
-    """Write the band and its picture; the words of the summary line that say where."""
+    """Write the band and its picture, both bearing the run's mark where it has a
+    restart file (:func:`asebo.commands._kept_files.run_mark`); the words of the summary
+    line that say where."""
 
     from asebo.commands._band_plot import band_frames, write_band_plot
 
     frames, computed = band_frames(opt)
+    mark = _written_mark(args.restart)
+    if mark is not None:
+        for frame in frames:
+            frame.info[MARK] = mark
     kept = where_kept(args.restart, NOUN)
     _write_result(output, lambda: write_structures(output, frames), kept)
     if picture is None:
         return f"written to {output}"
-    _write_result(picture, lambda: write_band_plot(picture, opt, frames, computed), kept)
+    _write_result(picture, lambda: write_band_plot(picture, opt, frames, computed, mark), kept)
     return f"written to {output}, its picture to {picture}"
+
+
+def _written_mark(restart):
+    """The mark of the run on the restart file ``restart``, read after the run; None
+    without one."""
+    from asebo.optimize.observations import RestartError, check_restart
+
+    if restart is None:
+        return None
+    try:
+        return run_mark(restart, check_restart(str(restart)))
+    except RestartError:  # a restart file no longer read: the files bear no mark
+        return None

@@ -2,12 +2,16 @@
 
 Logs, for every step, the time, the energy, the largest force and the energy the
 GP predicted for that configuration. Writes the relaxed structure to ``--output``
-(default: FILE's stem with ``_relaxed.xyz``; an existing file is kept unless
-``--force``, except one that holds a configuration of the ``--restart`` file: the
-structure an earlier run of the same command wrote, replaced, with its ``--hessian``
-file, by the run that goes on; an existing ``--trajectory`` likewise, except where the
-``--restart`` file exists). ``--threads`` sets the threads of the optimizer's own work
-(:mod:`asebo.threads`). ``--hessian FILE`` also writes the model's vibrations at the end
+(default: FILE's stem with ``_relaxed.xyz``), in the format its suffix names
+(``.xyz``: extended XYZ, with the energy and forces, whatever the name holds: ASE
+alone would write ``POSCAR_relaxed.xyz`` as a POSCAR), or for a name without one
+in the format ASE tells from it (``CONTCAR``). An existing output, ``--hessian`` or
+``--trajectory`` file is kept unless ``--force``, except what an earlier run on the
+same ``--restart`` file wrote, told by its content: a structure at a configuration the
+restart file holds and the model's Hessian at one (or a (3N, 3N) array), which the run
+that goes on replaces, and a trajectory of its calls, which it continues.
+``--threads`` sets the threads of the optimizer's own work (:mod:`asebo.threads`).
+``--hessian FILE`` also writes the model's vibrations at the end
 (:meth:`asebo.BOOptimizer.vibrations`) to a ``.json`` file, or its Hessian
 (:meth:`asebo.BOOptimizer.hessian`) to a ``.npy`` file, and prints the run's verdict
 on the model's curvature, the log's line at convergence.
@@ -15,9 +19,10 @@ on the model's curvature, the log's line at convergence.
 Exit status: 0 converged; 1 not converged (the same command with the same
 ``--restart`` goes on); 2 the input refused before any calculator call (a file ASE
 cannot read, no atoms, an unusable restart file, an ``--fmax``, ``--steps`` or
-``--threads`` that cannot be, an existing output without ``--force``, a ``--hessian``
-suffix other than ``.json`` or ``.npy``, an output name whose format ASE cannot tell,
-an output, Hessian, log, trajectory or restart file that cannot be written there,
+``--threads`` that cannot be, an existing file of another run without ``--force``, a
+``--hessian`` suffix other than ``.json`` or ``.npy``, an output name whose format ASE
+cannot tell, or whose format cannot hold the structure (a molecule as a POSCAR), an
+output, Hessian, log, trajectory or restart file that cannot be written there,
 two of these files (FILE or ``--observations`` among them) that are one file,
 ``--observations`` that cannot be read, are not of this molecule or hold no
 forces); 3 a run stopped by its calculator (an element it does not know, say) or by
@@ -36,6 +41,8 @@ import numpy as np
 from ase import units
 
 from asebo.commands import FAILED, REFUSED, CommandExit
+from asebo.commands._formats import check_output_holds, output_format, read_format, write_structures
+from asebo.commands._kept_files import at_configuration, check_kept, holds_calls, holds_hessian
 from asebo.model.prior_names import AUTO, MODEL_PRIORS
 from calculators import available, get_calculator
 
@@ -117,26 +124,14 @@ def add_arguments(parser):
     parser.add_argument(
         "--force",
         action="store_true",
-        help="overwrite an existing output file (without it, only the output an earlier run "
-        "of the same --restart wrote is replaced)",
+        help="overwrite existing output, Hessian and trajectory files (without it, only those "
+        "an earlier run on the same --restart wrote are taken over)",
     )
 
 
 def _one_line(error):
     """The message of ``error`` on one line."""
     return " ".join(str(error).split())
-
-
-def check_trajectory_kept(args):
-    """Refuse an existing ``--trajectory`` without ``--force``, except where the
-    ``--restart`` file exists: the run that goes on from it writes its own frames
-    there."""
-    trajectory, restart = args.trajectory, args.restart
-    resumed = restart is not None and Path(restart).is_file()
-    if trajectory is not None and trajectory.exists() and not (args.force or resumed):
-        raise _refuse(
-            f"{trajectory} exists: pass --force to overwrite it, or --trajectory another name"
-        )
 
 
 def failed_calculator(calc, error):
@@ -168,11 +163,12 @@ def _check_options(args, output):
             f"--hessian {args.hessian}: name it .json (ASE's VibrationsData) or .npy (the "
             "(3N, 3N) Hessian in eV/Å²)"
         )
-    ours = _written_from_restart(output, args.restart)
-    for option, path in (("--output", output), ("--hessian", args.hessian)):
-        if path is not None and path.exists() and not (args.force or ours):
-            raise _refuse(f"{path} exists: pass --force to overwrite it, or {option} another name")
-    check_trajectory_kept(args)
+    kept = {
+        "--output": (output, at_configuration),
+        "--hessian": (args.hessian, holds_hessian),
+        "--trajectory": (args.trajectory, holds_calls),
+    }
+    check_kept(kept, args.force, args.restart)
     files = {
         "--output": output,
         "--trajectory": args.trajectory,
@@ -186,29 +182,6 @@ def _check_options(args, output):
         if problem is not None:
             raise _refuse(f"{option} {path}: {problem}")
     _check_output_format(output)
-
-
-def _written_from_restart(output, restart):
-    """Whether ``output`` holds a configuration of the restart file ``restart``: the
-    structure an earlier run of the same command wrote, which the run that goes on from
-    that file replaces, with the ``--hessian`` file written beside it. Any other
-    existing file is kept unless ``--force``; an unreadable restart file is refused
-    later, with its reason."""
-    from asebo.optimize.observations import RestartError, check_restart
-
-    if not output.is_file():
-        return False
-    try:
-        stored = check_restart(None if restart is None else os.fspath(restart))
-        written = _read_structure(output)
-    except (RestartError, CommandExit):
-        return False
-    if stored is None or len(written) != len(stored["numbers"]):
-        return False
-    if not np.array_equal(written.numbers, stored["numbers"]):
-        return False
-    configurations = np.reshape(stored["positions"], (-1, len(written), 3))  # (m, n, 3)
-    return bool(np.any(np.all(np.abs(configurations - written.positions) < 1e-6, axis=(1, 2))))
 
 
 def _check_distinct(args, output):
@@ -252,11 +225,12 @@ def _why_unwritable(path):
 
 
 def _check_output_format(output):
-    """Refuse an ``--output`` name whose format ASE cannot tell or write."""
-    from ase.io.formats import UnknownFileTypeError, filetype, get_ioformat
+    """Refuse an ``--output`` name whose format (:func:`asebo.commands._formats.output_format`)
+    ASE cannot tell or write."""
+    from ase.io.formats import UnknownFileTypeError, get_ioformat
 
     try:
-        writable = get_ioformat(filetype(output, read=False)).can_write
+        writable = get_ioformat(output_format(output)).can_write
     except UnknownFileTypeError:
         writable = False
     if not writable:
@@ -272,6 +246,7 @@ def run(args):
     output = args.output or args.file.with_name(f"{args.file.stem}_relaxed.xyz")
     _check_options(args, output)
     atoms = _read_structure(args.file)
+    check_output_holds(output, atoms)
     atoms.calc = get_calculator(args.calc)
     opt = _optimizer(args, atoms)
     converged = _relax(args, opt)
@@ -291,11 +266,12 @@ def _going_on(restart):
 
 def _read_structure(path):
     """The structure of the file ``path`` (its last frame where it holds several, as
-    ASE reads it: a trajectory's last configuration), or a refusal in one line."""
+    ASE reads it: a trajectory's last configuration) in its
+    :func:`asebo.commands._formats.read_format`, or a refusal in one line."""
     import ase.io
 
     try:
-        atoms = ase.io.read(path)
+        atoms = ase.io.read(path, format=read_format(path))
     except Exception as error:  # any reader's error, in one line
         raise _refuse(f"cannot read {path}: {_one_line(error)}") from error
     if isinstance(atoms, list):
@@ -424,33 +400,6 @@ def add_threads_option(parser):
         help="threads of the optimizer's own linear algebra, between the calculator's calls "
         "(default: OMP_NUM_THREADS where set, else 1; the calculator keeps its own)",
     )
-
-
-STORABLE_INFO = (str, int, float, bool, list, tuple, np.number, np.ndarray)
-"""The kinds of ``atoms.info`` values every structure format of ASE writes; others (the
-``adsorbate_info`` dict of :func:`ase.build.add_adsorbate`) are left out of a result
-file, with no warning."""
-
-
-def write_structures(path, frames):
-    """Write ``frames`` (atoms or a list of them) to ``path`` with ASE, their ``info``
-    entries of other kinds than :data:`STORABLE_INFO` left out of the file (the atoms
-    keep them)."""
-    import ase.io
-
-    many = isinstance(frames, (list, tuple))
-    frames = list(frames) if many else [frames]
-    kept = []
-    for frame in frames:
-        left = {k: v for k, v in frame.info.items() if not isinstance(v, STORABLE_INFO)}
-        kept.append(left)
-        for key in left:
-            del frame.info[key]
-    try:
-        ase.io.write(path, frames if many else frames[0])
-    finally:
-        for frame, left in zip(frames, kept):
-            frame.info.update(left)
 
 
 def _write_result(path, write, kept):

@@ -8,17 +8,20 @@ the screen (``--logfile``). The configuration where the search ends is written t
 the last line says how it ended (:meth:`asebo.saddle.BOSaddle.summary`): the calls, the
 verdict of :attr:`asebo.saddle.BOSaddle.result` (a first-order saddle point by the
 model, or why not: a minimum, a saddle point of higher order, the steps) and the model's
-imaginary frequency there. An existing output is kept unless ``--force``, except one that
-holds a configuration of the ``--restart`` file, which the run that goes on replaces; an existing
-``--trajectory`` likewise, except where the ``--restart`` file exists.
+imaginary frequency there. An existing output or ``--trajectory`` is kept unless
+``--force``, except what an earlier run on the same ``--restart`` file wrote, told by its
+content: a structure at a configuration the restart file holds, which the run that goes
+on replaces, and a trajectory of its calls, which it continues. The output is written in
+the format its suffix names (``.xyz``: extended XYZ, ``POSCAR_saddle.xyz`` too).
 
 Exit status: 0 converged at a first-order saddle point by the model; 1 not converged
 (the same command with the same ``--restart`` goes on where its steps ran out); 2 the
 input refused before any calculator call (a file ASE cannot read, what BOSaddle refuses:
 one atom, atoms on top of one another; an unusable restart file, an ``--fmax``,
-``--steps`` or ``--threads`` that cannot be, an existing output without ``--force``, an
-output name of no format ASE writes, a file that cannot be written there, two files
-that are one, GUESS among them); 3 a run stopped by its calculator or by a file it
+``--steps`` or ``--threads`` that cannot be, an existing file of another run without
+``--force``, an output name of no format ASE writes or of a format that cannot hold the
+structure, a file that cannot be written there (GUESS is only read), two files that are
+one, GUESS among them); 3 a run stopped by its calculator or by a file it
 could not write; 130 interrupted by Ctrl-C. Each stop prints one line, with the number
 of configurations the restart file keeps.
 """
@@ -36,17 +39,15 @@ from asebo.commands._barrier_run import (
     run_driver,
     where_kept,
 )
+from asebo.commands._formats import check_output_holds, write_structures
+from asebo.commands._kept_files import at_configuration, check_kept, holds_calls
 from asebo.commands.optimize import (
     PRESET_HELP,
     _check_output_format,
     _going_on,
     _read_structure,
-    _refuse,
     _write_result,
-    _written_from_restart,
     calculator_preset,
-    check_trajectory_kept,
-    write_structures,
 )
 from asebo.model.prior_names import AUTO, MODEL_PRIORS
 from calculators import available, get_calculator
@@ -81,8 +82,8 @@ def add_arguments(parser):
     parser.add_argument(
         "--force",
         action="store_true",
-        help="overwrite an existing output file (without it, only the output an earlier run "
-        "of the same --restart wrote is replaced)",
+        help="overwrite existing output and trajectory files (without it, only those an "
+        "earlier run on the same --restart wrote are taken over)",
     )
 
 
@@ -92,6 +93,7 @@ def run(args):
     output = args.output or args.guess.with_name(f"{args.guess.stem}_saddle.xyz")
     _check_options(args, output)
     atoms = _read_structure(args.guess)
+    check_output_holds(output, atoms)
     atoms.calc = get_calculator(args.calc)
     opt = _search(args, atoms)
     converged = run_driver(
@@ -105,19 +107,20 @@ def run(args):
 
 def _check_options(args, output):
     """Refuse a number, output or file the search could not use, before any call."""
-    files = {
-        "GUESS": args.guess,
+    written = {
         "--output": output,
         "--restart": args.restart,
         "--trajectory": args.trajectory,
         "--logfile": args.logfile,
     }
-    check_distinct(files)
+    check_distinct({"GUESS": args.guess, **written})
     check_numbers(args)
-    if output.exists() and not (args.force or _written_from_restart(output, args.restart)):
-        raise _refuse(f"{output} exists: pass --force to overwrite it, or --output another name")
-    check_trajectory_kept(args)
-    check_writable(files)
+    kept = {
+        "--output": (output, at_configuration),
+        "--trajectory": (args.trajectory, holds_calls),
+    }
+    check_kept(kept, args.force, args.restart)
+    check_writable(written)
     _check_output_format(output)
 
 

@@ -12,7 +12,8 @@ descent either way along that mode ending at INITIAL and at FINAL within ``--tol
 unsure; ``calculator``, BFGS with the calculator). One calculator of the ``--calc``
 preset computes every configuration; the band's and the search's step lines go to the
 screen (``--logfile``). The saddle point is written to ``--output`` (default: INITIAL's
-stem with ``_ts.xyz``) with its energy and forces. The last line says what was found:
+stem with ``_ts.xyz``, extended XYZ whatever the stem; a suffix that names a format is
+written in it) with its energy and forces. The last line says what was found:
 the verdict, the barriers forward and backward, the imaginary frequency and the calls of
 each stage. An existing output is kept unless ``--force``, except the saddle point an
 earlier run of the same ``--restart`` wrote, which the run that goes on replaces.
@@ -23,8 +24,9 @@ line says why; where a stage ran out of ``--steps``, the same command with the s
 cannot read, two minima of other atoms or cells or one configuration twice, an unusable
 restart file, an ``--fmax``, ``--band-fmax``, ``--steps``, ``--images`` or
 ``--tolerance`` that cannot be, an existing output without ``--force``, an output name
-whose format ASE cannot tell, a file that cannot be written there, two files that are
-one, INITIAL and FINAL among them); 3 a run stopped by its calculator or by a file it
+whose format ASE cannot tell or that cannot hold the structure, a file that cannot be
+written there (INITIAL and FINAL are only read), two files that are one, INITIAL and
+FINAL among them); 3 a run stopped by its calculator or by a file it
 could not write; 130 interrupted by Ctrl-C. Each stop prints one line, with what the
 restart files keep.
 """
@@ -34,6 +36,8 @@ from pathlib import Path
 
 from asebo.commands import FAILED, CommandExit
 from asebo.commands._barrier_run import check_distinct, check_writable, driver, kept
+from asebo.commands._formats import check_output_holds, write_structures
+from asebo.commands._kept_files import at_configuration, restart_state
 from asebo.commands.optimize import (
     PRESET_HELP,
     _check_output_format,
@@ -41,10 +45,8 @@ from asebo.commands.optimize import (
     _read_structure,
     _refuse,
     _write_result,
-    _written_from_restart,
     calculator_preset,
     failed_calculator,
-    write_structures,
 )
 from asebo.model.prior_names import AUTO, MODEL_PRIORS
 from calculators import available, get_calculator
@@ -123,6 +125,7 @@ def run(args):
     restarts = _restart_files(args.restart)
     _check_options(args, output, restarts)
     initial, final = _read_structure(args.initial), _read_structure(args.final)
+    check_output_holds(output, initial)
     calculator = _calculator(args, initial, final)
     result = _run(args, initial, final, calculator, restarts)
     _write_result(output, lambda: write_structures(output, result.atoms), _where_kept(restarts))
@@ -139,15 +142,13 @@ def _restart_files(stem):
 
 def _check_options(args, output, restarts):
     """Refuse a number, output or file the run could not use, before any call."""
-    files = {
-        "INITIAL": args.initial,
-        "FINAL": args.final,
+    written = {
         "--output": output,
         "--restart (band)": restarts[0],
         "--restart (saddle)": restarts[1],
         "--logfile": args.logfile,
     }
-    check_distinct(files)
+    check_distinct({"INITIAL": args.initial, "FINAL": args.final, **written})
     for option, value in (
         ("--fmax", args.fmax),
         ("--band-fmax", args.band_fmax),
@@ -159,11 +160,18 @@ def _check_options(args, output, restarts):
         raise _refuse(f"--steps must be 1 or more, got {args.steps}")
     if args.images < 1:
         raise _refuse(f"--images must be 1 or more (the moving images), got {args.images}")
-    ours = any(_written_from_restart(output, path) for path in restarts if path is not None)
-    if output.exists() and not (args.force or ours):
+    if output.exists() and not (args.force or _written_by_a_stage(output, restarts)):
         raise _refuse(f"{output} exists: pass --force to overwrite it, or --output another name")
-    check_writable(files)
+    check_writable(written)
     _check_output_format(output)
+
+
+def _written_by_a_stage(output, restarts):
+    """Whether ``output`` is at a configuration the band's or the search's restart file
+    computed: the saddle point an earlier run on them wrote, which the run that goes on
+    replaces. A restart file that cannot be read is refused with its reason."""
+    states = [restart_state(path) for path in restarts if path is not None]
+    return any(stored is not None and at_configuration(output, stored) for stored in states)
 
 
 def _calculator(args, initial, final):
