@@ -167,3 +167,20 @@ def test_a_default_xtb_prior_computes_on_the_drivers_threads(
     for driver in (minimum, BONEB(band, logfile=None, threads=threads), saddle):
         assert isinstance(driver.prior, CalculatorPrior)
         assert driver.prior.calculator.threads == chosen
+
+
+def test_a_gfn_xtb_prior_named_by_preset_describes_the_ion_the_target_computes(tmp_path):
+    # `asebo optimize --calc gfn2:charge=1 --prior gfn1` relaxed NH4+ against a neutral
+    # GFN1-xTB prior: the preset's name carried no charge
+    from asebo.cli import main
+    from asebo.model.priors import resolve_prior
+
+    cation = get_calculator("gfn2:charge=1")
+    assert resolve_prior("gfn1", cation).parameters["charge"] == 1
+    assert resolve_prior("gfn1:multiplicity=1", cation).parameters["charge"] == 1
+    assert resolve_prior("gfn2:charge=0", cation).parameters["charge"] == 0  # its own
+    assert resolve_prior("gfn1").parameters.get("charge") is None
+    path = tmp_path / "nh4.xyz"
+    _ammonium(None).write(path)
+    argv = ["optimize", str(path), "--calc", "gfn2:charge=1", "--logfile", "-"]
+    assert main([*argv, "--prior", "gfn1", "--output", str(tmp_path / "with.xyz")]) == 0

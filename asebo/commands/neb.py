@@ -259,7 +259,7 @@ def _optimizer(args, neb):
             restart=None if args.restart is None else str(args.restart),
             logfile=args.logfile,
             trajectory=None if args.trajectory is None else str(args.trajectory),
-            prior=resolve_prior(args.prior),
+            prior=resolve_prior(args.prior, neb.images[1].calc),
             threads=args.threads,
         ),
         f"{args.initial}, {args.final}",

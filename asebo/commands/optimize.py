@@ -284,7 +284,7 @@ def _optimizer(args, atoms):
     from asebo.model.priors import resolve_prior
     from asebo.optimize import BOOptimizer, RestartError
 
-    prior = resolve_prior(args.prior)
+    prior = resolve_prior(args.prior, atoms.calc)
     try:
         return BOOptimizer(
             atoms,

@@ -135,7 +135,7 @@ def _search(args, atoms):
             restart=None if args.restart is None else str(args.restart),
             logfile=args.logfile,
             trajectory=None if args.trajectory is None else str(args.trajectory),
-            prior=resolve_prior(args.prior),
+            prior=resolve_prior(args.prior, atoms.calc),
             threads=args.threads,
         ),
         args.guess,

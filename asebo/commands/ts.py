@@ -205,7 +205,7 @@ def _run(args, initial, final, calculator, restarts):
         "fmax": args.fmax,
         "band_fmax": args.band_fmax,
         "steps": args.steps,
-        "prior": resolve_prior(args.prior),
+        "prior": resolve_prior(args.prior, calculator),
         "hessian": args.hessian,
         "descent": args.descent,
         "tolerance": args.tolerance,

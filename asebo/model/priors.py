@@ -477,7 +477,7 @@ def _straightened(bonded, bends, angles):
     return np.where(straight, np.pi, np.where(folded, 0.0, angles))
 
 
-def resolve_prior(prior):
+def resolve_prior(prior, target=None):
     """The ``prior`` argument of :class:`asebo.BOOptimizer` for a name, number or calculator.
 
     Parameters
@@ -485,6 +485,11 @@ def resolve_prior(prior):
     prior : None, str, float or ase calculator
         None (the optimizer's default), a name of :data:`MODEL_PRIORS`, a number, a
         calculator preset (``'gfn1'``, ``'gpaw:mode=lcao'``) or a calculator.
+    target : ase calculator, optional
+        The calculator of the run: a GFN-xTB preset that sets no charge or multiplicity
+        of its own takes the target's
+        (:func:`asebo.model.default_prior.target_charge`), to describe the same ion or
+        radical, as the default prior does.
 
     Returns
     -------
@@ -502,12 +507,17 @@ def resolve_prior(prior):
         return prior
     if prior in MODEL_PRIORS or prior == AUTO:
         return prior
+    from asebo.model.default_prior import target_charge
+
+    charge = {} if target is None else target_charge(target)
     if prior in XTB_METHODS:  # what prior='auto' takes: built without the presets
-        return gfn_xtb(XTB_METHODS[prior])
+        return gfn_xtb(XTB_METHODS[prior], **charge)
     from calculators import get_calculator
+    from calculators.presets import parse_preset
 
     try:
-        return get_calculator(prior)
+        name, options = parse_preset(prior)
+        return get_calculator(name, **{**(charge if name in XTB_METHODS else {}), **options})
     except ValueError as error:
         raise ValueError(
             f"unknown prior {prior!r}: use one of {', '.join(MODEL_PRIORS)}, a "
