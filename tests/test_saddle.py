@@ -491,3 +491,24 @@ def test_the_default_prior_is_gfn2_under_gpaw_and_the_other_gfn_under_tblite(tmp
     heavy.calc = get_calculator("gpaw")
     assert isinstance(BOSaddle(heavy, logfile=None).prior, RecentredLindh)
     assert isinstance(BOSaddle(atoms, logfile=None, prior="max").prior, HighestEnergyPrior)
+
+
+def test_a_step_along_a_curvature_leaves_out_where_the_prior_has_no_value():
+    # the order check's step off a second negative curvature reads the model along
+    # the mode both ways; a prior whose SCF failed on one side raised from run()
+    from asebo.optimize.model_hessian import descent_along
+
+    atoms = guess("01_hcn")  # C, N, H; C-H 1.96 Å
+    atoms.calc = get_calculator("gfn2")
+    search = BOSaddle(atoms, logfile=None, prior=NoValueBelow(1.9))
+    search.run(fmax=0.05, steps=1)
+    gp, positions = search._fitted(), atoms.positions.copy()
+    mode = np.zeros((3, 3))
+    mode[2] = positions[0] - positions[2]  # H towards C: no value within 0.06 Å
+    mode = (mode / np.linalg.norm(mode)).ravel()
+    search.prior.calculator.distance = 10.0  # no value anywhere along the mode
+    assert descent_along(gp, positions, mode, 0.2) is None
+    search.prior.calculator.distance = 1.9
+    reached = atoms.copy()
+    reached.positions = descent_along(gp, positions, mode, 0.2)
+    assert reached.get_distance(0, 2) >= 1.9

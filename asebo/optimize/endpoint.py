@@ -144,6 +144,8 @@ def descend_negative_curvature(context):
     curvature = context.curvature
     lowest, doubt = curvature.curvatures[index], curvature.uncertainties[index]
     positions = descent_along(context.gp, context.positions, curvature.modes[index], context.radius)
+    if positions is None:  # the prior calculator fails all along the mode
+        return None
     note = (
         f"the forces are converged, but the model's energy curves down "
         f"({lowest:.3g} ± {doubt:.2g} eV/Å²) along a free mode: a step along it"

@@ -254,7 +254,9 @@ def descent_along(gp, positions, mode, radius, points=41):
 
     Returns
     -------
-    array (n, 3)
+    array (n, 3) or None
+        None where the prior calculator has a value at none of the displacements (each
+        one where it fails is left out).
     """
     positions = np.asarray(positions, dtype=np.float64)
     direction = np.asarray(mode, dtype=np.float64).reshape(positions.shape)  # (n, 3)
@@ -262,8 +264,27 @@ def descent_along(gp, positions, mode, radius, points=41):
     steps = np.linspace(-scale, scale, points)
     steps = steps[steps != 0.0]  # (points - 1,)
     candidates = positions[None] + steps[:, None, None] * direction[None]  # (t, n, 3)
-    means = np.concatenate([gp.predict(chunk) for chunk in in_batches(candidates)])
+    means = np.concatenate([_means_where_defined(gp, chunk) for chunk in in_batches(candidates)])
+    if not np.isfinite(means).any():
+        return None
     return candidates[int(np.argmin(means))]
+
+
+def _means_where_defined(gp, configurations):
+    """The GP's mean at ``configurations`` (b, n, 3), inf at each one where the prior
+    calculator fails (an SCF that does not converge there)."""
+    from asebo.model.priors import PriorCalculationError  # it brings PyTorch
+
+    try:
+        return np.ravel(gp.predict(configurations))
+    except PriorCalculationError:  # one at a time: the others keep their values
+        means = []
+        for configuration in configurations:
+            try:
+                means.append(float(np.ravel(gp.predict(configuration[None]))[0]))
+            except PriorCalculationError:
+                means.append(np.inf)
+        return np.array(means)
 
 
 def evidence_of_descent(prior, observations, positions, mode):

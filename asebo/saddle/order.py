@@ -192,7 +192,8 @@ def judge_order(gp, observations, positions, free, masses, radius, steps_left, r
     if supported and steps_left > 0:
         index = supported[0]
         moved = descent_along(gp, positions, curvature.modes[index], radius)
-        step = OrderStep(moved, float(curvature.curvatures[index]), len(counted))
+        if moved is not None:  # None: the prior calculator fails all along the mode
+            step = OrderStep(moved, float(curvature.curvatures[index]), len(counted))
     imaginary = mode = None
     if len(counted) == 1:
         imaginary = -lowest_frequency(curvature.hessian, positions, masses, free, rotations)
