@@ -141,7 +141,9 @@ def test_an_endpoint_that_is_no_minimum_is_said_in_the_log(tmp_path):
     pytest.importorskip("sella")
     log = tmp_path / "ts.log"
     off = np.asarray(MINIMUM_A) + [0.05, -0.05]
-    transition_state(at(off), at(MINIMUM_B), BentMullerBrown(), prior=Bend(), logfile=str(log))
+    with pytest.warns(UserWarning, match="the initial endpoint's largest force is") as seen:
+        transition_state(at(off), at(MINIMUM_B), BentMullerBrown(), prior=Bend(), logfile=str(log))
+    assert len([w for w in seen if "endpoint's largest force" in str(w.message)]) == 1
     lines = [line for line in log.read_text().splitlines() if "endpoint's largest force" in line]
     expected = at(off)
     expected.calc = BentMullerBrown()

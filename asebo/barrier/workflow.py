@@ -26,6 +26,7 @@ Kästner (J. Chem. Theory Comput. 14, 5777 (2018)).
 
 import math
 import numbers
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -289,17 +290,19 @@ def _converged(converged):
 
 
 def _note_unrelaxed(log, ends, fmax):
-    """A line in the log for each endpoint whose largest force (of the atoms no
-    ``FixAtoms`` holds) is above ``fmax``: no minimum, the barrier measured from it."""
+    """A line in the log, and a warning (seen without a log), for each endpoint whose
+    largest force (of the atoms no ``FixAtoms`` holds) is above ``fmax``: no minimum,
+    the barrier measured from it."""
     for name, end in zip(("initial", "final"), ends):
         largest = float(np.linalg.norm(end.get_forces(), axis=1).max())  # constraints applied
         if largest > fmax:
-            _note(
-                log,
+            line = (
                 f"the {name} endpoint's largest force is {largest:.3f} eV/Å, above fmax "
                 f"{fmax}: it is no minimum, and the barrier is measured from it; relax the "
-                "endpoints first (BOOptimizer)",
+                "endpoints first (BOOptimizer)"
             )
+            _note(log, line)
+            warnings.warn(line, UserWarning, stacklevel=3)
 
 
 def _note(log, line):
