@@ -188,3 +188,17 @@ def test_a_restart_file_of_a_hydrostatic_run_needs_the_same_option(tmp_path):
     ).run(fmax=FMAX, steps=2)
     with pytest.raises(RestartError, match="whose hydrostatic_strain differ"):
         BOOptimizer(FrechetCellFilter(strained_aluminium()), restart=restart, logfile=None)
+
+
+def test_the_hessian_has_no_curvature_along_a_tilted_plane_s_held_normal():
+    # held coordinates have zero rows; a plane along no axis held its normal in the
+    # search only, and vibrations() gave that motion a frequency of its own
+    normal = np.array([0.3, 0.0, 1.0]) / np.linalg.norm([0.3, 0.0, 1.0])
+    slab = adatom(lambda i: FixedPlane(i, normal))
+    optimizer = BOOptimizer(slab, logfile=None)
+    assert optimizer.run(fmax=FMAX)
+    rows = optimizer.hessian()[-3:]  # (3, 3N): the adatom's
+    assert np.abs(normal @ rows).max() < 1e-10
+    frequencies = np.abs(optimizer.vibrations().get_frequencies())
+    assert frequencies.min() < 1e-3  # cm⁻¹: the held normal
+    assert np.sort(frequencies)[1] > 1.0  # the other motions vibrate

@@ -97,11 +97,17 @@ class Engine:
     def model_hessian(self, observations, atoms, every_uncertainty=True):
         """The :class:`asebo.optimize.model_hessian.ModelHessian` at ``atoms``' positions,
         a configuration computed, of the anchored GP
-        (:func:`asebo.optimize.model_hessian.curvature_with_evidence`)."""
+        (:func:`asebo.optimize.model_hessian.curvature_with_evidence`); where the
+        constraints allow a subspace (a plane or line along no axis), its Hessian
+        projected onto it, as held coordinates have zero rows."""
         positions = atoms.positions
         _, curvature = self.curvature_at(observations, positions, every_uncertainty, True)
         prior = self.gp.prior.for_hessian()
-        return ModelHessian.of(curvature, prior, atoms, self.free, self.rotations)
+        result = ModelHessian.of(curvature, prior, atoms, self.free, self.rotations)
+        if self.subspace is None:
+            return result
+        projector = self.subspace.basis @ self.subspace.basis.T  # (3N, 3N)
+        return replace(result, hessian=projector @ result.hessian @ projector)
 
     def vibrates(self, positions):
         """Whether ``positions`` (N, 3) have a free coordinate beyond the rigid motions
