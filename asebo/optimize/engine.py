@@ -98,7 +98,7 @@ class Engine:
         """The :class:`asebo.optimize.model_hessian.ModelHessian` at ``atoms``' positions,
         a configuration computed, of the anchored GP
         (:func:`asebo.optimize.model_hessian.curvature_with_evidence`); where the
-        constraints allow a subspace (a plane or line along no axis), its Hessian
+        constraints allow a subspace (a plane or line along no axis, FixSymmetry), its Hessian
         projected onto it, as held coordinates have zero rows."""
         positions = atoms.positions
         _, curvature = self.curvature_at(observations, positions, every_uncertainty, True)
