@@ -139,3 +139,28 @@ def test_a_saddle_point_from_a_band_is_first_order_where_a_second_curvature_is_i
     saddle = search.atoms
     assert np.linalg.norm(saddle.get_forces() * free_atoms(saddle), axis=1).max() < 0.01
     assert (free_curvatures(saddle, EMT()) < FLAT).sum() == 1
+
+
+def test_a_slab_built_without_vacuum_takes_its_saddle_point_as_with_vacuum():
+    # fcc100 without vacuum has no third cell vector; the search for a map of the
+    # crystal inverted the cell and raised numpy's LinAlgError (ASE's NEB takes it)
+    from ase.build import add_adsorbate, fcc100
+    from ase.constraints import FixAtoms
+
+    def hop(vacuum):
+        initial = fcc100("Al", size=(2, 2, 3))
+        add_adsorbate(initial, "Au", 1.7, "hollow")
+        if vacuum:
+            initial.center(axis=2, vacuum=vacuum)
+        initial.set_constraint(FixAtoms(mask=[atom.tag > 1 for atom in initial]))
+        final = initial.copy()
+        final[-1].x += final.cell[0, 0] / 2
+        for end in (initial, final):
+            end.calc = EMT()
+            BFGS(end, logfile=None).run(fmax=0.01)
+        guess = hop_guess(initial, final)
+        guess.calc = EMT()
+        assert BOSaddle(guess, logfile=None).run(fmax=0.05, steps=60)
+        return guess.get_potential_energy() - initial.get_potential_energy()
+
+    assert hop(None) == pytest.approx(hop(4.0), abs=2e-3)

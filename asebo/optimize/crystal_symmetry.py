@@ -167,8 +167,26 @@ def reversing_map(positions, numbers, cell, held, mode):
     turns the unit ``mode`` (n, 3) most nearly into its opposite, where the overlap of
     the two is below ``-REVERSED``; else None."""
     best, lowest = None, -REVERSED
+    cell = full_cell(cell, positions)
     for candidate in crystal_maps(positions, numbers, cell, held):
         overlap = float(np.vdot(mode, candidate.turned(mode)))
         if overlap < lowest:
             best, lowest = candidate, overlap
     return best
+
+
+def full_cell(cell, positions):
+    """``cell`` (3, 3) with each zero vector (a slab built without vacuum has no third
+    one) completed orthogonally to the others and longer than twice the extent of
+    ``positions`` (n, 3): a lattice of the periodic directions alone, no atom with an
+    image along the completed one."""
+    from ase.cell import Cell
+
+    cell = Cell(np.asarray(cell, dtype=float))
+    missing = cell.lengths() == 0.0
+    if not missing.any():
+        return cell.array
+    completed = cell.complete().array  # the missing vectors of unit length
+    extent = float(np.ptp(np.asarray(positions, dtype=float), axis=0).max())
+    completed[missing] *= 2.0 * extent + 10.0
+    return completed
