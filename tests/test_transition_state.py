@@ -362,3 +362,20 @@ def test_a_saddle_search_whose_prior_fails_on_the_band_leaves_it_to_the_climbing
     assert result.route == "climbing image after the saddle search"
     assert "saddle search: not converged after 0 calls (its prior has no value" in log.read_text()
     assert result.calls["saddle"] > 0 and result.code != VERIFIED
+
+
+def test_endpoints_held_otherwise_or_on_a_line_are_refused_in_their_own_words(au_al):
+    # endpoints with other FixAtoms were refused as "image 6 fixes other atoms", an
+    # image the user never built; a FixedLine on the adatom counted it as held, and the
+    # hop was refused as "one configuration"
+    from ase.constraints import FixedLine
+
+    initial, final = (end.copy() for end in au_al)
+    free = final.copy()
+    free.set_constraint()
+    words = _refused(initial, free, calculator=EMT())
+    assert "initial and final hold other atoms fixed (FixAtoms" in words
+    for end in (initial, final):
+        end.set_constraint([end.constraints[0], FixedLine(len(end) - 1, [1, 0, 0])])
+    words = _refused(initial, final, calculator=EMT())
+    assert "one configuration" not in words and "FixedLine" in words

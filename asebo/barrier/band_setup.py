@@ -8,7 +8,7 @@ from ase import Atoms
 from ase.calculators.calculator import BaseCalculator
 from ase.mep import NEB
 
-from asebo.barrier.connection import rmsd
+from asebo.barrier.connection import held_atoms, rmsd
 
 SAME_MINIMUM = 0.05
 """Å: two minima this close (RMSD) are one, and no reaction joins them."""
@@ -56,6 +56,12 @@ def check_endpoints(initial, final, calculator, n_images):
         raise ValueError(
             "initial and final hold other atoms (numbers, order), cells or boundary "
             "conditions: give the same atoms in the same order and cell"
+        )
+    held = [np.unique(held_atoms(atoms)).tolist() for atoms in (initial, final)]
+    if held[0] != held[1]:
+        raise ValueError(
+            f"initial and final hold other atoms fixed (FixAtoms: {len(held[0])} and "
+            f"{len(held[1])} atoms): give both the same FixAtoms"
         )
     apart = rmsd(initial, final)
     if apart < SAME_MINIMUM:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from ase.build import minimize_rotation_and_translation
 from ase.calculators.calculator import CalculationFailed
+from ase.constraints import FixAtoms
 from ase.geometry import find_mic
 from ase.optimize import BFGS, FIRE
 
@@ -102,7 +103,7 @@ def rmsd(reference, atoms):
     """RMSD (Å) of ``atoms`` to ``reference`` over the atoms no ``FixAtoms`` holds: after
     the best rotation and translation where nothing is held and the cell is not periodic,
     by the minimum image in a periodic cell."""
-    moving = ~np.isin(np.arange(len(atoms)), _held(atoms))
+    moving = ~np.isin(np.arange(len(atoms)), held_atoms(atoms))
     moved = atoms.copy()
     periodic = bool(np.any(atoms.pbc))
     if moving.all() and not periodic:
@@ -113,9 +114,9 @@ def rmsd(reference, atoms):
     return float(np.sqrt((difference[moving] ** 2).sum(axis=1).mean()))
 
 
-def _held(atoms):
+def held_atoms(atoms):
     """The indices of the atoms a ``FixAtoms`` holds."""
-    held = [c.get_indices() for c in atoms.constraints if hasattr(c, "get_indices")]
+    held = [c.get_indices() for c in atoms.constraints if isinstance(c, FixAtoms)]
     return np.concatenate(held) if held else np.zeros(0, dtype=int)
 
 
