@@ -143,3 +143,35 @@ def test_a_walk_that_fails_ends_at_the_last_configuration_it_reached(error):
     assert reason == "walk failed"
     np.testing.assert_allclose(end, whole.seen[7], atol=1e-9)
     assert np.abs(end - atoms.positions).max() > 0.2
+
+
+def test_a_prior_that_fails_where_the_order_is_read_leaves_the_order_unknown():
+    # a prior calculator that fails once the forces are converged (its curvature there
+    # is read by differences): run(), result and summary() raised its error, and the
+    # search's end was lost
+    from ase.calculators.calculator import CalculationFailed
+    from ase.calculators.emt import EMT
+
+    from asebo.benchmarks.hop_saddles import HOPS, hop_guess
+    from asebo.saddle.result import ORDER_UNKNOWN
+
+    class FailsOnceConverged(EMT):
+        failing = False
+
+        def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
+            if self.failing:
+                raise CalculationFailed("SCF not converged")
+            super().calculate(atoms, properties, system_changes)
+
+    atoms = hop_guess(*HOPS["au_al100"]())
+    atoms.calc = EMT()
+    prior = FailsOnceConverged()
+    search = BOSaddle(atoms, logfile=None, prior=prior)
+
+    def fail_once_converged():
+        prior.failing = np.linalg.norm(atoms.get_forces(), axis=1).max() < 0.05
+
+    search.attach(fail_once_converged)
+    assert not search.run(fmax=0.05, steps=60)
+    assert search.result == SaddleResult(False, True, None, None, ORDER_UNKNOWN)
+    assert "the order is not known" in search.summary()

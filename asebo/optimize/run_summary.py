@@ -122,5 +122,7 @@ def saddle_end(reason):
         result.STEPS: "its steps ran out",
         result.WALK_FAILED: "the walk on the model failed at its first step",
         result.WALK_ON_COMPUTED: "the walk on the model ended on a configuration already computed",
+        result.ORDER_UNKNOWN: "the forces converged where the prior calculator fails to give "
+        "the model's Hessian: the order is not known",
     }
     return words[reason]

@@ -6,9 +6,10 @@ of higher order, and the record of what the search found
 import numpy as np
 from ase.parallel import broadcast
 
+from asebo.model.priors import PriorCalculationError
 from asebo.optimize.walk_trust import largest_norm
 from asebo.saddle.mode_probe import mode_overlap
-from asebo.saddle.order import judge_order
+from asebo.saddle.order import OrderVerdict, judge_order
 from asebo.saddle.result import judged_end, unjudged_end
 from asebo.threads import with_optimizer_threads
 
@@ -66,16 +67,19 @@ class SaddleEndpoint:
         if self.comm.rank == 0:
             taken = int(self.observations.state.get("order_steps", 0))
             steps_left = self.settings.order_steps - taken
-            verdict = judge_order(
-                self._fitted(),
-                self.observations,
-                positions,
-                self._free(),
-                self.atoms.get_masses(),
-                self.trust_radius,
-                steps_left,
-                self.rotations,
-            )
+            try:
+                verdict = judge_order(
+                    self._fitted(),
+                    self.observations,
+                    positions,
+                    self._free(),
+                    self.atoms.get_masses(),
+                    self.trust_radius,
+                    steps_left,
+                    self.rotations,
+                )
+            except PriorCalculationError as error:  # its curvature by differences, say
+                verdict = OrderVerdict(np.zeros(0), 0, None, unknown=str(error))
         verdict = broadcast(verdict, root=0, comm=self.comm)
         self._order = (key, verdict)
         return verdict

@@ -99,6 +99,9 @@ class OrderVerdict:
     doubtful : int
         Negative curvatures beyond the lowest not counted: without support and within
         one standard deviation of zero.
+    unknown : str or None
+        Why the model's Hessian could not be read there (the prior calculator's failure
+        near the configuration): no curvature is counted; None elsewhere.
     """
 
     curvatures: np.ndarray
@@ -108,6 +111,7 @@ class OrderVerdict:
     mode: np.ndarray | None = None
     flat: float | None = None
     doubtful: int = 0
+    unknown: str | None = None
 
     @property
     def order(self):
@@ -117,6 +121,12 @@ class OrderVerdict:
     def note(self):
         """The log's line where the search ends at the endpoint."""
         values = ", ".join(f"{value:.3g}" for value in self.curvatures)
+        if self.unknown is not None:
+            return (
+                f"the forces are converged, but the model's Hessian cannot be read here "
+                f"({self.unknown}): the order is not known, not converged; check the "
+                "endpoint's modes"
+            )
         if self.order == 1:
             doubtful = (
                 f"; {self.doubtful} more within the model's doubt of zero, not counted"

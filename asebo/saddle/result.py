@@ -20,6 +20,7 @@ HIGHER_ORDER = "higher order"
 STEPS = "steps"
 WALK_FAILED = "walk failed"
 WALK_ON_COMPUTED = "walk on a configuration computed"
+ORDER_UNKNOWN = "order unknown"
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,8 @@ def judged_end(verdict, overlap=None):
     reason = FIRST_ORDER if order == 1 else MINIMUM if order == 0 else HIGHER_ORDER
     if verdict.flat is not None:
         reason = FLAT
+    if verdict.unknown is not None:
+        return SaddleResult(False, True, None, None, ORDER_UNKNOWN, overlap)
     return SaddleResult(order == 1, True, order, verdict.imaginary, reason, overlap)
 
 
