@@ -4,7 +4,6 @@ structure and output names of VASP inputs, files of other runs kept without --fo
 and the plots of a campaign checked before it runs."""
 
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +13,6 @@ from ase.calculators.singlepoint import SinglePointCalculator
 from ase.io import read, write
 from ase.io.trajectory import Trajectory
 
-from asebo.benchmarks.neb import au_on_al100
 from asebo.cli import main
 from asebo.commands import INTERRUPTED, REFUSED
 
@@ -35,25 +33,6 @@ def copper(name, distance, third=None):
     """Two (three) copper atoms, written to ``name``."""
     positions = [[0, 0, 0], [0, 0, distance]] + ([] if third is None else [third])
     Atoms(f"Cu{len(positions)}", positions=positions).write(name)
-
-
-@pytest.fixture(scope="module")
-def endpoints(tmp_path_factory):
-    """Relaxed endpoints of Au on Al(100), hollow to hollow, as files."""
-    folder = tmp_path_factory.mktemp("ends")
-    initial, final, _ = au_on_al100()
-    initial.write(folder / "initial.traj")
-    final.write(folder / "final.traj")
-    return folder
-
-
-@pytest.fixture
-def ends(endpoints, tmp_path, monkeypatch):
-    """The endpoints copied into a folder of the test's own, the working directory."""
-    for name in ("initial.traj", "final.traj"):
-        shutil.copy(endpoints / name, tmp_path / name)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def band_command(*options):

@@ -2,7 +2,6 @@
 point from Baker and Chan's HCN guess (GFN2-xTB, three atoms), their exit statuses,
 their one-line refusals before any call, and the band's picture."""
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -20,25 +19,6 @@ from asebo.optimize.observations import check_restart
 from calculators import get_calculator
 
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-@pytest.fixture(scope="module")
-def endpoints(tmp_path_factory):
-    """Relaxed endpoints of Au on Al(100), hollow to hollow, as files."""
-    folder = tmp_path_factory.mktemp("ends")
-    initial, final, _ = au_on_al100()
-    initial.write(folder / "initial.traj")
-    final.write(folder / "final.traj")
-    return folder
-
-
-@pytest.fixture
-def ends(endpoints, tmp_path, monkeypatch):
-    """The endpoints copied into a folder of the test's own, the working directory."""
-    for name in ("initial.traj", "final.traj"):
-        shutil.copy(endpoints / name, tmp_path / name)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
 
 
 def one_line_exit(argv, match, status=REFUSED):
