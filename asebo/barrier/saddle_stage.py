@@ -89,6 +89,7 @@ def searched_saddle(band, fmax, steps, **options):
         made = before - search.observations.state.get("given", before)  # resumed: its calls
         try:
             converged = bool(search.run(fmax=fmax, steps=max(steps - made, 0)))
+            gp, _ = search.surrogate.fitted(search.observations)
         except PriorCalculationError as error:  # at a band's image far up, say
             record = search.observations
             atoms = observation_atoms(search.atoms, record, len(record) - 1)
@@ -97,7 +98,6 @@ def searched_saddle(band, fmax, steps, **options):
         record = search.observations
         index = record.find(search.atoms.positions)
         index = len(record) - 1 if index is None else index  # a search cut short by steps
-        gp, _ = search.surrogate.fitted(record)
         why = "" if converged else search.result.reason
         atoms = observation_atoms(search.atoms, record, index)
     calls = len(record) - before
