@@ -266,7 +266,7 @@ def test_a_surface_hops_saddle_point_from_a_guess_file(tmp_path, monkeypatch, ca
 def test_a_result_file_leaves_out_what_its_format_cannot_store(tmp_path):
     import warnings
 
-    from asebo.commands.optimize import write_structures
+    from asebo.commands._formats import write_structures
 
     initial, final, _ = au_on_al100()  # built by add_adsorbate: a dict in info
     initial.info["name"] = "hop"
